@@ -1,0 +1,5 @@
+import sys
+
+from deliberation.cli import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""The ``deliberation`` command. Each area of the library contributes its subcommands from its
+own ``commands`` module (a ``register(subparsers)`` function), so adding a command never means
+editing a central switch."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# One line per area; each module defines register(subparsers) and sets func= on its parsers.
+COMMAND_MODULES = [
+    "deliberation.inference.commands",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="deliberation", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
