@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from deliberation.inference.seeds import derive_seed
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -66,6 +68,13 @@ class ChatRequest:
 
     def messages_as_dicts(self) -> list[dict[str, str]]:
         return [m.to_dict() for m in self.messages]
+
+    def effective_seed(self) -> int | None:
+        """The seed sent to an engine: ``seed`` with the ``sample`` index folded in, so each
+        draw differs (see ``inference/seeds.py``); None only for an unseeded first draw."""
+        if self.seed is None and self.sample == 0:
+            return None
+        return derive_seed(self.seed or 0, self.sample)
 
     def sampling_fields(self) -> dict[str, Any]:
         """Every field that changes what a model may return (the cache key uses all of them)."""
@@ -137,6 +146,11 @@ class Backend(abc.ABC):
     def generate(
         self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
     ) -> list[ChatResponse]: ...
+
+    @classmethod
+    def from_profile(cls, profile: Any) -> Backend:
+        """Build the backend from a :class:`deliberation.params.Profile`."""
+        raise NotImplementedError(f"{cls.__name__} cannot be built from a profile")
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections or engines; the default has nothing to release."""

@@ -1,0 +1,34 @@
+"""Behaviours for plumbing checks: ``echo`` and the smoke notebook's ``smoke.arithmetic``.
+
+Parameters read:
+- ``smoke_accuracy`` (default 0.9): probability the sim adds two numbers correctly; otherwise it
+  is off by one in a random direction. Lets the smoke notebook show a non-trivial accuracy.
+"""
+
+from __future__ import annotations
+
+import re
+
+from deliberation.inference.sim import SimAnswer, SimContext, sim_behaviour
+
+_SUM = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
+
+
+@sim_behaviour("echo")
+def echo(context: SimContext) -> SimAnswer:
+    """Repeat the prompt; with a choice list, pick one uniformly (seeded)."""
+    if context.choices:
+        pick = context.choices[int(context.rng.integers(len(context.choices)))]
+        return SimAnswer(text=pick, parsed=pick)
+    return SimAnswer(text=f"echo: {context.prompt}")
+
+
+@sim_behaviour("smoke.arithmetic")
+def add_two_numbers(context: SimContext) -> SimAnswer:
+    match = _SUM.search(context.prompt)
+    if match is None:
+        return SimAnswer(text="I cannot find the sum to compute.")
+    total = int(match.group(1)) + int(match.group(2))
+    if context.rng.random() >= context.param("smoke_accuracy", 0.9):
+        total += int(context.rng.choice([-1, 1]))
+    return SimAnswer(text=f"Answer: {total}")

@@ -1,0 +1,83 @@
+"""Provenance sidecars: every table and figure says which profile, backend, model, parameters and
+commit made it, and whether it is synthetic (made by the sim mechanism model, not a model).
+
+Sidecars hold no timestamps, so the same profile, seed and commit give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from deliberation import __version__, paths
+from deliberation.atomic import atomic_write_text
+from deliberation.params import Profile
+
+SYNTHETIC_LABEL = "synthetic (sim backend)"
+
+
+def git_state() -> tuple[str, bool]:
+    """(commit, dirty) of the checkout, or ("unknown", False) outside git."""
+    root = paths.repo_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "lib",
+                "params",
+                "templates",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", False
+    return commit, bool(status)
+
+
+def label_caption(caption: str, profile: Profile) -> str:
+    """Captions of sim-made outputs carry the synthetic label; no exceptions."""
+    return f"{caption} [{SYNTHETIC_LABEL}]" if profile.synthetic else caption
+
+
+def provenance_record(
+    profile: Profile, *, notebook: str, caption: str, files: list[Path]
+) -> dict[str, Any]:
+    commit, dirty = git_state()
+    return {
+        "profile": profile.name,
+        "backend": profile.backend,
+        "model": profile.model,
+        "revision": profile.revision,
+        "seed": profile.seed,
+        "params_hash": profile.params_hash,
+        "synthetic": profile.synthetic,
+        "label": SYNTHETIC_LABEL if profile.synthetic else f"model output ({profile.model})",
+        "caption": label_caption(caption, profile),
+        "notebook": notebook,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "package_version": __version__,
+        "files": {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files},
+    }
+
+
+def write_sidecar(
+    stem: Path, profile: Profile, *, notebook: str, caption: str, files: list[Path]
+) -> Path:
+    record = provenance_record(profile, notebook=notebook, caption=caption, files=files)
+    target = stem.with_name(stem.name + ".provenance.json")
+    atomic_write_text(target, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return target

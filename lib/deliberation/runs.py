@@ -1,0 +1,59 @@
+"""Experiment runner: requests -> cached client -> results frame (one row per call).
+
+Results frames hold only what is deterministic for a given profile and seed (no latency, no
+cache-hit flags), so re-running or resuming a run yields byte-identical tables. Cost accounting
+(tokens, latency, hits) lives in the cache: ``deliberation cache stats``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from deliberation.inference.base import ChatRequest, ChatResponse
+from deliberation.inference.client import CachedClient
+
+RESULT_COLUMNS = [
+    "key",
+    "stage",
+    "sample",
+    "text",
+    "parsed",
+    "finish_reason",
+    "error",
+    "prompt_tokens",
+    "completion_tokens",
+]
+
+
+def run_requests(
+    client: CachedClient, requests: Sequence[ChatRequest], *, desc: str = ""
+) -> tuple[list[ChatResponse], pd.DataFrame]:
+    """Send requests through the cache; return responses and their results frame."""
+    responses = client.generate(requests, desc=desc)
+    keys = [client.key(r) for r in requests]
+    return responses, results_frame(requests, responses, keys)
+
+
+def results_frame(
+    requests: Sequence[ChatRequest], responses: Sequence[ChatResponse], keys: Sequence[str]
+) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for request, response, key in zip(requests, responses, keys, strict=True):
+        rows.append(
+            {
+                "key": key,
+                "stage": request.stage,
+                "sample": request.sample,
+                "text": response.text,
+                "parsed": None if response.parsed is None else json.dumps(response.parsed),
+                "finish_reason": response.finish_reason,
+                "error": response.error,
+                "prompt_tokens": response.prompt_tokens,
+                "completion_tokens": response.completion_tokens,
+            }
+        )
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
