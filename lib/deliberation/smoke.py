@@ -42,7 +42,8 @@ def score(requests: list[ChatRequest], results: pd.DataFrame) -> pd.DataFrame:
         a, b = map(int, re.findall(r"-?\d+", request.messages[-1].content)[:2])
         truths.append(a + b)
     answers = [
-        None if err else parse_answer(text) for text, err in zip(results["text"], results["error"])
+        None if pd.notna(err) else parse_answer(text)
+        for text, err in zip(results["text"], results["error"], strict=True)
     ]
     frame = pd.DataFrame(
         {
