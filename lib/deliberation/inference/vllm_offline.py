@@ -1,0 +1,340 @@
+"""The ``vllm`` backend: offline ``vllm.LLM`` on local GPUs, every request of a stage in one call.
+
+A profile supplies the options (see :class:`VLLMOptions`); multi-GPU runs use vLLM's own
+``tensor_parallel_size`` / ``pipeline_parallel_size`` / ``distributed_executor_backend``
+("mp" or "ray"). vLLM is imported lazily, so this module imports (and registers) without it;
+constructing the backend without vLLM raises an error saying how to install the extra.
+
+Behaviour worth knowing:
+
+* The engine is created with ``generation_config="vllm"`` so the model's
+  ``generation_config.json`` cannot change sampling behind our back, and every sampling field
+  is set explicitly on each request's ``SamplingParams``.
+* Seeds: a request without a seed uses the profile's ``seed``; draw ``sample`` of a request
+  then gets :func:`~deliberation.inference.seeds.derive_seed` of it.
+* The engine is built on the first :meth:`VLLMBackend.generate` call that has work, so a run
+  whose answers are all cached never loads the weights.
+* ``latency_s`` of each response is the batch wall time divided evenly among its requests
+  (offline batching gives no per-request timing).
+* An answer that fails to parse against its structured spec is still a valid response
+  (``error`` None) whose ``parsed`` is None; the experiment layer counts it as invalid.
+* If vLLM rejects the batch with a ``ValueError`` (e.g. one prompt longer than
+  ``max_model_len``), the requests are retried one call each so only the bad ones fail, with
+  ``error`` set; other exceptions (out of memory, CUDA errors) propagate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import importlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from deliberation.inference.base import (
+    Backend,
+    BackendIdentity,
+    ChatRequest,
+    ChatResponse,
+    OnResponse,
+    register_backend,
+)
+from deliberation.inference.seeds import derive_seed
+from deliberation.inference.structured import parse_structured_text, vllm_structured_kwargs
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "the vllm backend needs vLLM (CUDA GPUs only): install the extra with "
+    "`pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34)"
+)
+EXECUTOR_BACKENDS = ("mp", "ray")
+# Engine arguments this module sets itself; engine_extra may not override them.
+_MANAGED_ENGINE_KEYS = frozenset(
+    {
+        "model",
+        "revision",
+        "tokenizer",
+        "dtype",
+        "max_model_len",
+        "gpu_memory_utilization",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "distributed_executor_backend",
+        "trust_remote_code",
+        "seed",
+        "enforce_eager",
+        "generation_config",
+    }
+)
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"vllm backend option {name!r} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """What a profile may set for the ``vllm`` backend; validated on construction."""
+
+    model: str
+    revision: str | None = None
+    tokenizer: str | None = None
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    distributed_executor_backend: str | None = None
+    trust_remote_code: bool = False
+    seed: int = 0
+    enforce_eager: bool = False
+    chat_template_kwargs: Mapping[str, Any] | None = None
+    use_tqdm: bool = True
+    engine_extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(
+                f"vllm backend option 'model' must be a non-empty string, got {self.model!r}"
+            )
+        for name in ("revision", "tokenizer"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"vllm backend option {name!r} must be a string, got {value!r}")
+        if not isinstance(self.dtype, str):
+            raise ValueError(f"vllm backend option 'dtype' must be a string, got {self.dtype!r}")
+        if self.max_model_len is not None:
+            _positive_int("max_model_len", self.max_model_len)
+        _positive_int("tensor_parallel_size", self.tensor_parallel_size)
+        _positive_int("pipeline_parallel_size", self.pipeline_parallel_size)
+        utilization = self.gpu_memory_utilization
+        if (
+            isinstance(utilization, bool)
+            or not isinstance(utilization, int | float)
+            or not 0 < utilization <= 1
+        ):
+            raise ValueError(
+                "vllm backend option 'gpu_memory_utilization' must be a number in (0, 1], "
+                f"got {utilization!r}"
+            )
+        backend = self.distributed_executor_backend
+        if backend is not None and backend not in EXECUTOR_BACKENDS:
+            raise ValueError(
+                "vllm backend option 'distributed_executor_backend' must be one of "
+                f"{EXECUTOR_BACKENDS} or null, got {backend!r}"
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"vllm backend option 'seed' must be an integer, got {self.seed!r}")
+        for name in ("trust_remote_code", "enforce_eager", "use_tqdm"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"vllm backend option {name!r} must be true or false, got {getattr(self, name)!r}"
+                )
+        if self.chat_template_kwargs is not None and not isinstance(
+            self.chat_template_kwargs, Mapping
+        ):
+            raise ValueError(
+                "vllm backend option 'chat_template_kwargs' must be a mapping, "
+                f"got {self.chat_template_kwargs!r}"
+            )
+        if not isinstance(self.engine_extra, Mapping):
+            raise ValueError(
+                f"vllm backend option 'engine_extra' must be a mapping, got {self.engine_extra!r}"
+            )
+        clash = sorted(_MANAGED_ENGINE_KEYS & set(self.engine_extra))
+        if clash:
+            raise ValueError(
+                f"vllm backend option 'engine_extra' may not set {clash}: "
+                "use the backend option of the same name (generation_config is always 'vllm')"
+            )
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> VLLMOptions:
+        """Build from a profile's option mapping, naming any unknown key."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown vllm backend option(s) {unknown}; known options: {sorted(known)}"
+            )
+        if "model" not in options:
+            raise ValueError("vllm backend option 'model' is required (HF id or local path)")
+        return cls(**dict(options))
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``vllm.LLM``: always ``generation_config="vllm"``; optional
+        settings only when given, so vLLM's defaults apply otherwise."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "generation_config": "vllm",
+            "dtype": self.dtype,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "trust_remote_code": self.trust_remote_code,
+            "seed": self.seed,
+            "enforce_eager": self.enforce_eager,
+        }
+        optional = {
+            "revision": self.revision,
+            "tokenizer": self.tokenizer,
+            "max_model_len": self.max_model_len,
+            "distributed_executor_backend": self.distributed_executor_backend,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        kwargs.update(self.engine_extra)
+        return kwargs
+
+
+def import_vllm() -> ModuleType:
+    """Import vLLM, or fail with an error that says how to install it."""
+    try:
+        return importlib.import_module("vllm")
+    except ImportError as exc:
+        raise ImportError(INSTALL_HINT) from exc
+
+
+def sampling_kwargs(
+    request: ChatRequest, default_seed: int, sampling_params_module: ModuleType
+) -> dict[str, Any]:
+    """Every ``SamplingParams`` field for one request, neutral values spelled out, with the
+    per-draw seed and the structured-output constraint for the installed vLLM."""
+    base_seed = default_seed if request.seed is None else request.seed
+    kwargs: dict[str, Any] = {
+        "n": 1,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "top_k": -1,
+        "min_p": 0.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "repetition_penalty": 1.0,
+        "max_tokens": request.max_tokens,
+        "seed": derive_seed(base_seed, request.sample),
+    }
+    kwargs.update(vllm_structured_kwargs(request.structured, sampling_params_module))
+    return kwargs
+
+
+def response_from_output(request: ChatRequest, output: Any, latency_s: float) -> ChatResponse:
+    """Map one vLLM ``RequestOutput`` to a :class:`ChatResponse` (first completion only; n=1)."""
+    completions = getattr(output, "outputs", None) or []
+    if not completions:
+        return ChatResponse(text="", latency_s=latency_s, error="vLLM returned no completion")
+    completion = completions[0]
+    text = completion.text or ""
+    return ChatResponse(
+        text=text,
+        parsed=parse_structured_text(request.structured, text),
+        finish_reason=completion.finish_reason,
+        prompt_tokens=len(getattr(output, "prompt_token_ids", None) or ()),
+        completion_tokens=len(getattr(completion, "token_ids", None) or ()),
+        latency_s=latency_s,
+    )
+
+
+@register_backend("vllm")
+class VLLMBackend(Backend):
+    """Offline vLLM: one ``LLM.chat`` call per :meth:`generate`, one ``SamplingParams`` per request."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = VLLMOptions.from_options(options)
+        self._vllm = import_vllm()
+        self._sampling_params_module = importlib.import_module("vllm.sampling_params")
+        self._llm: Any = None
+        logger.info(
+            "vllm backend: vLLM %s, model %s",
+            getattr(self._vllm, "__version__", "?"),
+            self.options.model,
+        )
+
+    @property
+    def identity(self) -> BackendIdentity:
+        return BackendIdentity(
+            backend="vllm", model=self.options.model, revision=self.options.revision or ""
+        )
+
+    def _engine(self) -> Any:
+        if self._llm is None:
+            kwargs = self.options.engine_kwargs()
+            logger.info("loading vLLM engine: %s", kwargs)
+            self._llm = self._vllm.LLM(**kwargs)
+        return self._llm
+
+    def sampling_params(self, request: ChatRequest) -> Any:
+        """The ``vllm.SamplingParams`` for one request."""
+        kwargs = sampling_kwargs(request, self.options.seed, self._sampling_params_module)
+        return self._vllm.SamplingParams(**kwargs)
+
+    def _chat(self, conversations: list[list[dict[str, str]]], params: list[Any]) -> list[Any]:
+        chat_kwargs: dict[str, Any] = {"sampling_params": params, "use_tqdm": self.options.use_tqdm}
+        if self.options.chat_template_kwargs is not None:
+            chat_kwargs["chat_template_kwargs"] = dict(self.options.chat_template_kwargs)
+        outputs = list(self._engine().chat(conversations, **chat_kwargs))
+        if len(outputs) != len(conversations):
+            raise RuntimeError(
+                f"vLLM returned {len(outputs)} outputs for {len(conversations)} prompts"
+            )
+        return outputs
+
+    def generate(
+        self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
+    ) -> list[ChatResponse]:
+        if not requests:
+            return []
+        conversations = [request.messages_as_dicts() for request in requests]
+        params = [self.sampling_params(request) for request in requests]
+        started = time.perf_counter()
+        try:
+            outputs = self._chat(conversations, params)
+        except ValueError as exc:
+            logger.warning(
+                "vLLM rejected the batch of %d (%s); retrying one request per call",
+                len(requests),
+                exc,
+            )
+            return self._generate_one_by_one(requests, conversations, params, on_response)
+        share = (time.perf_counter() - started) / len(requests)
+        responses = []
+        for index, (request, output) in enumerate(zip(requests, outputs, strict=True)):
+            response = response_from_output(request, output, share)
+            responses.append(response)
+            if on_response is not None:
+                on_response(index, response)
+        return responses
+
+    def _generate_one_by_one(
+        self,
+        requests: Sequence[ChatRequest],
+        conversations: list[list[dict[str, str]]],
+        params: list[Any],
+        on_response: OnResponse | None,
+    ) -> list[ChatResponse]:
+        responses = []
+        for index, request in enumerate(requests):
+            started = time.perf_counter()
+            try:
+                (output,) = self._chat([conversations[index]], [params[index]])
+                response = response_from_output(request, output, time.perf_counter() - started)
+            except ValueError as exc:
+                response = ChatResponse(
+                    text="",
+                    latency_s=time.perf_counter() - started,
+                    error=f"vLLM rejected the request: {exc}",
+                )
+            responses.append(response)
+            if on_response is not None:
+                on_response(index, response)
+        return responses
+
+    def close(self) -> None:
+        """Drop the engine so its GPU memory can be reclaimed."""
+        if self._llm is not None:
+            self._llm = None
+            gc.collect()
