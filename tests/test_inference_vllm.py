@@ -541,10 +541,13 @@ def test_output_without_completions_becomes_an_error_response():
     assert not response.ok and response.text == "" and response.latency_s == 0.5
 
 
-def test_identity_names_model_and_revision(fake_vllm):
+def test_identity_names_model_revision_and_output_affecting_engine_settings(fake_vllm):
     identity = VLLMBackend(model="org/model", revision="r1").identity
-    assert (identity.backend, identity.model, identity.revision) == ("vllm", "org/model", "r1")
-    assert VLLMBackend(model="org/model").identity.revision == ""
+    assert (identity.backend, identity.model) == ("vllm", "org/model")
+    assert identity.revision.startswith("r1|")
+    assert VLLMBackend(model="org/model", revision="r2").identity != identity
+    for change in ({"dtype": "bfloat16"}, {"seed": 7}, {"engine_extra": {"quantization": "awq"}}):
+        assert VLLMBackend(model="org/model", revision="r1", **change).identity != identity
 
 
 def test_close_drops_the_engine_and_a_later_call_builds_a_new_one(fake_vllm):
@@ -612,3 +615,13 @@ def test_real_vllm_answers_a_choice_and_repeats_a_seeded_draw():
         assert other.completion_tokens > 0 and other.prompt_tokens > 0
     finally:
         backend.close()
+
+
+def test_profile_builds_the_backend_with_its_parallelism(fake_vllm):
+    from deliberation.params import load_profile
+
+    profile = load_profile("gpt-oss-120b-vllm")
+    backend = VLLMBackend.from_profile(profile)
+    kwargs = backend.options.engine_kwargs()
+    assert kwargs["tensor_parallel_size"] == profile.vllm.tensor_parallel_size == 2
+    assert kwargs["generation_config"] == "vllm" and kwargs["model"] == profile.model

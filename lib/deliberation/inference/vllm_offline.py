@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import importlib
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -254,11 +255,28 @@ class VLLMBackend(Backend):
             self.options.model,
         )
 
+    @classmethod
+    def from_profile(cls, profile: Any) -> VLLMBackend:
+        """Model, revision and seed from the profile's top level; engine options from ``vllm:``."""
+        return cls(
+            model=profile.model,
+            revision=profile.revision or None,
+            seed=profile.seed,
+            **profile.vllm.model_dump(),
+        )
+
     @property
     def identity(self) -> BackendIdentity:
-        return BackendIdentity(
-            backend="vllm", model=self.options.model, revision=self.options.revision or ""
-        )
+        # Engine settings that change outputs (precision, tokenizer, default seed, quantization
+        # and other extras) are part of the cache identity, so changing one never serves stale rows.
+        varying = {
+            "dtype": self.options.dtype,
+            "tokenizer": self.options.tokenizer,
+            "seed": self.options.seed,
+            "extra": dict(self.options.engine_extra),
+        }
+        revision = f"{self.options.revision or ''}|{json.dumps(varying, sort_keys=True)}"
+        return BackendIdentity(backend="vllm", model=self.options.model, revision=revision)
 
     def _engine(self) -> Any:
         if self._llm is None:
