@@ -1,0 +1,46 @@
+"""CrossProfile: template schema, loader, verifier, ownership variants and task derivation.
+
+Templates live in ``templates/crossprofile/<id>.yaml`` (format: ``templates/README.md``);
+``deliberation verify`` checks them and ``deliberation tasks crossprofile`` derives the tasks.
+"""
+
+from deliberation.crossprofile.errors import TemplateError, Violation
+from deliberation.crossprofile.loader import bank_dir, load_bank, load_template
+from deliberation.crossprofile.schema import DOMAINS, ROLES, Template
+from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, score_options
+from deliberation.crossprofile.tasks import (
+    Task,
+    TaskFact,
+    derive_task,
+    derive_tasks,
+    read_tasks_jsonl,
+    write_tasks_jsonl,
+)
+from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS, CLASSIC, OwnershipVariant
+from deliberation.crossprofile.verifier import VerificationReport, verify_paths
+
+__all__ = [
+    "AGENTS",
+    "ALL_VARIANTS",
+    "CLASSIC",
+    "DOMAINS",
+    "ROLES",
+    "OwnershipVariant",
+    "Task",
+    "TaskFact",
+    "Template",
+    "TemplateError",
+    "VerificationReport",
+    "Violation",
+    "bank_dir",
+    "derive_task",
+    "derive_tasks",
+    "irrelevant_tone",
+    "load_bank",
+    "load_template",
+    "net_evidence_lead",
+    "read_tasks_jsonl",
+    "score_options",
+    "verify_paths",
+    "write_tasks_jsonl",
+]

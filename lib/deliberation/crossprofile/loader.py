@@ -1,0 +1,164 @@
+"""Read CrossProfile template files into typed :class:`~.schema.Template` records.
+
+Parsing problems come back as :class:`~.errors.Violation` records naming the file and the
+fact or field (malformed YAML names the line), so the verifier can report every file at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from deliberation import paths
+from deliberation.crossprofile.errors import TemplateError, Violation
+from deliberation.crossprofile.schema import Template
+
+log = logging.getLogger(__name__)
+
+TEMPLATE_SUFFIXES = (".yaml", ".yml")
+
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
+    """Safe YAML loader that rejects a key repeated in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {seen[key] + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def bank_dir() -> Path:
+    """The shipped bank: ``templates/crossprofile/``."""
+    return paths.templates_dir() / "crossprofile"
+
+
+def display_name(path: Path) -> str:
+    """How a file is named in messages: relative to the cwd when inside it, else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def template_files(paths_or_dirs: Iterable[Path]) -> list[Path]:
+    """Expand directories to their ``*.yaml``/``*.yml`` files (sorted); keep files as given."""
+    found: list[Path] = []
+    for p in map(Path, paths_or_dirs):
+        if p.is_dir():
+            found.extend(sorted(f for f in p.iterdir() if f.suffix in TEMPLATE_SUFFIXES))
+        else:
+            found.append(p)
+    return found
+
+
+def _yaml_problem(name: str, exc: yaml.YAMLError) -> Violation:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        problem = f"{problem} ({context} started at line {context_mark.line + 1})"
+    elif context:
+        problem = f"{problem} ({context})"
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "yaml"
+    return Violation(name, where, f"malformed YAML: {problem}")
+
+
+_MESSAGES = {
+    "missing": "missing required field",
+    "extra_forbidden": "unknown field (not part of the template format)",
+    "tuple_type": "should be a list",
+}
+
+
+def _where(loc: tuple[Any, ...], raw: Any) -> str:
+    """Turn a pydantic error location into ``s4.polarity`` or ``options[1]``."""
+    if len(loc) >= 2 and loc[0] == "facts" and isinstance(loc[1], int):
+        index = loc[1]
+        rest = [str(p) for p in loc[2:] if p not in ("support", "decoy", "irrelevant")]
+        facts = raw.get("facts") if isinstance(raw, dict) else None
+        fact = facts[index] if isinstance(facts, list) and index < len(facts) else None
+        fact_id = fact.get("id") if isinstance(fact, dict) else None
+        head = str(fact_id) if isinstance(fact_id, str) and fact_id else f"facts[{index}]"
+        return ".".join([head, *rest])
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "template"
+
+
+def parse_template(text: str, name: str) -> tuple[Template | None, list[Violation]]:
+    """Parse one template's YAML text; return the record or the violations (never raises)."""
+    try:
+        raw = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        return None, [_yaml_problem(name, exc)]
+    if not isinstance(raw, dict):
+        kind = "empty" if raw is None else type(raw).__name__
+        return None, [Violation(name, "template", f"expected a mapping of fields, got {kind}")]
+    try:
+        return Template.model_validate(raw), []
+    except ValidationError as exc:
+        found = []
+        for err in exc.errors(include_url=False):
+            message = _MESSAGES.get(err["type"], err["msg"])
+            message = message.removeprefix("Value error, ")
+            found.append(Violation(name, _where(tuple(err["loc"]), raw), message))
+        return None, found
+
+
+def read_template(path: Path) -> tuple[Template | None, list[Violation]]:
+    """Read one template file; return the record or the violations (never raises)."""
+    name = display_name(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Violation(name, "file", f"cannot read: {exc}")]
+    return parse_template(text, name)
+
+
+def load_template(path: Path) -> Template:
+    """Load one template file, raising :class:`TemplateError` if it does not parse."""
+    template, problems = read_template(Path(path))
+    if problems or template is None:
+        raise TemplateError(problems)
+    return template
+
+
+def load_bank(directory: Path | None = None, *, include_pilot: bool = True) -> list[Template]:
+    """Load and verify every template in ``directory`` (default: the shipped bank), sorted by id.
+
+    Raises :class:`TemplateError` listing every violation if any template breaks a rule, so
+    tasks are never derived from an unverified template.
+    """
+    from deliberation.crossprofile.verifier import verify_paths
+
+    directory = bank_dir() if directory is None else Path(directory)
+    report = verify_paths([directory], composition=False)
+    if report.violations:
+        raise TemplateError(report.violations)
+    if not report.templates:
+        raise TemplateError([Violation(display_name(directory), "bank", "no template files")])
+    templates = sorted(report.templates, key=lambda t: t.id)
+    log.debug("loaded %d templates from %s", len(templates), directory)
+    return [t for t in templates if include_pilot or not t.pilot]

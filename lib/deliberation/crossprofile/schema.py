@@ -1,0 +1,117 @@
+"""Pydantic models of one CrossProfile template file (the format in ``templates/README.md``).
+
+The models check types, required fields, allowed values and unknown keys, so a malformed file
+fails with field-path errors; the structural and scoring rules live in :mod:`.verifier`, which
+needs a typed template to reason about.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+DOMAINS: tuple[str, ...] = (
+    "hiring",
+    "procurement",
+    "office-location",
+    "investment",
+    "event-venue",
+    "software-tool",
+    "home-care",
+    "education",
+    "logistics",
+    "housing",
+    "grant-funding",
+    "marketing-agency",
+)
+Domain = Literal[
+    "hiring",
+    "procurement",
+    "office-location",
+    "investment",
+    "event-venue",
+    "software-tool",
+    "home-care",
+    "education",
+    "logistics",
+    "housing",
+    "grant-funding",
+    "marketing-agency",
+]
+
+ROLES: tuple[str, ...] = ("support", "decoy", "irrelevant")
+Role = Literal["support", "decoy", "irrelevant"]
+Sign = Literal[1, -1]
+
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+# YAML gives lists; the tuple itself is validated leniently (list -> tuple), its items strictly.
+NameList = Annotated[tuple[NonEmpty, ...], Field(strict=False)]
+
+
+def _exact_sign(value: object) -> object:
+    """Reject ``true`` and ``1.0``, which a plain Literal[1, -1] would accept as equal to 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be the integer 1 or -1")
+    return value
+
+
+class _Record(BaseModel):
+    """Immutable, strict (no type coercion), and closed (unknown keys are errors)."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+
+class EvidenceFact(_Record):
+    """A support or decoy fact: bears on ``option`` along a stated ``criterion``."""
+
+    id: NonEmpty
+    role: Literal["support", "decoy"]
+    option: NonEmpty
+    criterion: NonEmpty
+    polarity: Sign
+    text: NonEmpty
+
+    _check_polarity = field_validator("polarity", mode="before")(_exact_sign)
+
+
+class IrrelevantFact(_Record):
+    """A fact about ``option`` on an ``attribute`` outside the criteria; it only sounds good or bad."""
+
+    id: NonEmpty
+    role: Literal["irrelevant"]
+    option: NonEmpty
+    attribute: NonEmpty
+    tone: Sign
+    text: NonEmpty
+
+    _check_tone = field_validator("tone", mode="before")(_exact_sign)
+
+
+Fact = Annotated[EvidenceFact | IrrelevantFact, Field(discriminator="role")]
+
+
+class Template(_Record):
+    """One decision scenario: three options, stated criteria, twelve facts and the answer key."""
+
+    id: NonEmpty
+    domain: Domain
+    pilot: bool
+    title: NonEmpty
+    description: NonEmpty
+    criteria: NameList
+    options: NameList
+    correct: NonEmpty
+    facts: Annotated[tuple[Fact, ...], Field(strict=False)]
+
+    @property
+    def wrong_options(self) -> tuple[str, ...]:
+        return tuple(o for o in self.options if o != self.correct)
+
+    @property
+    def correct_position(self) -> int | None:
+        """Index of the correct option in ``options`` (None if the key is not an option)."""
+        return self.options.index(self.correct) if self.correct in self.options else None
+
+    def facts_with_role(self, role: str) -> tuple[EvidenceFact | IrrelevantFact, ...]:
+        return tuple(f for f in self.facts if f.role == role)

@@ -1,0 +1,593 @@
+"""The CrossProfile verifier: proves every template's answer key and format, and reports the
+bank's shape.
+
+Per-template checks (always): schema and types; 3 distinct criteria and options; the key is an
+option; 12 facts s1..s5, d1..d3, i1..i4 in that order; each support fact favours the correct
+option or disfavours a wrong one, each decoy favours a wrong option, on a stated criterion;
+irrelevant attributes are not criteria and their tones are two +1 and two -1; all-facts scores
+are +2 for the key and 0 for each competitor; each text is one sentence of 14-28 words naming
+its own option and no other.
+
+Cross-file checks (always, across the files verified together): unique template ids, no fact
+text used twice. Composition checks (only with ``composition=True``, the default when the whole
+bank is verified): 60 main + 10 pilot templates, 5 main templates (``-01``..``-05``) in each
+of the 12 domains.
+
+Reported, not failed: length by role (words and tokens), the correct option's position, and
+warnings for wording a reader should look at (a role word, an attribute sharing a word with a
+criterion, a description outside 2-4 sentences).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from deliberation.crossprofile.errors import Violation
+from deliberation.crossprofile.loader import bank_dir, display_name, read_template, template_files
+from deliberation.crossprofile.schema import (
+    DOMAINS,
+    ROLES,
+    EvidenceFact,
+    IrrelevantFact,
+    Template,
+)
+from deliberation.crossprofile.scoring import score_options
+from deliberation.tokens import count_tokens
+
+N_OPTIONS = 3
+N_CRITERIA = 3
+ROLE_COUNTS: dict[str, int] = {"support": 5, "decoy": 3, "irrelevant": 4}
+IRRELEVANT_TONES: dict[int, int] = {1: 2, -1: 2}
+MIN_WORDS, MAX_WORDS = 14, 28
+MAIN_PER_DOMAIN = 5
+N_PILOT = 10
+CORRECT_SCORE, COMPETITOR_SCORE = 2, 0
+
+# Words that give a fact's role away; failures. Words that only might (a "support" desk is a
+# fair thing to report about software) are warnings.
+LEAKING_WORDS = ("decoy", "decoys", "irrelevant")
+SUSPECT_WORDS = ("support", "agent", "agents")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "the",
+        "of",
+        "for",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "or",
+        "its",
+        "their",
+        "per",
+        "as",
+        "is",
+        "are",
+        "be",
+        "over",
+        "under",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class FactLength:
+    """Length of one fact text, for the by-role report."""
+
+    template: str
+    fact: str
+    role: str
+    words: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    """Everything the verifier found: violations fail, the rest is reported."""
+
+    files: tuple[str, ...]
+    templates: tuple[Template, ...]
+    violations: tuple[Violation, ...]
+    warnings: tuple[Violation, ...] = ()
+    lengths: tuple[FactLength, ...] = ()
+    composition_checked: bool = False
+    seconds: float = 0.0
+    failed_files: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+# ---------------------------------------------------------------- text rules
+
+
+def word_count(text: str) -> int:
+    """Words are whitespace-separated runs ("4.5" and "on-call" are one word each)."""
+    return len(text.split())
+
+
+# A sentence ends at '.', '!' or '?' followed by whitespace or the end of the text (optionally
+# after a closing quote or bracket). So decimals ("4.5") and inner dots ("U.S") do not end one,
+# but an abbreviation's final dot before a space ("U.S. market", "Dr. Lee") does: the format
+# forbids such abbreviations, and this rule catches them.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+
+
+def sentence_problems(text: str) -> list[str]:
+    """Why ``text`` is not exactly one sentence ending with a period (empty list if it is)."""
+    problems = []
+    if text != text.strip():
+        problems.append("has leading or trailing whitespace")
+    stripped = text.strip()
+    if "\n" in stripped:
+        problems.append("contains a line break")
+    if not stripped.endswith("."):
+        problems.append("must end with a period")
+    ends = list(_SENTENCE_END.finditer(stripped))
+    inner = [m for m in ends if m.end() < len(stripped)]
+    if inner:
+        shown = ", ".join(repr(stripped[max(0, m.start() - 12) : m.end()]) for m in inner[:3])
+        problems.append(
+            f"must be one sentence: sentence-ending punctuation inside at {shown} "
+            "(abbreviations with periods count as sentence ends)"
+        )
+    if "!" in stripped or "?" in stripped:
+        problems.append("must not contain '!' or '?'")
+    return problems
+
+
+def _name_pattern(name: str, *, ignore_case: bool) -> re.Pattern[str]:
+    flags = re.IGNORECASE if ignore_case else 0
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags)
+
+
+def mentions(text: str, name: str, *, ignore_case: bool) -> bool:
+    """Whether ``name`` occurs in ``text`` as a whole word or phrase (not inside a longer word)."""
+    return _name_pattern(name, ignore_case=ignore_case).search(text) is not None
+
+
+def _content_words(phrase: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w not in _STOPWORDS}
+
+
+# ---------------------------------------------------------------- per-template checks
+
+
+def _check_header(t: Template, file: str, path: Path | None) -> list[Violation]:
+    out: list[Violation] = []
+
+    def bad(where: str, message: str) -> None:
+        out.append(Violation(file, where, message))
+
+    if path is not None and path.name != f"{t.id}.yaml":
+        bad("id", f"file name must be '{t.id}.yaml' (the template id), not '{path.name}'")
+    main_id = re.fullmatch(rf"{re.escape(t.domain)}-0[1-{MAIN_PER_DOMAIN}]", t.id)
+    pilot_id = re.fullmatch(rf"{re.escape(t.domain)}-p[1-9][0-9]*", t.id)
+    if t.pilot and not pilot_id:
+        bad("id", f"pilot template id must be '{t.domain}-p1', '{t.domain}-p2', ..., not '{t.id}'")
+    if not t.pilot and not main_id:
+        bad(
+            "id",
+            f"main template id must be '{t.domain}-01' .. '{t.domain}-0{MAIN_PER_DOMAIN}'"
+            f" (domain '{t.domain}'), not '{t.id}'",
+        )
+
+    if len(t.criteria) != N_CRITERIA:
+        bad("criteria", f"expected exactly {N_CRITERIA} criteria, found {len(t.criteria)}")
+    for name, count in Counter(c.casefold() for c in t.criteria).items():
+        if count > 1:
+            bad("criteria", f"criterion {name!r} is listed {count} times")
+
+    if len(t.options) != N_OPTIONS:
+        bad("options", f"expected exactly {N_OPTIONS} options, found {len(t.options)}")
+    for name, count in Counter(o.casefold() for o in t.options).items():
+        if count > 1:
+            bad("options", f"option {name!r} is listed {count} times")
+    for a in t.options:
+        for b in t.options:
+            if a.casefold() != b.casefold() and a.casefold() in b.casefold():
+                bad("options", f"option {a!r} is part of option {b!r}; names must not nest")
+    if t.correct not in t.options:
+        bad("correct", f"correct option {t.correct!r} is not one of the options {list(t.options)}")
+    return out
+
+
+def _check_fact_list(t: Template, file: str) -> list[Violation]:
+    out: list[Violation] = []
+    counts = Counter(f.role for f in t.facts)
+    if len(t.facts) != sum(ROLE_COUNTS.values()) or any(
+        counts[r] != n for r, n in ROLE_COUNTS.items()
+    ):
+        found = "/".join(str(counts[r]) for r in ROLES)
+        bad_roles = ", ".join(
+            f"{counts[r]} {r} (expected {n})" for r, n in ROLE_COUNTS.items() if counts[r] != n
+        )
+        out.append(
+            Violation(
+                file,
+                "facts",
+                f"expected 12 facts with roles 5/3/4 (support/decoy/irrelevant), found "
+                f"{len(t.facts)} with {found}: {bad_roles}",
+            )
+        )
+
+    id_counts = Counter(f.id for f in t.facts)
+    for fid, n in id_counts.items():
+        if n > 1:
+            where = [i for i, f in enumerate(t.facts) if f.id == fid]
+            out.append(
+                Violation(
+                    file,
+                    fid,
+                    f"duplicate fact id: used {n} times (facts[{'], facts['.join(map(str, where))}])",
+                )
+            )
+
+    role_rank = {r: i for i, r in enumerate(ROLES)}
+    seen_in_role: Counter[str] = Counter()
+    previous = 0
+    for index, fact in enumerate(t.facts):
+        seen_in_role[fact.role] += 1
+        expected = f"{fact.role[0]}{seen_in_role[fact.role]}"
+        if id_counts[fact.id] == 1 and fact.id != expected:
+            out.append(
+                Violation(
+                    file,
+                    fact.id,
+                    f"fact id should be '{expected}' (facts[{index}] is {fact.role} fact number "
+                    f"{seen_in_role[fact.role]}; ids run s1..s5, d1..d3, i1..i4)",
+                )
+            )
+        if role_rank[fact.role] < previous:
+            out.append(
+                Violation(
+                    file,
+                    fact.id,
+                    f"{fact.role} fact out of order: list support facts, then decoys, "
+                    "then irrelevant facts",
+                )
+            )
+        previous = max(previous, role_rank[fact.role])
+    return out
+
+
+def _check_fact(t: Template, file: str, fact: EvidenceFact | IrrelevantFact) -> list[Violation]:
+    out: list[Violation] = []
+
+    def bad(message: str, suffix: str = "") -> None:
+        out.append(Violation(file, fact.id + suffix, message))
+
+    wrong = t.wrong_options
+    if fact.option not in t.options:
+        bad(f"option {fact.option!r} is not one of the options {list(t.options)}", ".option")
+
+    if fact.role in ("support", "decoy"):
+        if fact.criterion not in t.criteria:
+            near = [c for c in t.criteria if c.casefold() == fact.criterion.casefold()]
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            bad(
+                f"criterion {fact.criterion!r} is not one of the stated criteria "
+                f"{list(t.criteria)}{hint}",
+                ".criterion",
+            )
+        if fact.option in t.options and t.correct in t.options:
+            if fact.role == "support":
+                if fact.option == t.correct and fact.polarity != 1:
+                    bad(
+                        f"support fact is unfavourable (polarity -1) to the correct option "
+                        f"{t.correct!r}; on the correct option a support fact must be +1"
+                    )
+                if fact.option != t.correct and fact.polarity != -1:
+                    bad(
+                        f"support fact favours (polarity +1) the wrong option {fact.option!r}; "
+                        f"on a wrong option a support fact must be -1"
+                    )
+            else:
+                if fact.option == t.correct:
+                    bad(
+                        f"decoy favours the correct option {t.correct!r}; a decoy must favour "
+                        f"a wrong option ({' or '.join(map(repr, wrong))})"
+                    )
+                if fact.polarity != 1:
+                    bad("decoy must favour its option (polarity +1), found -1")
+    else:
+        attribute = fact.attribute.casefold().strip()
+        for criterion in t.criteria:
+            c = criterion.casefold().strip()
+            if attribute == c:
+                bad(f"irrelevant attribute {fact.attribute!r} is a stated criterion", ".attribute")
+            elif attribute in c or c in attribute:
+                bad(
+                    f"irrelevant attribute {fact.attribute!r} overlaps the criterion "
+                    f"{criterion!r}; it must lie outside the criteria",
+                    ".attribute",
+                )
+
+    text = fact.text
+    for problem in sentence_problems(text):
+        bad(f"text {problem}", ".text")
+    words = word_count(text)
+    if not MIN_WORDS <= words <= MAX_WORDS:
+        bad(f"text has {words} words; must be {MIN_WORDS} to {MAX_WORDS}", ".text")
+    if fact.option in t.options and not mentions(text, fact.option, ignore_case=False):
+        bad(f"text does not name its own option {fact.option!r} (exact case)", ".text")
+    for other in t.options:
+        if other != fact.option and mentions(text, other, ignore_case=True):
+            bad(f"text names another option {other!r}; a fact must name only its own", ".text")
+    for word in LEAKING_WORDS:
+        if mentions(text, word, ignore_case=True):
+            bad(f"text uses the word {word!r}, which gives the fact's role away", ".text")
+    return out
+
+
+def _check_scores(t: Template, file: str) -> list[Violation]:
+    if t.correct not in t.options:
+        return []
+    scores = score_options((f for f in t.facts if f.option in t.options), t.options)
+    expected = {o: (CORRECT_SCORE if o == t.correct else COMPETITOR_SCORE) for o in t.options}
+    if scores == expected:
+        return []
+    shown = ", ".join(f"{o} {scores[o]:+d}" for o in t.options)
+    detail = [
+        f"{o!r} ties or beats the correct option"
+        for o in t.wrong_options
+        if scores[o] >= scores[t.correct]
+    ]
+    extra = f"; {'; '.join(detail)}" if detail else ""
+    return [
+        Violation(
+            file,
+            "scores",
+            f"all-facts scores must be +{CORRECT_SCORE} for the correct option {t.correct!r} and "
+            f"{COMPETITOR_SCORE} for each competitor; found {shown}{extra}",
+        )
+    ]
+
+
+def _check_tones(t: Template, file: str) -> list[Violation]:
+    tones = Counter(f.tone for f in t.facts if f.role == "irrelevant")
+    if tones == Counter(IRRELEVANT_TONES):
+        return []
+    return [
+        Violation(
+            file,
+            "facts",
+            f"irrelevant tones must be two +1 and two -1, found {tones[1]} x +1 and {tones[-1]} x -1",
+        )
+    ]
+
+
+def verify_template(template: Template, file: str, path: Path | None = None) -> list[Violation]:
+    """Every per-template rule broken by ``template`` (named ``file`` in messages)."""
+    out = _check_header(template, file, path)
+    out += _check_fact_list(template, file)
+    for fact in template.facts:
+        out += _check_fact(template, file, fact)
+    out += _check_tones(template, file)
+    out += _check_scores(template, file)
+    return out
+
+
+def _warnings(t: Template, file: str) -> list[Violation]:
+    out = []
+    sentences = len(_SENTENCE_END.findall(t.description.strip()))
+    if not 2 <= sentences <= 4:
+        out.append(
+            Violation(file, "description", f"has {sentences} sentences; the format asks for 2-4")
+        )
+    criteria_words = {c: _content_words(c) for c in t.criteria}
+    for fact in t.facts:
+        for word in SUSPECT_WORDS:
+            if mentions(fact.text, word, ignore_case=True):
+                out.append(
+                    Violation(file, fact.id, f"text uses {word!r}; check it does not hint a role")
+                )
+        if fact.role == "irrelevant":
+            for criterion, words in criteria_words.items():
+                shared = _content_words(fact.attribute) & words
+                if shared and fact.attribute.casefold() not in criterion.casefold():
+                    out.append(
+                        Violation(
+                            file,
+                            f"{fact.id}.attribute",
+                            f"attribute {fact.attribute!r} shares {sorted(shared)} with criterion "
+                            f"{criterion!r}; check it is not a near-synonym",
+                        )
+                    )
+    return out
+
+
+# ---------------------------------------------------------------- bank checks
+
+
+def _normal_text(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def verify_bank(entries: Sequence[tuple[str, Template]], *, composition: bool) -> list[Violation]:
+    """Cross-file rules over ``(file, template)`` pairs; composition rules if asked."""
+    out: list[Violation] = []
+    first_file: dict[str, str] = {}
+    for file, t in entries:
+        if t.id in first_file:
+            out.append(
+                Violation(file, "id", f"template id {t.id!r} is also used by {first_file[t.id]}")
+            )
+        else:
+            first_file[t.id] = file
+
+    first_text: dict[str, tuple[str, str]] = {}
+    for file, t in entries:
+        for fact in t.facts:
+            key = _normal_text(fact.text)
+            if key in first_text:
+                other_file, other_id = first_text[key]
+                out.append(
+                    Violation(
+                        file, fact.id, f"same text as {other_file} {other_id}; texts must be unique"
+                    )
+                )
+            else:
+                first_text[key] = (file, fact.id)
+
+    if composition:
+        out += _check_composition([t for _, t in entries])
+    return out
+
+
+def _check_composition(templates: Sequence[Template]) -> list[Violation]:
+    out: list[Violation] = []
+    where = display_name(bank_dir())
+    ids = {t.id for t in templates}
+    main = [t for t in templates if not t.pilot]
+    pilot = [t for t in templates if t.pilot]
+    n_main = MAIN_PER_DOMAIN * len(DOMAINS)
+    if len(main) != n_main:
+        out.append(Violation(where, "bank", f"expected {n_main} main templates, found {len(main)}"))
+    if len(pilot) != N_PILOT:
+        out.append(
+            Violation(where, "bank", f"expected {N_PILOT} pilot templates, found {len(pilot)}")
+        )
+    for domain in DOMAINS:
+        expected = [f"{domain}-0{k}" for k in range(1, MAIN_PER_DOMAIN + 1)]
+        missing = [i for i in expected if i not in ids]
+        extra = sorted(t.id for t in main if t.domain == domain and t.id not in expected)
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if extra:
+                parts.append(f"unexpected {', '.join(extra)}")
+            out.append(
+                Violation(
+                    where,
+                    f"bank.{domain}",
+                    f"domain needs exactly {MAIN_PER_DOMAIN} main templates "
+                    f"({expected[0]}..{expected[-1]}): {'; '.join(parts)}",
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def verify_paths(
+    paths: Iterable[Path] | None = None, *, composition: bool | None = None
+) -> VerificationReport:
+    """Verify template files and directories (default: the whole shipped bank).
+
+    ``composition`` (60 main + 10 pilot, 12 domains x 5) defaults to True when ``paths`` is
+    None (the whole bank) and False when files or folders are named.
+    """
+    start = time.perf_counter()
+    if composition is None:
+        composition = paths is None
+    files = template_files([bank_dir()] if paths is None else paths)
+    violations: list[Violation] = []
+    warnings: list[Violation] = []
+    lengths: list[FactLength] = []
+    loaded: list[tuple[str, Template]] = []
+    failed: list[str] = []
+    for path in files:
+        name = display_name(path)
+        template, problems = read_template(path)
+        if template is not None:
+            problems = verify_template(template, name, path)
+            loaded.append((name, template))
+            warnings += _warnings(template, name)
+            lengths += [
+                FactLength(template.id, f.id, f.role, word_count(f.text), count_tokens(f.text))
+                for f in template.facts
+            ]
+        violations += problems
+        if problems:
+            failed.append(name)
+    bank_problems = verify_bank(loaded, composition=composition)
+    violations += bank_problems
+    failed += sorted({v.file for v in bank_problems} - set(failed))
+    return VerificationReport(
+        files=tuple(display_name(p) for p in files),
+        templates=tuple(t for _, t in loaded),
+        violations=tuple(violations),
+        warnings=tuple(warnings),
+        lengths=tuple(lengths),
+        composition_checked=composition,
+        seconds=time.perf_counter() - start,
+        failed_files=tuple(failed),
+    )
+
+
+# ---------------------------------------------------------------- report tables
+
+
+def length_by_role(report: VerificationReport) -> pd.DataFrame:
+    """Words and tokens per fact text by role (n, mean, min, max): roles should match in mean."""
+    frame = pd.DataFrame(
+        [vars(x) for x in report.lengths], columns=list(FactLength.__annotations__)
+    )
+    if frame.empty:
+        return pd.DataFrame(columns=["role", "n", "words_mean", "words_min", "words_max"])
+    table = frame.groupby("role", sort=False).agg(
+        n=("words", "size"),
+        words_mean=("words", "mean"),
+        words_min=("words", "min"),
+        words_max=("words", "max"),
+        tokens_mean=("tokens", "mean"),
+        tokens_min=("tokens", "min"),
+        tokens_max=("tokens", "max"),
+    )
+    order = [r for r in ROLES if r in table.index]
+    return table.loc[order].round(2).reset_index()
+
+
+def correct_positions(report: VerificationReport) -> pd.DataFrame:
+    """How many templates put the correct option at index 0, 1, 2 of ``options`` (main, pilot)."""
+    rows = defaultdict(lambda: {"main": 0, "pilot": 0})
+    for t in report.templates:
+        if t.correct_position is not None:
+            rows[t.correct_position]["pilot" if t.pilot else "main"] += 1
+    frame = pd.DataFrame(
+        [{"position": p, **rows[p]} for p in range(N_OPTIONS)],
+        columns=["position", "main", "pilot"],
+    )
+    return frame
+
+
+def format_report(report: VerificationReport, *, details: bool = True) -> str:
+    """The verifier's human-readable output: violations, then (optionally) the reported tables."""
+    lines = [str(v) for v in report.violations]
+    if details:
+        if report.warnings:
+            lines.append(f"\nwarnings (reported, not failed): {len(report.warnings)}")
+            lines += [f"  {w}" for w in report.warnings]
+        if report.lengths:
+            lines.append("\nfact length by role (words; tokens by deliberation.tokens):")
+            lines.append(length_by_role(report).to_string(index=False))
+        if report.templates:
+            lines.append("\nposition of the correct option in `options`:")
+            lines.append(correct_positions(report).to_string(index=False))
+    scope = "bank composition checked" if report.composition_checked else "composition not checked"
+    status = (
+        "OK"
+        if report.ok
+        else f"FAILED: {len(report.violations)} violations in {len(report.failed_files)} files"
+    )
+    lines.append(
+        f"\nverified {len(report.files)} template files ({scope}) in {report.seconds:.2f}s: {status}"
+    )
+    return "\n".join(lines)
