@@ -12,6 +12,7 @@ import sys
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
 COMMAND_MODULES = [
     "deliberation.inference.commands",
+    "deliberation.crossprofile.commands",
 ]
 
 
