@@ -1,0 +1,115 @@
+"""The response cache: a documented key, rows committed as they arrive, failures never served."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from deliberation.inference.base import (
+    BackendIdentity,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StructuredOutput,
+)
+from deliberation.inference.cache import ResponseCache, request_key
+
+IDENTITY = BackendIdentity(
+    backend="openai", model="m", revision="r1", base_url="http://127.0.0.1:1/v1"
+)
+REQUEST = ChatRequest(
+    messages=(Message("system", "be brief"), Message("user", "pick one")),
+    stage="crossprofile.decision",
+    temperature=0.7,
+    max_tokens=64,
+    top_p=0.9,
+    seed=3,
+    structured=StructuredOutput(choices=("A", "B")),
+    sample=0,
+)
+
+REQUEST_CHANGES = {
+    "messages": dict(messages=(Message("system", "be brief"), Message("user", "pick two"))),
+    "role": dict(messages=(Message("user", "be brief"), Message("user", "pick one"))),
+    "stage": dict(stage="crossprofile.summary"),
+    "temperature": dict(temperature=0.8),
+    "max_tokens": dict(max_tokens=65),
+    "top_p": dict(top_p=0.95),
+    "seed": dict(seed=4),
+    "structured": dict(structured=StructuredOutput(choices=("A", "C"))),
+    "structured_kind": dict(structured=StructuredOutput(json_schema={"type": "string"})),
+    "sample": dict(sample=1),
+}
+IDENTITY_CHANGES = {
+    "backend": dict(backend="vllm"),
+    "model": dict(model="m2"),
+    "revision": dict(revision="r2"),
+    "base_url": dict(base_url="http://127.0.0.1:2/v1"),
+}
+
+
+def test_equal_requests_share_a_key():
+    copy = dataclasses.replace(REQUEST)
+    assert request_key(IDENTITY, REQUEST) == request_key(IDENTITY, copy)
+
+
+@pytest.mark.parametrize("field", sorted(REQUEST_CHANGES))
+def test_changing_any_request_field_misses_the_cache(field):
+    changed = dataclasses.replace(REQUEST, **REQUEST_CHANGES[field])
+    assert request_key(IDENTITY, changed) != request_key(IDENTITY, REQUEST)
+
+
+@pytest.mark.parametrize("field", sorted(IDENTITY_CHANGES))
+def test_changing_any_backend_field_misses_the_cache(field):
+    changed = dataclasses.replace(IDENTITY, **IDENTITY_CHANGES[field])
+    assert request_key(changed, REQUEST) != request_key(IDENTITY, REQUEST)
+
+
+def _answer(text="A", **kw):
+    return ChatResponse(
+        text=text,
+        parsed=text,
+        finish_reason="stop",
+        prompt_tokens=5,
+        completion_tokens=1,
+        latency_s=0.25,
+        **kw,
+    )
+
+
+def test_round_trip_flags_hits_and_counts_them(tmp_path):
+    path = tmp_path / "c.sqlite"
+    key = request_key(IDENTITY, REQUEST)
+    with ResponseCache(path) as cache:
+        assert cache.get_many([key]) == {}
+        cache.put(key, REQUEST, _answer(), profile="p", identity=IDENTITY)
+    with ResponseCache(path) as cache:  # committed: survives closing and reopening
+        got = cache.get_many([key, key])[key]
+        assert got.cached and got.text == "A" and got.parsed == "A" and got.prompt_tokens == 5
+        cache.get_many([key])
+        stats = cache.stats()
+    row = stats.set_index("stage").loc["crossprofile.decision"]
+    assert (row["calls"], row["hits"], row["prompt_tokens"]) == (1, 2, 5)
+
+
+def test_failures_are_recorded_with_reason_and_never_served(tmp_path):
+    key = request_key(IDENTITY, REQUEST)
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        failed = ChatResponse(text="", error="HTTP 500 after 3 attempts", attempts=3)
+        with pytest.raises(ValueError):
+            cache.put(key, REQUEST, failed, profile="p", identity=IDENTITY)
+        cache.record_failure(key, REQUEST, failed, profile="p")
+        assert cache.get_many([key]) == {}
+        failures = cache.failures()
+        stats = cache.stats()
+    assert failures["reason"].tolist() == ["HTTP 500 after 3 attempts"]
+    assert failures["attempts"].tolist() == [3]
+    assert stats["failures"].tolist() == [1] and stats["calls"].tolist() == [0]
+
+
+def test_cache_file_uses_write_ahead_logging(tmp_path):
+    path = tmp_path / "c.sqlite"
+    with ResponseCache(path) as cache:
+        mode = cache._conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"

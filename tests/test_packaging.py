@@ -1,0 +1,58 @@
+"""The project's own files: environment.yml agrees with pyproject.toml; the CLI and make targets exist."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import tomllib
+import yaml
+
+from deliberation.paths import repo_root
+
+ROOT = repo_root()
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _spec(requirement: str) -> tuple[str, str]:
+    name = _name(requirement)
+    return name, requirement.strip()[len(name) :].replace(" ", "")
+
+
+def test_environment_yml_names_the_same_dependencies_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = {_spec(r) for r in project["dependencies"] + extras["dev"] + extras["lab"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda, pip = set(), []
+    for entry in env["dependencies"]:
+        if isinstance(entry, dict):
+            pip.extend(entry["pip"])
+        elif _name(entry) not in {"python", "pip"}:
+            conda.add(_spec(entry))
+    pip_specs = {_spec(r) for r in pip if not r.startswith("-e")}
+    assert conda | pip_specs == wanted
+    assert any(r.startswith("-e .") for r in pip), "environment.yml must install the package itself"
+
+
+def test_cli_lists_its_commands():
+    out = subprocess.run(
+        [sys.executable, "-m", "deliberation", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for command in ("serve-sim", "cache"):
+        assert command in out
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "make paper" in readme and "make test" in readme
+    makefile = (ROOT / "Makefile").read_text()
+    for target in ("setup", "paper", "test", "lab", "data", "bench", "clean"):
+        assert re.search(rf"^{target}:", makefile, re.M), target
+    clean = makefile.split("\nclean:")[1]
+    assert "figures" not in clean and "tables" not in clean

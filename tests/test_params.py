@@ -1,0 +1,117 @@
+"""Profiles load strictly: every shipped profile validates; bad files name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deliberation.params import ProfileError, available_profiles, load_profile
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_every_shipped_profile_loads_and_names_its_backend_options():
+    names = available_profiles()
+    assert {
+        "sim",
+        "smoke",
+        "qwen2.5-7b-vllm",
+        "llama3.1-8b-vllm",
+        "deepseek-v4.1-flash-api",
+        "deepseek-v4-pro-api",
+        "gpt-oss-120b-vllm",
+        "gemma-4-31b-vllm",
+    } <= set(names)
+    for name in names:
+        profile = load_profile(name)
+        assert profile.name == name
+        if profile.backend == "openai":
+            assert profile.openai is not None
+        if profile.backend == "vllm":
+            assert profile.vllm is not None
+
+
+def test_only_the_sim_profiles_are_synthetic():
+    assert load_profile("sim").synthetic
+    assert load_profile("smoke").synthetic
+    assert not load_profile("qwen2.5-7b-vllm").synthetic
+    assert not load_profile("deepseek-v4.1-flash-api").synthetic
+
+
+def test_unknown_key_is_an_error_naming_file_and_key(tmp_path):
+    path = _write(tmp_path, "bad", "name: bad\nbackend: sim\nmodel: m\ntemprature: 0.3\n")
+    with pytest.raises(ProfileError) as err:
+        load_profile(path)
+    assert str(path) in str(err.value) and "temprature" in str(err.value)
+
+
+def test_wrong_type_is_an_error_naming_the_nested_key(tmp_path):
+    path = _write(
+        tmp_path, "bad", "name: bad\nbackend: sim\nmodel: m\nsampling: {max_tokens: many}\n"
+    )
+    with pytest.raises(ProfileError, match=r"sampling\.max_tokens"):
+        load_profile(path)
+
+
+def test_malformed_yaml_reports_the_line(tmp_path):
+    path = _write(tmp_path, "bad", "name: bad\nbackend: sim\nmodel: [unclosed\n")
+    with pytest.raises(ProfileError, match=r"line \d+"):
+        load_profile(path)
+
+
+def test_openai_backend_requires_its_options(tmp_path):
+    path = _write(tmp_path, "api", "name: api\nbackend: openai\nmodel: m\n")
+    with pytest.raises(ProfileError, match="openai: required"):
+        load_profile(path)
+
+
+def test_a_key_in_place_of_the_variable_name_is_refused(tmp_path):
+    path = _write(
+        tmp_path,
+        "api",
+        "name: api\nbackend: openai\nmodel: m\nopenai: {base_url: 'http://x', api_key_env: sk-abc}\n",
+    )
+    with pytest.raises(ProfileError, match="api_key_env"):
+        load_profile(path)
+
+
+def test_extends_merges_child_over_parent(tmp_path):
+    _write(
+        tmp_path,
+        "base",
+        "name: base\nbackend: sim\nmodel: m\nsim: {parameters: {a: 1.0, b: 2.0}}\n",
+    )
+    child = _write(tmp_path, "child", "extends: base\nname: child\nsim: {parameters: {b: 5.0}}\n")
+    profile = load_profile(child)
+    assert profile.sim.parameters == {"a": 1.0, "b": 5.0}
+    assert profile.model == "m"
+
+
+def test_extends_cycle_is_an_error(tmp_path):
+    _write(tmp_path, "a", "extends: b\nname: a\n")
+    path = _write(tmp_path, "b", "extends: a\nname: b\n")
+    with pytest.raises(ProfileError, match="cycle"):
+        load_profile(path)
+
+
+def test_params_hash_tracks_results_not_descriptions(tmp_path):
+    one = load_profile(
+        _write(tmp_path, "one", "name: x\nbackend: sim\nmodel: m\nsim: {parameters: {a: 1.0}}\n")
+    )
+    two = load_profile(
+        _write(tmp_path, "two", "name: x\nbackend: sim\nmodel: m\nsim: {parameters: {a: 2.0}}\n")
+    )
+    same = load_profile(
+        _write(
+            tmp_path,
+            "same",
+            "name: x\ndescription: words\nbackend: sim\nmodel: m\nsim: {parameters: {a: 1.0}}\n",
+        )
+    )
+    assert one.params_hash != two.params_hash
+    assert one.params_hash == same.params_hash
