@@ -113,3 +113,18 @@ def test_cache_file_uses_write_ahead_logging(tmp_path):
     with ResponseCache(path) as cache:
         mode = cache._conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_cache_stats_command_prints_calls_and_hits_by_stage(tmp_path, capsys):
+    from deliberation.cli import main
+
+    path = tmp_path / "c.sqlite"
+    with ResponseCache(path) as cache:
+        cache.put(
+            request_key(IDENTITY, REQUEST), REQUEST, _answer(), profile="p", identity=IDENTITY
+        )
+        cache.get_many([request_key(IDENTITY, REQUEST)])
+    assert main(["cache", "stats", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "crossprofile.decision" in out and "calls" in out and "hits" in out
+    assert main(["cache", "stats", str(tmp_path / "missing.sqlite")]) == 2
