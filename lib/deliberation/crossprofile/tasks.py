@@ -10,13 +10,12 @@ Ids are ``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deliberation.atomic import atomic_path
 from deliberation.crossprofile.schema import Template
 from deliberation.crossprofile.variants import (
     AGENTS,
@@ -185,16 +184,9 @@ def derive_tasks(
 def write_tasks_jsonl(tasks: Iterable[Task], path: Path) -> Path:
     """Write one JSON object per line, atomically (temp file in the same folder, then rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            for task in tasks:
-                out.write(task.to_json() + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as out:
+        for task in tasks:
+            out.write(task.to_json() + "\n")
     return path
 
 

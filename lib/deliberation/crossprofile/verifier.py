@@ -135,7 +135,7 @@ def sentence_problems(text: str) -> list[str]:
     stripped = text.strip()
     if "\n" in stripped:
         problems.append("contains a line break")
-    if not stripped.endswith("."):
+    if not stripped.rstrip("\"')]").endswith("."):
         problems.append("must end with a period")
     ends = list(_SENTENCE_END.finditer(stripped))
     inner = [m for m in ends if m.end() < len(stripped)]

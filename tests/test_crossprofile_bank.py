@@ -1,0 +1,68 @@
+"""The shipped bank (templates/crossprofile/): it passes the verifier and yields 480 + 80 tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliberation.crossprofile.loader import load_bank
+from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
+from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS
+from deliberation.crossprofile.verifier import (
+    correct_positions,
+    format_report,
+    length_by_role,
+    verify_paths,
+)
+
+
+@pytest.fixture(scope="module")
+def report():
+    return verify_paths()  # the whole bank, composition included
+
+
+def test_shipped_bank_passes_the_verifier(report):
+    assert report.composition_checked
+    assert report.ok, format_report(report, details=False)
+    assert len(report.templates) == 70
+
+
+@pytest.fixture(scope="module")
+def bank_tasks(report):
+    if not report.ok:
+        pytest.skip("the bank fails verification (see test_shipped_bank_passes_the_verifier)")
+    return derive_tasks(load_bank())
+
+
+def test_bank_yields_480_main_and_80_pilot_tasks_with_unique_ids(bank_tasks):
+    assert sum(not t.pilot for t in bank_tasks) == 480
+    assert sum(t.pilot for t in bank_tasks) == 80
+    assert len({t.id for t in bank_tasks}) == 560
+
+
+def test_every_shared_fact_has_four_holders_and_every_private_fact_one(bank_tasks):
+    variants = {v.id: v for v in ALL_VARIANTS}
+    for task in bank_tasks:
+        for fact in task.facts:
+            if variants[task.variant].ownership(fact.role) == "shared":
+                assert fact.holders == AGENTS, (task.id, fact.id)
+            else:
+                assert len(fact.holders) == 1, (task.id, fact.id)
+
+
+def test_bank_export_is_byte_identical_across_runs(bank_tasks, tmp_path):
+    first = write_tasks_jsonl(bank_tasks, tmp_path / "a.jsonl").read_bytes()
+    second = write_tasks_jsonl(derive_tasks(load_bank()), tmp_path / "b.jsonl").read_bytes()
+    assert first == second
+
+
+def test_correct_option_position_is_roughly_balanced(report):
+    """The format asks for roughly a third of main templates at each position."""
+    main = correct_positions(report)["main"]
+    assert main.sum() == 60
+    assert main.min() >= 14, correct_positions(report).to_string()
+
+
+def test_roles_have_similar_mean_length(report):
+    """Budgets are in tokens: a systematically longer role would bias every memory policy."""
+    means = length_by_role(report).set_index("role")["tokens_mean"]
+    assert means.max() - means.min() <= 2.0, means.to_string()

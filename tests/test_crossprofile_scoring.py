@@ -1,0 +1,65 @@
+"""Mechanical scoring, worked by hand on small fact sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, score_options
+
+OPTIONS = ("X", "Y", "Z")
+
+
+@dataclass(frozen=True)
+class F:
+    role: str
+    option: str
+    polarity: int = 0
+    tone: int = 0
+
+
+S_X = F("support", "X", polarity=1)  # favours the key X
+S_Y = F("support", "Y", polarity=-1)  # counts against competitor Y
+D_Y = F("decoy", "Y", polarity=1)
+D_Z = F("decoy", "Z", polarity=1)
+I_GOOD_Z = F("irrelevant", "Z", tone=1, polarity=1)  # a stray polarity must still count 0
+I_BAD_X = F("irrelevant", "X", tone=-1)
+
+
+def test_scores_add_polarity_and_ignore_irrelevant_facts():
+    # X: +1 +1 = 2; Y: -1 +1 = 0; Z: +1 (decoy) + 0 (irrelevant) = 1
+    facts = [S_X, S_X, S_Y, D_Y, D_Z, I_GOOD_Z, I_BAD_X]
+    assert score_options(facts) == {"X": 2, "Y": 0, "Z": 1}
+
+
+def test_scores_list_every_given_option_even_without_facts():
+    assert score_options([S_X], OPTIONS) == {"X": 1, "Y": 0, "Z": 0}
+    assert score_options([], OPTIONS) == {"X": 0, "Y": 0, "Z": 0}
+
+
+@pytest.mark.parametrize(
+    ("facts", "lead"),
+    [
+        ([], 0),  # all zero
+        ([S_X, S_X], 2),  # X 2, best competitor 0
+        ([D_Y], -1),  # X 0, Y 1
+        ([D_Y, D_Y, S_Y], -1),  # X 0, Y 2 - 1 = 1
+        ([S_X, D_Y, D_Z, D_Z], -1),  # X 1, Z 2
+        ([S_X, S_X, S_X, D_Z, S_Y], 2),  # X 3, Y -1, Z 1
+        ([I_GOOD_Z, I_BAD_X], 0),  # irrelevant facts never move the lead
+    ],
+)
+def test_net_evidence_lead_is_key_minus_best_competitor(facts, lead):
+    assert net_evidence_lead(facts, "X", OPTIONS) == lead
+
+
+def test_net_evidence_lead_rejects_a_key_outside_the_options():
+    with pytest.raises(ValueError, match="not among"):
+        net_evidence_lead([S_X], "W", OPTIONS)
+
+
+def test_irrelevant_tone_sums_tones_of_irrelevant_facts_only():
+    assert irrelevant_tone([I_GOOD_Z, I_BAD_X, I_BAD_X]) == -1
+    assert irrelevant_tone([S_X, D_Y, F("support", "X", polarity=1, tone=1)]) == 0
+    assert irrelevant_tone([]) == 0

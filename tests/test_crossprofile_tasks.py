@@ -1,0 +1,164 @@
+"""Task derivation: 8 tasks per template, exact holder counts, determinism, JSONL round trip."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from deliberation.crossprofile.card import agent_briefing, ownership_cells, task_facts
+from deliberation.crossprofile.loader import load_bank, load_template
+from deliberation.crossprofile.scoring import net_evidence_lead
+from deliberation.crossprofile.tasks import (
+    Task,
+    assign_holders,
+    derive_task,
+    derive_tasks,
+    read_tasks_jsonl,
+    write_tasks_jsonl,
+)
+from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS, CLASSIC
+
+VALID = Path(__file__).parent / "fixtures" / "crossprofile" / "valid"
+
+
+@pytest.fixture(scope="module")
+def templates():
+    return load_bank(VALID)
+
+
+@pytest.fixture(scope="module")
+def tasks(templates):
+    return derive_tasks(templates, seed=3)
+
+
+def test_every_template_gives_one_task_per_variant_with_stable_ids(templates, tasks):
+    assert len(tasks) == 8 * len(templates) == 16
+    assert tasks[0].id == "hiring-01/SS-DS-IS"
+    assert "hiring-01/SP-DS-IP" in {t.id for t in tasks}
+    assert len({t.id for t in tasks}) == 16
+    assert all(t.id == f"{t.template}/{t.variant}" for t in tasks)
+
+
+def test_shared_facts_have_four_holders_and_private_facts_one(tasks):
+    for task in tasks:
+        variant = next(v for v in ALL_VARIANTS if v.id == task.variant)
+        for fact in task.facts:
+            if variant.ownership(fact.role) == "shared":
+                assert fact.holders == AGENTS
+            else:
+                assert len(fact.holders) == 1 and fact.holders[0] in AGENTS
+
+
+def test_private_groups_are_spread_evenly(tasks):
+    expected = {"support": [2, 1, 1, 1], "decoy": [1, 1, 1], "irrelevant": [1, 1, 1, 1]}
+    for task in (t for t in tasks if t.variant == "SP-DP-IP"):
+        for role, counts in expected.items():
+            holders = [f.holders[0] for f in task.facts if f.role == role]
+            assert sorted(Counter(holders).values(), reverse=True) == counts
+
+
+def test_all_facts_keep_the_two_point_lead_in_every_task(tasks):
+    assert {net_evidence_lead(t.facts, t.correct, t.options) for t in tasks} == {2}
+
+
+def test_tasks_copy_template_content_in_template_order(templates, tasks):
+    hiring = templates[0]
+    task = tasks[0]
+    assert task.options == hiring.options and task.correct == hiring.correct
+    assert [f.id for f in task.facts] == [f.id for f in hiring.facts]
+    assert [f.text for f in task.facts] == [f.text for f in hiring.facts]
+    s4 = task.facts[3]
+    assert (s4.criterion, s4.polarity, s4.attribute, s4.tone) == ("technical depth", -1, None, 0)
+    i4 = task.facts[-1]
+    assert (i4.criterion, i4.polarity, i4.attribute, i4.tone) == (None, 0, "handwriting", -1)
+
+
+def test_a_private_group_has_the_same_holders_in_every_variant_where_it_is_private(templates):
+    """Paired design: variants differ only in the groups whose ownership differs."""
+    hiring = templates[0]
+    support_holders = {
+        tuple(h for fid, h in assign_holders(hiring, v, 0).items() if fid.startswith("s"))
+        for v in ALL_VARIANTS
+        if v.support == "private"
+    }
+    assert len(support_holders) == 1
+
+
+def test_derivation_is_deterministic_and_seed_dependent(templates, tmp_path):
+    a = write_tasks_jsonl(derive_tasks(templates, seed=3), tmp_path / "a.jsonl").read_bytes()
+    b = write_tasks_jsonl(derive_tasks(load_bank(VALID), seed=3), tmp_path / "b.jsonl").read_bytes()
+    assert a == b
+    holders = {
+        seed: [f.holders for t in derive_tasks(templates, seed=seed) for f in t.facts]
+        for seed in range(6)
+    }
+    assert len({tuple(h) for h in holders.values()}) > 1
+
+
+def test_jsonl_has_one_object_per_task_and_round_trips(tasks, tmp_path):
+    path = write_tasks_jsonl(tasks, tmp_path / "out" / "tasks.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(tasks)
+    first = json.loads(lines[0])
+    assert list(first)[:5] == ["id", "template", "variant", "domain", "pilot"]
+    assert {"options", "correct", "facts"} <= set(first)
+    assert first["facts"][0]["holders"] == list(tasks[0].facts[0].holders)
+    assert read_tasks_jsonl(path) == tasks
+
+
+def test_failed_export_leaves_the_old_file_and_no_temporary(tasks, tmp_path):
+    path = write_tasks_jsonl(tasks[:1], tmp_path / "tasks.jsonl")
+    before = path.read_bytes()
+
+    def broken():
+        yield tasks[1]
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        write_tasks_jsonl(broken(), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["tasks.jsonl"]
+
+
+def test_reading_a_bad_line_names_the_file_and_line(tasks, tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(tasks[0].to_json() + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"t\.jsonl: line 2"):
+        read_tasks_jsonl(path)
+
+
+def test_card_tables_and_agent_briefing(templates, tasks):
+    cells = ownership_cells(tasks).set_index("variant")
+    assert list(cells.index) == [v.id for v in ALL_VARIANTS]
+    assert cells.loc["SS-DS-IS", "facts per agent"] == "12-12"
+    # all private: an agent holds 1-2 support, 0-1 decoys and 1 irrelevant fact
+    low, high = map(int, cells.loc["SP-DP-IP", "facts per agent"].split("-"))
+    assert 2 <= low <= high <= 4
+    all_private = [t for t in tasks if t.variant == "SP-DP-IP"]
+    assert all(sum(len(t.held_by(a)) for a in AGENTS) == 12 for t in all_private)
+    assert bool(cells.loc["SP-DS-IP", "classic hidden profile"])
+    assert cells["main tasks"].tolist() == [1] * 8 and cells["pilot tasks"].tolist() == [1] * 8
+
+    classic = derive_task(templates[0], CLASSIC, seed=3)
+    table = task_facts(classic)
+    assert len(table) == 12 and set(table["role"]) == {"support", "decoy", "irrelevant"}
+    for agent in AGENTS:
+        text = agent_briefing(classic, agent)
+        held = classic.held_by(agent)
+        assert all(f.text in text for f in held)
+        assert all(f.text not in text for f in classic.facts if f not in held)
+        assert "decoy" not in text and "support" not in text
+    with pytest.raises(ValueError, match="unknown agent"):
+        agent_briefing(classic, "A5")
+
+
+def test_task_from_dict_rebuilds_tuples(tasks):
+    again = Task.from_dict(json.loads(tasks[5].to_json()))
+    assert again == tasks[5] and isinstance(again.facts[0].holders, tuple)
+
+
+def test_load_template_of_fixture_matches_bank_entry(templates):
+    assert load_template(VALID / "hiring-01.yaml") == templates[0]
