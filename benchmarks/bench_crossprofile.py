@@ -1,0 +1,65 @@
+"""Speed of the CrossProfile verifier and task derivation on the shipped bank.
+
+Goal: ``deliberation verify`` on the whole bank (70 templates) in under 3 seconds, end to end
+(process start and imports included). Run: ``python benchmarks/bench_crossprofile.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from deliberation.crossprofile.loader import load_bank
+from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
+from deliberation.crossprofile.verifier import verify_paths
+
+GOAL_VERIFY_CLI_S = 3.0
+REPEATS = 3
+
+
+def _median_seconds(action) -> float:
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    report = verify_paths()
+    cli = [sys.executable, "-m", "deliberation", "verify", "--quiet"]
+    rows = [
+        ("verify_paths() (library)", _median_seconds(verify_paths)),
+        (
+            "deliberation verify (CLI)",
+            _median_seconds(lambda: subprocess.run(cli, capture_output=True)),
+        ),
+    ]
+    if report.ok:
+        templates = load_bank()
+        rows.append(
+            ("derive_tasks (all variants)", _median_seconds(lambda: derive_tasks(templates)))
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            tasks = derive_tasks(templates)
+            out = Path(tmp) / "tasks.jsonl"
+            rows.append(
+                ("write_tasks_jsonl", _median_seconds(lambda: write_tasks_jsonl(tasks, out)))
+            )
+    print(f"bank: {len(report.files)} template files, verifier {'OK' if report.ok else 'FAILED'}")
+    print(f"{'step':32s} {'median s':>9s}")
+    for name, seconds in rows:
+        print(f"{name:32s} {seconds:9.3f}")
+    cli_seconds = rows[1][1]
+    verdict = "met" if cli_seconds < GOAL_VERIFY_CLI_S else "MISSED"
+    print(f"goal: deliberation verify < {GOAL_VERIFY_CLI_S:.0f} s end to end -> {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
