@@ -13,6 +13,7 @@ import sys
 COMMAND_MODULES = [
     "deliberation.inference.commands",
     "deliberation.crossprofile.commands",
+    "deliberation.datasets.commands",
 ]
 
 

@@ -1,0 +1,79 @@
+"""The one record every benchmark loader returns, and the error a malformed file raises."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+
+class AnswerType(str, Enum):
+    """How a gold answer is written and therefore how it is checked."""
+
+    MCQ_SINGLE = "mcq_single"  # one option letter
+    MCQ_MULTIPLE = "mcq_multiple"  # a set of option letters (JEEBench MCQ(multiple), MaScQA MSQ)
+    INTEGER = "integer"  # JEEBench Integer
+    NUMERIC = "numeric"  # a number, compared within the benchmark's tolerance
+    NUMERIC_RANGE = "numeric_range"  # MaScQA NUM: one or more closed ranges
+    MATH_EXPRESSION = "math_expression"  # Omni-MATH, rule-checkable by symbolic equivalence
+    MATH_JUDGE = "math_judge"  # Omni-MATH, needs a judge model
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark question with its gold answer and where it came from.
+
+    ``id`` is unique within a benchmark and stable across runs (it feeds caches and joins).
+    ``options`` holds lettered options only where the loader builds them (LAB-Bench); for
+    JEEBench and MaScQA the options are written inside ``question``. ``context`` is material the
+    question refers to (the ProtocolQA protocol). ``source_file`` is relative to the benchmark
+    root and ``record`` is the 0-based position of the record in that file. ``meta`` holds
+    benchmark-specific fields as sorted (key, value) pairs so the record stays hashable.
+    """
+
+    id: str
+    benchmark: str
+    subject: str
+    question: str
+    gold: str
+    answer_type: AnswerType
+    options: tuple[str, ...] = ()
+    unit: str = ""
+    source_file: str = ""
+    record: int = 0
+    context: str = ""
+    meta: tuple[tuple[str, Any], ...] = ()
+
+    def meta_value(self, key: str, default: Any = None) -> Any:
+        for name, value in self.meta:
+            if name == key:
+                return value
+        return default
+
+    @property
+    def letters(self) -> str:
+        """Option letters in order (``"ABCDE"`` for five lettered options)."""
+        return "".join(chr(ord("A") + i) for i in range(len(self.options)))
+
+
+def make_meta(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Freeze a dict of benchmark-specific fields (None values dropped) for ``Item.meta``."""
+    return tuple(sorted((k, v) for k, v in values.items() if v is not None))
+
+
+class DatasetFormatError(ValueError):
+    """A benchmark file that cannot be read as expected; names the file and record."""
+
+    def __init__(
+        self, path: str | Path, message: str, record: int | None = None, label: str = "record"
+    ) -> None:
+        where = str(path) if record is None else f"{path}, {label} {record}"
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.record = record
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The benchmark's files are not where the loader looked (run ``make data``)."""

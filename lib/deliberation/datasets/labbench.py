@@ -1,0 +1,220 @@
+"""LAB-Bench multiple choice: SeqQA (600), ProtocolQA (108), CloningScenarios (33).
+
+Each record has the correct answer text (``ideal``) and wrong ones (``distractors``), unlettered.
+As in LAB-Bench's own harness, the options are the ideal answer, the distractors and the refusal
+option "Insufficient information to answer the question", shuffled in an order fixed per item
+by a seed derived from the item id with sha256 (never Python's salted ``hash()``), and lettered
+A, B, C, ... The check is a letter match.
+
+LAB-Bench reports three numbers (see :func:`summarize`): accuracy (correct / all), precision
+(correct / answered) and coverage (answered / all), where a reply that picks the refusal option,
+says "insufficient information", or names no option at all is not answered.
+
+Upstream defect, fixed here: in six SeqQA ``PCR-geneprimers-enz`` records the ideal answer is
+repeated among the distractors and one distractor appears twice; duplicates are dropped so every
+option text is distinct (``meta['dropped_distractors']`` counts them).
+Ids follow the DHD reference: ``lab-bench:<subset>:<uuid>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from deliberation.datasets.extract import answer_span, letters_in
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    DatasetNotFoundError,
+    Item,
+    make_meta,
+)
+
+NAME = "labbench"
+SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
+OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the DHD set
+REFUSAL = "Insufficient information to answer the question"
+SHUFFLE_SALT = "deliberation.labbench.options.v1"
+_FIELDS = ("id", "question", "ideal", "distractors")
+_REFUSAL_TEXT = re.compile(r"insufficient\s+information|cannot\s+be\s+determined", re.IGNORECASE)
+
+Outcome = Literal["correct", "incorrect", "refused", "unanswered"]
+
+
+def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
+    found = []
+    for subset in subsets:
+        folder = root / subset
+        paths = sorted(folder.glob("*-public.jsonl"))
+        if not paths:
+            raise DatasetNotFoundError(f"no LAB-Bench {subset} files (*-public.jsonl) in {folder}")
+        found.extend(paths)
+    return found
+
+
+def option_seed(item_id: str) -> int:
+    """A stable 64-bit seed for an item's option order (same on every machine and run)."""
+    digest = hashlib.sha256(f"{SHUFFLE_SALT}:{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def shuffled_options(
+    item_id: str, ideal: str, distractors: Sequence[str]
+) -> tuple[tuple[str, ...], int]:
+    """(options in their fixed order, how many duplicate distractors were dropped)."""
+    candidates = [ideal]
+    for text in distractors:
+        if text not in candidates:
+            candidates.append(text)
+    dropped = len(distractors) - (len(candidates) - 1)
+    candidates.append(REFUSAL)
+    order = np.random.default_rng(option_seed(item_id)).permutation(len(candidates))
+    return tuple(candidates[i] for i in order), dropped
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def _item(record: object, path: Path, position: int, subset: str, root: Path) -> Item:
+    if not isinstance(record, dict):
+        raise DatasetFormatError(path, "expected a JSON object", position)
+    missing = [f for f in _FIELDS if f not in record]
+    if missing:
+        raise DatasetFormatError(path, f"missing field(s) {missing}", position)
+    distractors = record["distractors"]
+    if (
+        not isinstance(distractors, list)
+        or not distractors
+        or not all(isinstance(d, str) for d in distractors)
+    ):
+        raise DatasetFormatError(
+            path, "field 'distractors': expected a non-empty list of strings", position
+        )
+    ideal = str(record["ideal"])
+    if not ideal.strip():
+        raise DatasetFormatError(path, "field 'ideal': empty", position)
+    item_id = f"lab-bench:{subset}:{record['id']}"
+    options, dropped = shuffled_options(item_id, ideal, distractors)
+    return Item(
+        id=item_id,
+        benchmark=NAME,
+        subject=subset,
+        question=str(record["question"]).strip(),
+        gold=_letter(options.index(ideal)),
+        answer_type=AnswerType.MCQ_SINGLE,
+        options=options,
+        source_file=str(path.relative_to(root)),
+        record=position,
+        context=str(record.get("protocol", "") or "").strip(),
+        meta=make_meta(
+            {
+                "task": path.name.removesuffix("-public.jsonl"),
+                "refusal_letter": _letter(options.index(REFUSAL)),
+                "dropped_distractors": dropped or None,
+            }
+        ),
+    )
+
+
+def _load_file(path: Path, subset: str, root: Path) -> list[Item]:
+    items = []
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DatasetFormatError(
+                    path, f"invalid JSON on line {line_number}: {error}", len(items)
+                ) from None
+            items.append(_item(record, path, len(items), subset, root))
+    return items
+
+
+def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
+    """The 741 questions of the three DHD subsets, or the subsets named (also "DbQA" if present)."""
+    chosen = tuple(subset) if subset else SUBSETS
+    unknown = set(chosen) - set(SUBSETS) - set(OPTIONAL_SUBSETS)
+    if unknown:
+        raise ValueError(f"unknown LAB-Bench subset(s) {sorted(unknown)}; known: {list(SUBSETS)}")
+    items: list[Item] = []
+    for name in chosen:
+        for path in files(root, (name,)):
+            items.extend(_load_file(path, name, root))
+    return items
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().rstrip(".").lower()
+
+
+def outcome(item: Item, prediction: str) -> Outcome:
+    """Whether a reply picked the right option, a wrong one, the refusal, or nothing."""
+    span = answer_span(prediction)
+    if span is None:
+        return "refused" if _REFUSAL_TEXT.search(prediction or "") else "unanswered"
+    chosen = letters_in(span, item.letters)
+    if chosen is None:
+        by_text = [i for i, text in enumerate(item.options) if _normalize(text) == _normalize(span)]
+        if by_text:
+            chosen = frozenset({_letter(by_text[0])})
+    if chosen is None:
+        return "refused" if _REFUSAL_TEXT.search(span) else "unanswered"
+    if chosen == {item.meta_value("refusal_letter")}:
+        return "refused"
+    return "correct" if chosen == {item.gold} else "incorrect"
+
+
+def grade(item: Item, prediction: str) -> float:
+    """1.0 when the reply picks the ideal answer's letter, else 0.0 (a refusal scores 0)."""
+    return 1.0 if outcome(item, prediction) == "correct" else 0.0
+
+
+@dataclass(frozen=True)
+class LabBenchScores:
+    """LAB-Bench's three headline numbers over a set of replies."""
+
+    n: int
+    correct: int
+    answered: int
+    refused: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else math.nan
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.answered if self.answered else math.nan
+
+    @property
+    def coverage(self) -> float:
+        return self.answered / self.n if self.n else math.nan
+
+
+def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScores:
+    """Accuracy, precision (correct among answered) and coverage (answered share) of replies."""
+    if len(items) != len(predictions):
+        raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
+    outcomes = [outcome(item, reply) for item, reply in zip(items, predictions, strict=True)]
+    return LabBenchScores(
+        n=len(outcomes),
+        correct=outcomes.count("correct"),
+        answered=outcomes.count("correct") + outcomes.count("incorrect"),
+        refused=outcomes.count("refused"),
+    )
+
+
+def render_answer(item: Item) -> str:
+    """The gold written the way a model would end its reply."""
+    return f"Proposed final answer: {item.gold}"

@@ -1,0 +1,224 @@
+"""Omni-MATH: Olympiad problems with LaTeX final answers (JSON Lines, no id field).
+
+Subsets (files under the benchmark root):
+
+- ``rule`` (default): ``omni_math_rule.jsonl``, the authors' 2,821-problem subset whose answers
+  can be checked by rule (KbsdJames/omni-math-rule). Checked by symbolic equivalence with
+  math-verify (see :mod:`deliberation.datasets.symbolic` for its thread-safety handling), so a
+  LaTeX answer equal in value but written differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
+- ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
+  ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
+  copy). Their problems that also appear in the rule subset are rule-checked; the others are
+  ``MATH_JUDGE`` items, graded by a judge model: build the call with :func:`judge_request`, send
+  it through the backend, and score the reply with :func:`parse_judge_reply` (Omni-MATH's own
+  evaluation is a GPT-4 judge; the judge prompt below is ours).
+
+Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
+
+Upstream defect, fixed here: four rule-subset answers (records 183, 682, 710, 1469) end with a
+brace left open (``\\frac{11}{2^{20}``); :func:`repair_braces` closes it and the text as
+written is kept in ``meta['answer_as_written']``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from deliberation.datasets import symbolic
+from deliberation.datasets.extract import answer_span, final_answer
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    DatasetNotFoundError,
+    Item,
+    make_meta,
+)
+from deliberation.inference.base import ChatRequest, Message, StructuredOutput
+
+NAME = "omnimath"
+SUBSET_FILES: dict[str, tuple[str, ...]] = {
+    "rule": ("omni_math_rule.jsonl",),
+    "full": ("Omni-MATH.jsonl", "Omni-Math.jsonl"),
+    "omni2": ("Omni-MATH-2.jsonl", "omni_math_2.jsonl"),
+}
+_FIELDS = ("problem", "answer")
+
+JUDGE_STAGE = "dhd.judge"
+JUDGE_CHOICES = ("equivalent", "not equivalent")
+JUDGE_SYSTEM = (
+    "You check answers to competition mathematics problems. Compare the candidate's final answer "
+    "with the reference answer and decide whether they are mathematically equivalent: the same "
+    "value, set, expression or statement, possibly written differently. Ignore the candidate's "
+    "reasoning and formatting; judge only the final answer. Reply with exactly one of: "
+    "equivalent, not equivalent."
+)
+JUDGE_USER = (
+    "Problem:\n{problem}\n\nReference answer:\n{reference}\n\nCandidate final answer:\n{candidate}"
+)
+
+
+class JudgeRequired(RuntimeError):
+    """Raised by :func:`grade` for an item only a judge model can grade."""
+
+
+class JudgeReplyError(ValueError):
+    """A judge reply that is neither "equivalent" nor "not equivalent"."""
+
+
+def subset_path(root: Path, subset: str) -> Path | None:
+    if subset not in SUBSET_FILES:
+        raise ValueError(f"unknown Omni-MATH subset {subset!r}; known: {list(SUBSET_FILES)}")
+    for name in SUBSET_FILES[subset]:
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def files(root: Path) -> list[Path]:
+    return [root / SUBSET_FILES["rule"][0]]
+
+
+def _records(path: Path) -> list[tuple[int, dict]]:
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            position = len(records)
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DatasetFormatError(
+                    path, f"invalid JSON on line {line_number}: {error}", position
+                ) from None
+            if not isinstance(record, dict):
+                raise DatasetFormatError(path, "expected a JSON object", position)
+            missing = [f for f in _FIELDS if f not in record]
+            if missing:
+                raise DatasetFormatError(path, f"missing field(s) {missing}", position)
+            if not str(record["answer"]).strip():
+                raise DatasetFormatError(path, "field 'answer': empty", position)
+            records.append((position, record))
+    return records
+
+
+def repair_braces(latex: str) -> str:
+    """Close braces left open at the end of a gold answer (four rule-subset records end early)."""
+    depth = 0
+    for i, char in enumerate(latex):
+        if char in "{}" and i > 0 and latex[i - 1] == "\\":
+            continue
+        depth += {"{": 1, "}": -1}.get(char, 0)
+    return latex + "}" * depth if depth > 0 else latex
+
+
+def _subject(record: dict) -> str:
+    domains = record.get("domain") or []
+    if isinstance(domains, list) and domains:
+        parts = [p.strip() for p in str(domains[0]).split("->")]
+        return parts[1] if len(parts) > 1 else parts[0]
+    return ""
+
+
+def _normalize_problem(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
+    """Problems of the named subsets ("rule" by default; "full", "omni2" when their file exists)."""
+    chosen = tuple(subset) if subset else ("rule",)
+    rule_path = subset_path(root, "rule")
+    rule_problems: set[str] = set()
+    if rule_path is not None and set(chosen) - {"rule"}:
+        rule_problems = {_normalize_problem(str(r["problem"])) for _, r in _records(rule_path)}
+    items: list[Item] = []
+    for name in chosen:
+        path = subset_path(root, name)
+        if path is None:
+            raise DatasetNotFoundError(
+                f"Omni-MATH subset {name!r}: none of {list(SUBSET_FILES[name])} in {root}"
+            )
+        for position, record in _records(path):
+            rule_checkable = (
+                name == "rule" or _normalize_problem(str(record["problem"])) in rule_problems
+            )
+            record_id = record.get("id")
+            written = str(record["answer"]).strip()
+            gold = repair_braces(written)
+            items.append(
+                Item(
+                    id=f"{NAME}:{name}:{record_id if record_id is not None else position}",
+                    benchmark=NAME,
+                    subject=_subject(record),
+                    question=str(record["problem"]).strip(),
+                    gold=gold,
+                    answer_type=AnswerType.MATH_EXPRESSION
+                    if rule_checkable
+                    else AnswerType.MATH_JUDGE,
+                    source_file=path.name,
+                    record=position,
+                    meta=make_meta(
+                        {
+                            "subset": name,
+                            "difficulty": record.get("difficulty"),
+                            "source": record.get("source"),
+                            "answer_as_written": written if gold != written else None,
+                        }
+                    ),
+                )
+            )
+    return items
+
+
+def needs_judge(item: Item) -> bool:
+    return item.answer_type is AnswerType.MATH_JUDGE
+
+
+def grade(item: Item, prediction: str) -> float:
+    """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
+
+    Raises :class:`JudgeRequired` for ``MATH_JUDGE`` items unless math-verify already confirms
+    equivalence (a confirmed match needs no judge; a non-match might still be equivalent).
+    """
+    span = answer_span(prediction)
+    if span is not None and symbolic.equivalent(item.gold, span):
+        return 1.0
+    if needs_judge(item):
+        raise JudgeRequired(
+            f"{item.id}: not rule-checkable; use judge_request() and parse_judge_reply()"
+        )
+    return 0.0
+
+
+def judge_request(item: Item, prediction: str, *, max_tokens: int = 8) -> ChatRequest:
+    """The judge-model call deciding whether a reply's final answer matches the gold."""
+    candidate = final_answer(prediction).text or "(no answer)"
+    user = JUDGE_USER.format(problem=item.question, reference=item.gold, candidate=candidate)
+    return ChatRequest(
+        messages=(Message("system", JUDGE_SYSTEM), Message("user", user)),
+        stage=JUDGE_STAGE,
+        temperature=0.0,
+        max_tokens=max_tokens,
+        structured=StructuredOutput(choices=JUDGE_CHOICES),
+    )
+
+
+def parse_judge_reply(reply: str) -> float:
+    """1.0 for "equivalent", 0.0 for "not equivalent"; raises :class:`JudgeReplyError` otherwise."""
+    text = re.sub(r"[^a-z ]", " ", reply.lower())
+    text = re.sub(r"\s+", " ", text).strip()
+    if text in ("not equivalent", "nonequivalent", "not equal"):
+        return 0.0
+    if text in ("equivalent", "equal"):
+        return 1.0
+    raise JudgeReplyError(
+        f"judge reply is neither {JUDGE_CHOICES[0]!r} nor {JUDGE_CHOICES[1]!r}: {reply!r}"
+    )
+
+
+def render_answer(item: Item) -> str:
+    """The gold written the way a model would end its reply."""
+    return f"So the final answer is $\\boxed{{{item.gold}}}$."
