@@ -1,0 +1,416 @@
+"""The ``openai`` backend: any OpenAI-compatible chat-completions server (``vllm serve``,
+DeepSeek, hosted APIs, and ``deliberation serve-sim`` in tests).
+
+Requests run on asyncio with at most ``concurrency`` in flight. The ``openai`` client's own
+retries are off (``max_retries=0``); this module retries instead, so it can count attempts and
+honour ``Retry-After`` exactly:
+
+* retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
+  chat completion; everything else (400, 401, 404, ...) fails at once;
+* wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
+  backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
+  so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
+  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``;
+* a request that exhausts its retries or fails for good comes back as
+  ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped.
+
+``latency_s`` of an answered request is the duration of the attempt that answered (the model's
+response time); retries and waits show in ``attempts``. For a failed request it is the total time
+spent. The API key is read from the environment variable the profile names, handed to the HTTP
+client and nowhere else: not to the cache key, logs, reprs or error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import email.utils
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import numpy as np
+import openai
+from openai.types.chat import ChatCompletion
+
+from deliberation.inference.base import (
+    Backend,
+    BackendIdentity,
+    ChatRequest,
+    ChatResponse,
+    OnResponse,
+    register_backend,
+)
+from deliberation.inference.structured import openai_structured_extra_body, parse_structured_text
+
+log = logging.getLogger(__name__)
+
+STAGE_HEADER = "X-Deliberation-Stage"
+# Sent when the profile names no key variable: vLLM servers started without --api-key accept any.
+PLACEHOLDER_KEY = "EMPTY"
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+T = TypeVar("T")
+
+
+class MissingAPIKeyError(RuntimeError):
+    """The profile names an API-key variable that is not set."""
+
+
+def read_api_key(env_name: str | None, *, profile: str = "") -> str:
+    """The key from ``os.environ[env_name]``; the placeholder when ``env_name`` is None."""
+    if env_name is None:
+        return PLACEHOLDER_KEY
+    value = os.environ.get(env_name, "")
+    if not value:
+        where = f"profile {profile!r}: " if profile else ""
+        raise MissingAPIKeyError(
+            f"{where}openai.api_key_env names the environment variable {env_name}, which is not"
+            f" set; export {env_name}=<your key> before running"
+        )
+    return value
+
+
+class _Secret:
+    """Holds the key; prints as a mask so it cannot leak through a repr or a traceback."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every occurrence of the key masked (error bodies may echo it)."""
+        return text.replace(self._value, "***") if len(self._value) >= 4 else text
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How many times to retry and how long to wait in between (see the module docstring)."""
+
+    max_retries: int = 6
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+
+    def delay(self, retry: int, rng: np.random.Generator, retry_after_s: float | None) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based): full jitter, at least
+        ``retry_after_s`` when the server asked for it."""
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0**retry))
+        wait = float(rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
+        if retry_after_s is not None:
+            wait = max(wait, retry_after_s)
+        return wait
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds
+    (integer or decimal) or an HTTP date. None when absent or unreadable."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    reference = datetime.now(timezone.utc).timestamp() if now is None else now
+    return max(0.0, when.timestamp() - reference)
+
+
+async def _within(awaitable: Awaitable[T], seconds: float) -> T:
+    """Await with a hard deadline (``asyncio.timeout`` where available: no extra task)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, timeout=seconds)
+
+
+class _AttemptFailed(Exception):
+    def __init__(
+        self, kind: str, reason: str, *, retryable: bool, retry_after_s: float | None = None
+    ):
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+def _status_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and error.get("message"):
+            return str(error["message"])[:300]
+        if isinstance(error, str):
+            return error[:300]
+    return str(exc.message)[:300]
+
+
+@register_backend("openai")
+class OpenAIBackend(Backend):
+    """Chat completions over HTTP with bounded concurrency and our own retry loop."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str = PLACEHOLDER_KEY,
+        revision: str = "",
+        concurrency: int = 16,
+        max_retries: int = 6,
+        timeout_s: float = 120.0,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        structured_output: str = "structured_outputs",
+        send_seed: bool = True,
+        jitter_seed: int = 0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        openai_structured_extra_body(None, structured_output)  # validates the mode name
+        self.model = model
+        self.revision = revision
+        self.base_url = base_url.rstrip("/")
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.structured_output = structured_output
+        self.send_seed = send_seed
+        self.jitter_seed = jitter_seed
+        self._api_key = _Secret(api_key)
+
+    @classmethod
+    def from_profile(cls, profile: Any) -> OpenAIBackend:
+        options = profile.openai
+        if options is None:
+            raise ValueError(f"profile {profile.name!r}: openai: required when backend is 'openai'")
+        return cls(
+            model=profile.model,
+            revision=profile.revision,
+            base_url=options.base_url,
+            api_key=read_api_key(options.api_key_env, profile=profile.name),
+            concurrency=options.concurrency,
+            max_retries=options.max_retries,
+            timeout_s=options.timeout_s,
+            backoff_base_s=options.backoff_base_s,
+            backoff_max_s=options.backoff_max_s,
+            structured_output=options.structured_output,
+            send_seed=options.send_seed,
+            jitter_seed=profile.seed,
+        )
+
+    @property
+    def identity(self) -> BackendIdentity:
+        return BackendIdentity("openai", self.model, self.revision, self.base_url)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r},"
+            f" concurrency={self.concurrency}, max_retries={self.retry.max_retries},"
+            f" timeout_s={self.timeout_s}, structured_output={self.structured_output!r})"
+        )
+
+    # -- batch entry points ---------------------------------------------------------------------
+    def generate(
+        self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
+    ) -> list[ChatResponse]:
+        """Send the batch and wait for every response. Works inside a running event loop
+        (Jupyter) by running the batch on a worker thread with its own loop."""
+        if not requests:
+            return []
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.agenerate(requests, on_response))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openai-batch") as pool:
+            return pool.submit(asyncio.run, self.agenerate(requests, on_response)).result()
+
+    async def agenerate(
+        self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
+    ) -> list[ChatResponse]:
+        """The batch as a coroutine; ``on_response`` runs on the loop's thread as each ends."""
+        semaphore = asyncio.Semaphore(self.concurrency)
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key.reveal(),
+            max_retries=0,
+            timeout=self.timeout_s,
+        )
+
+        async def one(index: int, request: ChatRequest) -> ChatResponse:
+            response = await self._complete(client, semaphore, index, request)
+            if on_response is not None:
+                on_response(index, response)
+            return response
+
+        async with client:
+            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+
+    # -- one request ----------------------------------------------------------------------------
+    async def _complete(
+        self,
+        client: openai.AsyncOpenAI,
+        semaphore: asyncio.Semaphore,
+        index: int,
+        request: ChatRequest,
+    ) -> ChatResponse:
+        rng: np.random.Generator | None = None  # made on the first retry only
+        history: Counter[str] = Counter()
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            async with semaphore:
+                attempt_started = time.perf_counter()
+                try:
+                    response = await self._attempt(client, request)
+                except _AttemptFailed as failure:
+                    last = failure
+                else:
+                    latency = time.perf_counter() - attempt_started
+                    return dataclasses.replace(response, latency_s=latency, attempts=attempts)
+            history[last.kind] += 1
+            if not last.retryable or attempts > self.retry.max_retries:
+                return self._failed(index, request, last, history, attempts, started)
+            if rng is None:
+                rng = np.random.default_rng([self.jitter_seed, index])
+            wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
+            log.debug(
+                "request %d (%s): %s; retry %d of %d in %.3f s",
+                index, request.stage, last.reason, attempts, self.retry.max_retries, wait,
+            )  # fmt: skip
+            await asyncio.sleep(wait)
+
+    def _failed(
+        self,
+        index: int,
+        request: ChatRequest,
+        last: _AttemptFailed,
+        history: Counter[str],
+        attempts: int,
+        started: float,
+    ) -> ChatResponse:
+        if last.retryable:
+            seen = ", ".join(f"{kind} x{count}" for kind, count in sorted(history.items()))
+            reason = f"gave up after {attempts} attempts ({seen}); last: {last.reason}"
+        else:
+            reason = f"{last.reason} (not retried)"
+        reason = self._api_key.scrub(reason)
+        log.warning("request %d (stage %s) failed: %s", index, request.stage, reason)
+        return ChatResponse(
+            text="", error=reason, attempts=attempts, latency_s=time.perf_counter() - started
+        )
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request``: messages, sampling fields, the per-draw seed (when
+        the profile sends seeds) and the structured-output fields for the profile's mode."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages_as_dicts(),
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "max_tokens": request.max_tokens,
+        }
+        seed = request.effective_seed() if self.send_seed else None
+        if seed is not None:
+            body["seed"] = seed
+        body.update(openai_structured_extra_body(request.structured, self.structured_output))
+        return body
+
+    async def _attempt(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResponse:
+        """One HTTP attempt: the parsed response, or :class:`_AttemptFailed` saying why not."""
+        # client.post (the openai package's documented route for raw bodies) sends our plain
+        # dict as is: the typed create() would re-walk it against its TypedDicts, which costs a
+        # quarter of the client's CPU per request and adds nothing for a body built here.
+        call = client.post(
+            "/chat/completions",
+            cast_to=ChatCompletion,
+            body=self.request_body(request),
+            options={"headers": {STAGE_HEADER: request.stage}, "timeout": self.timeout_s},
+        )
+        try:
+            completion = await _within(call, self.timeout_s)
+        except (openai.APITimeoutError, asyncio.TimeoutError):
+            raise _AttemptFailed(
+                "timeout", f"no response within {self.timeout_s:g} s", retryable=True
+            ) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            raise _AttemptFailed(
+                str(status),
+                self._api_key.scrub(f"HTTP {status}: {_status_detail(exc)}"),
+                retryable=status in RETRYABLE_STATUS or status >= 500,
+                retry_after_s=parse_retry_after(exc.response.headers),
+            ) from None
+        except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "unknown"
+            raise _AttemptFailed(
+                "connection", f"connection error ({cause})", retryable=True
+            ) from None
+        except (ValueError, openai.APIResponseValidationError) as exc:
+            raise _AttemptFailed(
+                "malformed",
+                f"response body is not valid JSON ({type(exc).__name__})",
+                retryable=True,
+            ) from None
+        except Exception as exc:  # anything else is recorded against the request, not raised
+            raise _AttemptFailed(
+                "error", self._api_key.scrub(f"{type(exc).__name__}: {exc}"), retryable=False
+            ) from None
+        return self._to_response(request, completion)
+
+    @staticmethod
+    def _to_response(request: ChatRequest, completion: Any) -> ChatResponse:
+        if not isinstance(completion, ChatCompletion) or not completion.choices:
+            raise _AttemptFailed(
+                "malformed", "response body is not a chat completion with choices", retryable=True
+            )
+        choice = completion.choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if message is None or (content is not None and not isinstance(content, str)):
+            raise _AttemptFailed(
+                "malformed", "response choice has no message content", retryable=True
+            )
+        text = content or ""
+        usage = completion.usage
+        return ChatResponse(
+            text=text,
+            parsed=parse_structured_text(request.structured, text),
+            finish_reason=choice.finish_reason,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        )
