@@ -58,3 +58,11 @@ def test_tasks_crossprofile_refuses_unverified_templates(tmp_path, capsys):
     assert main(["tasks", "crossprofile", "--templates", str(broken), "--out", str(out)]) == 1
     assert "scores:" in capsys.readouterr().out
     assert not out.exists()
+
+
+def test_tasks_crossprofile_twice_gives_identical_bytes(tmp_path):
+    outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for out in outs:
+        args = ["tasks", "crossprofile", "--templates", str(FIXTURES / "valid"), "--seed", "11"]
+        assert main([*args, "--out", str(out)]) == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()

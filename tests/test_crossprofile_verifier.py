@@ -135,6 +135,16 @@ def test_load_template_raises_with_every_violation():
     assert "d2.criterion: missing required field" in str(info.value)
 
 
+def test_a_file_named_twice_is_verified_once():
+    report = verify_paths([VALID, VALID / "hiring-01.yaml"])
+    assert report.ok and len(report.files) == 2
+
+
+def test_missing_file_is_reported_not_raised(tmp_path):
+    violations = verify_paths([tmp_path / "nope.yaml"]).violations
+    assert [v.where for v in violations] == ["file"] and "cannot read" in violations[0].message
+
+
 def test_file_name_must_match_id(tmp_path):
     (tmp_path / "hiring-09.yaml").write_text((VALID / "hiring-01.yaml").read_text())
     found = [str(v) for v in verify_paths([tmp_path]).violations]

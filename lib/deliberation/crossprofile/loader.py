@@ -61,14 +61,19 @@ def display_name(path: Path) -> str:
 
 
 def template_files(paths_or_dirs: Iterable[Path]) -> list[Path]:
-    """Expand directories to their ``*.yaml``/``*.yml`` files (sorted); keep files as given."""
-    found: list[Path] = []
+    """Expand directories to their ``*.yaml``/``*.yml`` files (sorted); keep files as given.
+
+    A file named twice (directly and through its folder) is listed once.
+    """
+    found: dict[Path, Path] = {}
     for p in map(Path, paths_or_dirs):
         if p.is_dir():
-            found.extend(sorted(f for f in p.iterdir() if f.suffix in TEMPLATE_SUFFIXES))
+            files = sorted(f for f in p.iterdir() if f.suffix in TEMPLATE_SUFFIXES)
         else:
-            found.append(p)
-    return found
+            files = [p]
+        for f in files:
+            found.setdefault(f.resolve(), f)
+    return list(found.values())
 
 
 def _yaml_problem(name: str, exc: yaml.YAMLError) -> Violation:
