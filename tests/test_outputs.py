@@ -73,3 +73,18 @@ def test_a_failed_write_leaves_neither_the_target_nor_a_temp_file(tmp_path):
         tmp.write_text("half a ta")
         raise RuntimeError("crash mid-write")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tables_that_call_no_model_say_so_instead_of_claiming_a_model_or_the_sim():
+    files = write_table(
+        FRAME,
+        "card",
+        profile=load_profile("smoke"),
+        caption="Bank",
+        notebook="nb",
+        uses_model=False,
+    )
+    sidecar = json.loads(files["provenance"].read_text())
+    assert SYNTHETIC_LABEL not in files["md"].read_text()
+    assert sidecar["uses_model"] is False and sidecar["synthetic"] is False
+    assert sidecar["label"] == "benchmark description (no model calls)"

@@ -17,6 +17,7 @@ from deliberation.atomic import atomic_write_text
 from deliberation.params import Profile
 
 SYNTHETIC_LABEL = "synthetic (sim backend)"
+NO_MODEL_LABEL = "benchmark description (no model calls)"
 
 
 def git_state() -> tuple[str, bool]:
@@ -47,13 +48,23 @@ def git_state() -> tuple[str, bool]:
     return commit, bool(status)
 
 
-def label_caption(caption: str, profile: Profile) -> str:
+def output_label(profile: Profile, *, uses_model: bool = True) -> str:
+    """What made an output: the sim (synthetic), a named model, or no model at all (a table
+    describing a benchmark, identical under every profile)."""
+    if not uses_model:
+        return NO_MODEL_LABEL
+    return SYNTHETIC_LABEL if profile.synthetic else f"model output ({profile.model})"
+
+
+def label_caption(caption: str, profile: Profile, *, uses_model: bool = True) -> str:
     """Captions of sim-made outputs carry the synthetic label; no exceptions."""
-    return f"{caption} [{SYNTHETIC_LABEL}]" if profile.synthetic else caption
+    if uses_model and profile.synthetic:
+        return f"{caption} [{SYNTHETIC_LABEL}]"
+    return caption
 
 
 def provenance_record(
-    profile: Profile, *, notebook: str, caption: str, files: list[Path]
+    profile: Profile, *, notebook: str, caption: str, files: list[Path], uses_model: bool = True
 ) -> dict[str, Any]:
     commit, dirty = git_state()
     return {
@@ -63,9 +74,10 @@ def provenance_record(
         "revision": profile.revision,
         "seed": profile.seed,
         "params_hash": profile.params_hash,
-        "synthetic": profile.synthetic,
-        "label": SYNTHETIC_LABEL if profile.synthetic else f"model output ({profile.model})",
-        "caption": label_caption(caption, profile),
+        "synthetic": profile.synthetic and uses_model,
+        "uses_model": uses_model,
+        "label": output_label(profile, uses_model=uses_model),
+        "caption": label_caption(caption, profile, uses_model=uses_model),
         "notebook": notebook,
         "git_commit": commit,
         "git_dirty": dirty,
@@ -75,9 +87,17 @@ def provenance_record(
 
 
 def write_sidecar(
-    stem: Path, profile: Profile, *, notebook: str, caption: str, files: list[Path]
+    stem: Path,
+    profile: Profile,
+    *,
+    notebook: str,
+    caption: str,
+    files: list[Path],
+    uses_model: bool = True,
 ) -> Path:
-    record = provenance_record(profile, notebook=notebook, caption=caption, files=files)
+    record = provenance_record(
+        profile, notebook=notebook, caption=caption, files=files, uses_model=uses_model
+    )
     target = stem.with_name(stem.name + ".provenance.json")
     atomic_write_text(target, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return target

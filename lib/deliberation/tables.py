@@ -29,10 +29,15 @@ def write_table(
     notebook: str,
     latex: bool = True,
     float_format: str = "%.4g",
+    uses_model: bool = True,
 ) -> dict[str, Path]:
-    """Write ``<name>.csv``, ``.md``, optionally ``.tex``, and ``<name>.provenance.json``."""
+    """Write ``<name>.csv``, ``.md``, optionally ``.tex``, and ``<name>.provenance.json``.
+
+    ``uses_model=False`` is for tables that describe a benchmark and involve no model call
+    (the same under every profile); their sidecar says so instead of naming a model.
+    """
     stem = table_dir(profile) / name
-    full_caption = label_caption(caption, profile)
+    full_caption = label_caption(caption, profile, uses_model=uses_model)
     written: dict[str, Path] = {}
     written["csv"] = atomic_write_text(
         stem.with_suffix(".csv"),
@@ -51,6 +56,11 @@ def write_table(
         )
         written["tex"] = atomic_write_text(stem.with_suffix(".tex"), tex)
     written["provenance"] = write_sidecar(
-        stem, profile, notebook=notebook, caption=caption, files=list(written.values())
+        stem,
+        profile,
+        notebook=notebook,
+        caption=caption,
+        files=list(written.values()),
+        uses_model=uses_model,
     )
     return written
