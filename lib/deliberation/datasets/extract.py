@@ -194,25 +194,18 @@ _CONTINUES = re.compile(
 _UNIT_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?")
 
 
+_DROPPED = ("\\!", "\\,", "\\;", "\\:", "\\$", "$", "\\left", "\\right", "\\displaystyle", "{,}")
+_DROPPED_SPACES = ("\u2009", "\u202f")  # thin spaces used as digit-group separators
+_AS_SPACE = ("\\ ", "~", "\u00a0")
+
+
 def normalize_numeric_text(text: str) -> str:
     """Unicode minus and dashes to '-', LaTeX spacing and thousands separators removed."""
     text = text.translate(_MINUS)
-    for token in (
-        "\\!",
-        "\\,",
-        "\\;",
-        "\\:",
-        "\\ ",
-        "~",
-        "$",
-        "\\left",
-        "\\right",
-        "\\displaystyle",
-    ):
-        text = text.replace(token, " " if token in ("\\ ", "~") else "")
-    text = (
-        text.replace("{,}", "").replace("\u2009", "").replace("\u202f", "").replace("\u00a0", " ")
-    )
+    for token in _DROPPED + _DROPPED_SPACES:
+        text = text.replace(token, "")
+    for token in _AS_SPACE:
+        text = text.replace(token, " ")
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     return text.strip()

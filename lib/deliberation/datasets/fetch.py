@@ -76,15 +76,13 @@ def _selected(names: Iterable[str] | None) -> list[BenchmarkSource]:
     return [s for s in SOURCES if s.name in wanted]
 
 
-def fetch_file(
-    url: str, pinned: PinnedFile, target: Path, opener: Opener = default_opener
-) -> Status:
+def fetch_file(url: str, pinned: PinnedFile, target: Path, opener: Opener | None = None) -> Status:
     """Make ``target`` hold the pinned file: keep it if its hash matches, else download and check."""
     if target.is_file() and sha256_of(target) == pinned.sha256:
         return "present"
     digest = hashlib.sha256()
     with atomic_path(target) as tmp:
-        with opener(url) as response, tmp.open("wb") as out:
+        with (opener or default_opener)(url) as response, tmp.open("wb") as out:
             for chunk in iter(lambda: response.read(_CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)
@@ -98,7 +96,7 @@ def fetch(
     dest: Path,
     names: Iterable[str] | None = None,
     *,
-    opener: Opener = default_opener,
+    opener: Opener | None = None,
     sources: Iterable[BenchmarkSource] | None = None,
 ) -> list[FileStatus]:
     """Fetch every pinned file of the named benchmarks into ``dest/<benchmark>/``.

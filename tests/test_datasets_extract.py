@@ -1,0 +1,122 @@
+"""Answer extraction shared by the DHD graders: boxes, final-answer lines, letters, numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from deliberation.datasets.extract import (
+    answer_span,
+    final_answer,
+    last_boxed,
+    letters_in,
+    parse_letters,
+    parse_number,
+    parse_reply_number,
+)
+
+
+def test_last_boxed_keeps_nested_braces_and_takes_the_last_box():
+    reply = r"First \boxed{1} then \boxed{\frac{a^{2}}{b_{1}}} done."
+    assert last_boxed(reply) == r"\frac{a^{2}}{b_{1}}"
+
+
+def test_last_boxed_skips_an_unclosed_trailing_box():
+    assert last_boxed(r"\boxed{7} and then \boxed{\frac{1}{2}") == "7"
+
+
+def test_fbox_and_boxed_without_braces_are_read():
+    assert last_boxed(r"\fbox{12}") == "12"
+    assert last_boxed(r"so $\boxed 5$") == "5"
+
+
+def test_proposed_final_answer_line_wins_when_it_comes_after_a_box():
+    reply = "Step: \\boxed{3}\nOn reflection...\nProposed final answer: 4"
+    found = final_answer(reply)
+    assert (found.text, found.source) == ("4", "final_line")
+
+
+def test_a_box_after_the_final_answer_line_wins():
+    reply = "Final answer: 4\nWait, recheck: \\boxed{5}"
+    assert final_answer(reply).text == "5"
+
+
+def test_final_answer_line_with_markdown_and_a_box_inside():
+    assert final_answer("**Final Answer:** $\\boxed{12}$").text == "12"
+
+
+def test_answer_phrase_is_used_when_nothing_is_marked():
+    found = final_answer("After checking both cases, the answer is 42.")
+    assert (found.text, found.source) == ("42", "answer_phrase")
+
+
+def test_long_unmarked_prose_is_not_an_answer_but_a_short_reply_is():
+    prose = (
+        "I worked through this problem at length and I think it could be about 5 or maybe 6 really"
+    )
+    assert answer_span(prose) is None
+    assert answer_span("  5 m/s ") == "5 m/s"
+    assert answer_span("") is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "letters"),
+    [
+        ("(B)", {"B"}),
+        ("B.", {"B"}),
+        ("Option B", {"B"}),
+        ("Proposed final answer: B) 3.2 eV", {"B"}),
+        ("The correct option is (C).", {"C"}),
+        ("C is correct", {"C"}),
+        ("**(D)**", {"D"}),
+        (r"\boxed{\text{(A)}}", {"A"}),
+        ("Final answer: A, C", {"A", "C"}),
+        ("Final answer: (A) and (D)", {"A", "D"}),
+        (r"\boxed{ABD}", {"A", "B", "D"}),
+        ("Options B; D", {"B", "D"}),
+    ],
+)
+def test_letters_in_several_spellings(reply, letters):
+    assert parse_letters(reply) == frozenset(letters)
+
+
+def test_letters_outside_the_valid_range_or_plain_words_are_not_answers():
+    assert parse_letters("E") is None
+    assert parse_letters("A metal") is None
+    assert parse_letters("Final answer: 42") is None
+    assert letters_in("E", "ABCDE") == frozenset({"E"})
+
+
+@pytest.mark.parametrize(
+    ("span", "value"),
+    [
+        ("50.7 atm", 50.7),
+        (r"1.5 \times 10^{-3} \mathrm{~mol}", 1.5e-3),
+        ("3.52 × 10^-19 J", 3.52e-19),
+        ("6.02e23", 6.02e23),
+        ("\u22122", -2.0),  # unicode minus
+        ("\u2212 1.642876", -1.642876),
+        ("89,034.79", 89034.79),
+        ("1,234,567", 1234567.0),
+        (r"\$89{,}034.79", 89034.79),
+        (r"q = 0", 0.0),
+        (r"\Delta H \approx -92.2 \text{ kJ}", -92.2),
+        (r"\frac{3}{4}", 0.75),
+        (r"-\dfrac{1}{2}", -0.5),
+        (r"10^{-5}", 1e-5),
+        (r"40^{\circ}", 40.0),
+        (r"45\%", 45.0),
+        ("+65.49 kJ/mol", 65.49),
+    ],
+)
+def test_parse_number_reads_numbers_with_units_and_notation(span, value):
+    assert parse_number(span) == pytest.approx(value, rel=1e-12)
+
+
+def test_parse_number_evaluates_closed_forms_instead_of_taking_the_leading_digit():
+    assert parse_number(r"2\sqrt{3}") == pytest.approx(3.4641016151377544)
+    assert parse_number(r"2^{10}") == pytest.approx(1024.0)
+
+
+def test_parse_reply_number_needs_an_answer_span():
+    assert parse_reply_number(r"so $\boxed{1.5 \times 10^{-3}}$ mol") == pytest.approx(1.5e-3)
+    assert parse_reply_number("no number here at all, just words and more words and words") is None
