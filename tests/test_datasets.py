@@ -453,6 +453,7 @@ def test_omnimath_full_file_marks_problems_outside_the_rule_subset_for_a_judge(o
     assert [it.id for it in full] == ["omnimath:full:0", "omnimath:full:1"]
     judged = full[1]
     assert grade(judged, r"\boxed{f(x)=cx}") == 1.0  # math-verify confirms: no judge needed
+    assert grade(judged, "I could not finish this one in the time I had, sorry about that.") == 0.0
     with pytest.raises(omnimath.JudgeRequired, match="omnimath:full:1"):
         grade(judged, r"\boxed{\text{all additive continuous maps, i.e. linear ones}}")
     with pytest.raises(DatasetNotFoundError, match="omni2"):
@@ -504,6 +505,15 @@ def test_missing_data_folder_says_to_run_make_data(tmp_path):
     (tmp_path / "scibench").mkdir()
     with pytest.raises(DatasetNotFoundError, match="make data"):
         load("scibench", tmp_path / "scibench")
+
+
+def test_scibench_also_loads_from_the_upstream_folder_layout(shared, tmp_path):
+    nested = tmp_path / "scibench" / "dataset" / "original"
+    nested.mkdir(parents=True)
+    for name in scibench.SOURCES:
+        shutil.copy(shared / "scibench" / f"{name}.json", nested)
+    found = load("scibench", tmp_path / "scibench")
+    assert len(found) == 580 and found[0].source_file == "dataset/original/atkins.json"
 
 
 def test_unknown_benchmark_or_subset_is_named(shared):

@@ -73,6 +73,7 @@ def test_long_unmarked_prose_is_not_an_answer_but_a_short_reply_is():
         ("Final answer: (A) and (D)", {"A", "D"}),
         (r"\boxed{ABD}", {"A", "B", "D"}),
         ("Options B; D", {"B", "D"}),
+        (r"\boxed{(A)(B)(D)}", {"A", "B", "D"}),
     ],
 )
 def test_letters_in_several_spellings(reply, letters):

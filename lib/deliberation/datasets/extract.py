@@ -149,7 +149,7 @@ def _strip_latex(span: str) -> str:
 
 def letters_in(span: str, valid: str) -> frozenset[str] | None:
     """Option letters named by an answer span, restricted to ``valid``; None if none named."""
-    span = _strip_latex(span).rstrip(".").strip()
+    span = _strip_latex(span).rstrip(".").strip().replace(")(", "), (")
     if not span:
         return None
     found: list[str] = []

@@ -180,11 +180,14 @@ def needs_judge(item: Item) -> bool:
 def grade(item: Item, prediction: str) -> float:
     """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
 
-    Raises :class:`JudgeRequired` for ``MATH_JUDGE`` items unless math-verify already confirms
-    equivalence (a confirmed match needs no judge; a non-match might still be equivalent).
+    Raises :class:`JudgeRequired` for a ``MATH_JUDGE`` item whose reply states an answer that
+    math-verify does not confirm (a confirmed match needs no judge; a non-match might still be
+    equivalent); a reply with no answer scores 0.0 either way.
     """
     span = answer_span(prediction)
-    if span is not None and symbolic.equivalent(item.gold, span):
+    if span is None:
+        return 0.0
+    if symbolic.equivalent(item.gold, span):
         return 1.0
     if needs_judge(item):
         raise JudgeRequired(
