@@ -482,7 +482,10 @@ class SimServer:
         self.host = host
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="serve-sim", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # shutdown() waits at most this long
+            name="serve-sim",
+            daemon=True,
         )
 
     @property
@@ -589,7 +592,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     server.start()
     print(f"serve-sim listening on {server.base_url} (model {state.served_model})", flush=True)
     try:
-        while not stop.wait(0.5):
+        while not stop.wait(0.1):
             pass
     finally:
         server.stop()
@@ -658,7 +661,7 @@ def running_sim_server(
     process = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=None,  # inherited: a crash or bad option shows where the caller's stderr goes
         text=True,
         env=None if env is None else {**os.environ, **env},
     )
