@@ -74,6 +74,7 @@ def test_long_unmarked_prose_is_not_an_answer_but_a_short_reply_is():
         (r"\boxed{ABD}", {"A", "B", "D"}),
         ("Options B; D", {"B", "D"}),
         (r"\boxed{(A)(B)(D)}", {"A", "B", "D"}),
+        ("I pick options A, B and D because they hold", {"A", "B", "D"}),
     ],
 )
 def test_letters_in_several_spellings(reply, letters):

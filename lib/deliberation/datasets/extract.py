@@ -1,7 +1,7 @@
 """Pull the final answer out of a model's reply: shared by every grader.
 
-Order of precedence: whichever comes last in the reply of the last ``\\boxed{...}`` (nested
-braces allowed) and the last "Proposed final answer:" / "Final answer:" line; else the last
+Order of precedence: the last ``\\boxed{...}`` (nested braces allowed) or the last "Proposed
+final answer:" / "Final answer:" line, whichever comes later in the reply; else the last
 "the answer is ..." phrase; else the whole reply (accepted only when it is short, i.e. the reply
 *is* the answer). On that span, :func:`parse_letters` reads option letters ("(B)", "B.",
 "Option B", "A, C", "ABD") and :func:`parse_number` reads numbers with units, thousands commas,
@@ -165,7 +165,7 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
         else:
             words = _OPTION_WORD.search(span)
             if words:
-                found = [g for g in words.groups() if g]
+                found = re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", words.group(0))
     letters = frozenset(found) & frozenset(valid)
     return letters or None
 
