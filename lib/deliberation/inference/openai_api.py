@@ -89,7 +89,9 @@ class _Secret:
 
     def scrub(self, text: str) -> str:
         """``text`` with every occurrence of the key masked (error bodies may echo it)."""
-        return text.replace(self._value, "***") if len(self._value) >= 4 else text
+        if len(self._value) < 4 or self._value == PLACEHOLDER_KEY:
+            return text
+        return text.replace(self._value, "***")
 
     def __repr__(self) -> str:
         return "<secret>"
@@ -108,7 +110,7 @@ class RetryPolicy:
     def delay(self, retry: int, rng: np.random.Generator, retry_after_s: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based): full jitter, at least
         ``retry_after_s`` when the server asked for it."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0**retry))
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0 ** min(retry, 60)))
         wait = float(rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
         if retry_after_s is not None:
             wait = max(wait, retry_after_s)
@@ -306,7 +308,7 @@ class OpenAIBackend(Backend):
             if not last.retryable or attempts > self.retry.max_retries:
                 return self._failed(index, request, last, history, attempts, started)
             if rng is None:
-                rng = np.random.default_rng([self.jitter_seed, index])
+                rng = np.random.default_rng([abs(self.jitter_seed), index])
             wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
             log.debug(
                 "request %d (%s): %s; retry %d of %d in %.3f s",
@@ -327,7 +329,7 @@ class OpenAIBackend(Backend):
             seen = ", ".join(f"{kind} x{count}" for kind, count in sorted(history.items()))
             reason = f"gave up after {attempts} attempts ({seen}); last: {last.reason}"
         else:
-            reason = f"{last.reason} (not retried)"
+            reason = f"{last.reason} (not retried; attempt {attempts})"
         reason = self._api_key.scrub(reason)
         log.warning("request %d (stage %s) failed: %s", index, request.stage, reason)
         return ChatResponse(
