@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # HTTP client libraries log one INFO line per request; keep them for --verbose only.
+    for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     return int(args.func(args) or 0)
 
 

@@ -40,9 +40,12 @@ class OpenAIOptions(_Strict):
     timeout_s: float = Field(120.0, gt=0)
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
-    structured_output: Literal["structured_outputs", "guided", "response_format", "none"] = (
-        "structured_outputs"
-    )
+    # How structured outputs travel (see inference/structured.py): vLLM >= 0.10.2 servers take
+    # "structured_outputs"; older vLLM "guided"; OpenAI-style APIs "response_format"; APIs with
+    # only JSON mode (DeepSeek) "json_object"; "none" leaves the format to the prompt.
+    structured_output: Literal[
+        "structured_outputs", "guided", "response_format", "json_object", "none"
+    ] = "structured_outputs"
     send_seed: bool = True
 
 
