@@ -16,6 +16,7 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
+
 from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
 from deliberation.inference.seeds import SEED_MODULUS, derive_seed
 from deliberation.inference.structured import (
