@@ -238,6 +238,9 @@ def test_clear_errors_for_missing_columns_empty_cells_and_missing_outcomes():
         cluster_bootstrap(frame, linear_contrast({"R1": 1, "Random": -1}, by="policy"))
     with pytest.raises(ValueError, match="missing"):
         cluster_bootstrap(frame.assign(correct=[1.0, np.nan] * 5), mean_of("correct"))
+    with pytest.raises(ValueError, match="1 missing"):
+        nullable = pd.array([1, None] + [0] * 8, dtype="Int64")
+        cluster_bootstrap(frame.assign(correct=nullable), mean_of("correct"))
     with pytest.raises(TypeError, match="CellStatistic"):
         cluster_bootstrap(frame, lambda f: f["correct"].mean())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_resamples"):

@@ -4,12 +4,16 @@ A statistic is a function of *cell means*, where a cell is a combination of colu
 example policy x decoy ownership). Each cluster (a template, or a problem) is reduced once to a row
 of per-cell sums and counts. A resample is a vector of cluster multiplicities drawn with
 replacement (whole clusters, never rows), so the resampled cell means of all resamples are
-``(W @ sums) / (W @ counts)`` for one ``(n_resamples, n_clusters)`` count matrix ``W``.
+``(W @ sums) / (W @ counts)`` for one ``(n_resamples, n_clusters)`` count matrix ``W``. ``W`` is
+the bincount of ``rng.integers(0, K, (R, K))``, the index draws ``scipy.stats.bootstrap`` makes
+at the time of writing (so with one seed both currently resample the same clusters).
 
 Two-sided bootstrap p-value (``bootstrap_p_value``): with R resamples theta*_1..R and null value 0,
 ``p = min(1, 2 * min((1 + #{theta* <= 0}) / (1 + R), (1 + #{theta* >= 0}) / (1 + R)))``: twice
 the smaller tail of the bootstrap distribution at the null, with the +1 correction so that p is
-never 0 (its smallest value is 2 / (1 + R)).
+never 0 (its smallest value is 2 / (1 + R)). Resamples within 1e-9 of the null (float rounding
+of an exact tie) count in both tails. Percentile intervals use linear interpolation between order
+statistics, as ``scipy.stats.bootstrap(method="percentile")`` does.
 """
 
 from __future__ import annotations
@@ -194,7 +198,7 @@ def numeric_values(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
         series = series.astype(np.int8)
     if not pd.api.types.is_numeric_dtype(series):
         raise TypeError(f"{what}: column {column!r} must be numeric, not {series.dtype}")
-    values = series.to_numpy(dtype=float)
+    values = series.to_numpy(dtype=float, na_value=np.nan)
     n_missing = int(np.isnan(values).sum())
     if n_missing:
         raise ValueError(f"{what}: column {column!r} has {n_missing} missing value(s)")
