@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import numpy as np
@@ -106,7 +106,7 @@ def test_parse_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     assert parse_retry_after({"Retry-After": "3"}) == 3.0
     assert parse_retry_after({"retry-after": "0.25"}) == 0.25
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2030, 1, 1, tzinfo=UTC)
     date = format_datetime(now + timedelta(seconds=20), usegmt=True)
     assert parse_retry_after({"Retry-After": date}, now=now.timestamp()) == pytest.approx(20.0)
     assert parse_retry_after({"Retry-After": "soon"}) is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-
 import tomllib
+
 import yaml
 
 from deliberation.paths import repo_root

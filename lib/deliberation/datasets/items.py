@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 
-class AnswerType(str, Enum):
+class AnswerType(StrEnum):
     """How a gold answer is written and therefore how it is checked."""
 
     MCQ_SINGLE = "mcq_single"  # one option letter

@@ -28,11 +28,10 @@ import dataclasses
 import email.utils
 import logging
 import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -143,17 +142,15 @@ def parse_retry_after(
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    reference = datetime.now(timezone.utc).timestamp() if now is None else now
+        when = when.replace(tzinfo=UTC)
+    reference = datetime.now(UTC).timestamp() if now is None else now
     return max(0.0, when.timestamp() - reference)
 
 
 async def _within(awaitable: Awaitable[T], seconds: float) -> T:
-    """Await with a hard deadline (``asyncio.timeout`` where available: no extra task)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, timeout=seconds)
+    """Await with a hard deadline (``asyncio.timeout``: no extra task)."""
+    async with asyncio.timeout(seconds):
+        return await awaitable
 
 
 class _AttemptFailed(Exception):
@@ -365,7 +362,7 @@ class OpenAIBackend(Backend):
         )
         try:
             completion = await _within(call, self.timeout_s)
-        except (openai.APITimeoutError, asyncio.TimeoutError):
+        except (TimeoutError, openai.APITimeoutError):
             raise _AttemptFailed(
                 "timeout", f"no response within {self.timeout_s:g} s", retryable=True
             ) from None
