@@ -25,16 +25,25 @@ Behaviour worth knowing:
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import importlib
 import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    field_validator,
+)
 
 from deliberation.inference.base import (
     Backend,
@@ -53,7 +62,6 @@ INSTALL_HINT = (
     "the vllm backend needs vLLM (CUDA GPUs only): install the extra with "
     "`pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34)"
 )
-EXECUTOR_BACKENDS = ("mp", "ray")
 # Engine arguments this module sets itself; engine_extra may not override them.
 _MANAGED_ENGINE_KEYS = frozenset(
     {
@@ -74,99 +82,43 @@ _MANAGED_ENGINE_KEYS = frozenset(
 )
 
 
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"vllm backend option {name!r} must be a positive integer, got {value!r}")
+class VLLMOptions(BaseModel):
+    """What a profile may set for the ``vllm`` backend; validated on construction (pydantic),
+    so a bad or unknown option is an error naming it."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-@dataclass(frozen=True)
-class VLLMOptions:
-    """What a profile may set for the ``vllm`` backend; validated on construction."""
+    model: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    revision: StrictStr | None = None
+    tokenizer: StrictStr | None = None
+    dtype: StrictStr = "auto"
+    max_model_len: Annotated[StrictInt, Field(gt=0)] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    tensor_parallel_size: Annotated[StrictInt, Field(gt=0)] = 1
+    pipeline_parallel_size: Annotated[StrictInt, Field(gt=0)] = 1
+    distributed_executor_backend: Literal["mp", "ray"] | None = None
+    trust_remote_code: StrictBool = False
+    seed: StrictInt = 0
+    enforce_eager: StrictBool = False
+    chat_template_kwargs: dict[str, Any] | None = None
+    use_tqdm: StrictBool = True
+    engine_extra: dict[str, Any] = Field(default_factory=dict)
 
-    model: str
-    revision: str | None = None
-    tokenizer: str | None = None
-    dtype: str = "auto"
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.9
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    distributed_executor_backend: str | None = None
-    trust_remote_code: bool = False
-    seed: int = 0
-    enforce_eager: bool = False
-    chat_template_kwargs: Mapping[str, Any] | None = None
-    use_tqdm: bool = True
-    engine_extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(
-                f"vllm backend option 'model' must be a non-empty string, got {self.model!r}"
-            )
-        for name in ("revision", "tokenizer"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"vllm backend option {name!r} must be a string, got {value!r}")
-        if not isinstance(self.dtype, str):
-            raise ValueError(f"vllm backend option 'dtype' must be a string, got {self.dtype!r}")
-        if self.max_model_len is not None:
-            _positive_int("max_model_len", self.max_model_len)
-        _positive_int("tensor_parallel_size", self.tensor_parallel_size)
-        _positive_int("pipeline_parallel_size", self.pipeline_parallel_size)
-        utilization = self.gpu_memory_utilization
-        if (
-            isinstance(utilization, bool)
-            or not isinstance(utilization, int | float)
-            or not 0 < utilization <= 1
-        ):
-            raise ValueError(
-                "vllm backend option 'gpu_memory_utilization' must be a number in (0, 1], "
-                f"got {utilization!r}"
-            )
-        backend = self.distributed_executor_backend
-        if backend is not None and backend not in EXECUTOR_BACKENDS:
-            raise ValueError(
-                "vllm backend option 'distributed_executor_backend' must be one of "
-                f"{EXECUTOR_BACKENDS} or null, got {backend!r}"
-            )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"vllm backend option 'seed' must be an integer, got {self.seed!r}")
-        for name in ("trust_remote_code", "enforce_eager", "use_tqdm"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"vllm backend option {name!r} must be true or false, got {getattr(self, name)!r}"
-                )
-        if self.chat_template_kwargs is not None and not isinstance(
-            self.chat_template_kwargs, Mapping
-        ):
-            raise ValueError(
-                "vllm backend option 'chat_template_kwargs' must be a mapping, "
-                f"got {self.chat_template_kwargs!r}"
-            )
-        if not isinstance(self.engine_extra, Mapping):
-            raise ValueError(
-                f"vllm backend option 'engine_extra' must be a mapping, got {self.engine_extra!r}"
-            )
-        clash = sorted(_MANAGED_ENGINE_KEYS & set(self.engine_extra))
+    @field_validator("engine_extra")
+    @classmethod
+    def _extra_may_not_override_managed_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        clash = sorted(_MANAGED_ENGINE_KEYS & set(value))
         if clash:
             raise ValueError(
-                f"vllm backend option 'engine_extra' may not set {clash}: "
-                "use the backend option of the same name (generation_config is always 'vllm')"
+                f"engine_extra may not set {clash}: use the backend option of the same name"
+                " (generation_config is always 'vllm')"
             )
+        return value
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> VLLMOptions:
-        """Build from a profile's option mapping, naming any unknown key."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown vllm backend option(s) {unknown}; known options: {sorted(known)}"
-            )
-        if "model" not in options:
-            raise ValueError("vllm backend option 'model' is required (HF id or local path)")
-        return cls(**dict(options))
+        """Build from a profile's option mapping (errors name the option)."""
+        return cls.model_validate(dict(options))
 
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``vllm.LLM``: always ``generation_config="vllm"``; optional
