@@ -17,6 +17,10 @@ from deliberation.inference.seeds import derive_seed
 
 Role = Literal["system", "user", "assistant"]
 
+# The stage tag travels over HTTP in this header: real servers ignore it; serve-sim dispatches
+# the sim's behaviour on it (as the in-process sim dispatches on ``ChatRequest.stage``).
+STAGE_HEADER = "X-Deliberation-Stage"
+
 
 @dataclass(frozen=True)
 class Message:

@@ -39,6 +39,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from deliberation.inference.base import (
+    STAGE_HEADER,
     Backend,
     BackendIdentity,
     ChatRequest,
@@ -50,7 +51,6 @@ from deliberation.inference.structured import openai_structured_extra_body, pars
 
 log = logging.getLogger(__name__)
 
-STAGE_HEADER = "X-Deliberation-Stage"
 # Sent when the profile names no key variable: vLLM servers started without --api-key accept any.
 PLACEHOLDER_KEY = "EMPTY"
 RETRYABLE_STATUS = frozenset({408, 409, 429})

@@ -35,13 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from deliberation.inference.base import ChatRequest, Message, StructuredOutput
+from deliberation.inference.base import STAGE_HEADER, ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.structured import CHOICE_FIELD
 
 log = logging.getLogger(__name__)
 
-STAGE_HEADER = "X-Deliberation-Stage"
 DEFAULT_STAGE = "echo"
 # A fixed ``created`` stamp keeps every response body deterministic.
 CREATED = 1_700_000_000
