@@ -25,16 +25,23 @@ $(SETUP_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# Each notebook is executed into build/executed/<profile>/ (temp file, renamed on success);
-# the notebooks write their own figures and tables under figures/<profile>/ and tables/<profile>/.
+# Each notebook is executed into build/executed/<profile>/ (temp file, renamed on success; a
+# failed run is kept as FAILED-<name> for debugging, never under the finished name). The
+# notebooks write their own figures and tables under figures/<profile>/ and tables/<profile>/.
 paper: setup
 	@mkdir -p $(EXECUTED)
 	@set -e; for nb in $(NOTEBOOKS); do \
 	  name=$$(basename $$nb); \
 	  echo "== $$name (profile $(PROFILE))"; \
-	  $(VENV)/bin/papermill --no-progress-bar --cwd notebooks -k python3 -p profile $(PROFILE) \
-	    $$nb $(EXECUTED)/.tmp-$$name; \
-	  mv $(EXECUTED)/.tmp-$$name $(EXECUTED)/$$name; \
+	  rm -f $(EXECUTED)/FAILED-$$name; \
+	  if $(VENV)/bin/papermill --no-progress-bar --cwd notebooks -k python3 -p profile $(PROFILE) \
+	      $$nb $(EXECUTED)/.tmp-$$name; then \
+	    mv $(EXECUTED)/.tmp-$$name $(EXECUTED)/$$name; \
+	  else \
+	    mv $(EXECUTED)/.tmp-$$name $(EXECUTED)/FAILED-$$name 2>/dev/null || true; \
+	    rm -f $(EXECUTED)/$$name; \
+	    echo "$$name failed: see $(EXECUTED)/FAILED-$$name"; exit 1; \
+	  fi; \
 	done
 	@echo "figures: figures/$(PROFILE)/  tables: tables/$(PROFILE)/  executed notebooks: $(EXECUTED)/"
 

@@ -40,11 +40,15 @@ def test_dotted_stage_falls_back_to_its_longest_registered_prefix():
     assert "echo" in registered_stages()
 
 
-def test_max_tokens_truncates_and_reports_length():
+def test_max_tokens_truncates_by_the_project_token_counter_and_reports_length():
     response = SimBackend().answer(
-        ChatRequest.from_prompt("one two three four five six", stage="echo", max_tokens=3)
+        ChatRequest.from_prompt("don't stop, please", stage="echo", max_tokens=5)
     )
-    assert response.finish_reason == "length" and len(response.text.split()) == 3
+    # "echo: don't stop, please" -> echo : don ' t | stop , please
+    assert response.finish_reason == "length" and response.text == "echo: don't"
+    assert response.completion_tokens == 5
+    whole = SimBackend().answer(ChatRequest.from_prompt("hi", stage="echo", max_tokens=5))
+    assert whole.finish_reason == "stop" and whole.text == "echo: hi"
 
 
 def test_planted_accuracy_is_recovered():

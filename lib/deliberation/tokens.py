@@ -23,3 +23,12 @@ def count_tokens(text: str) -> int:
 
 def count_tokens_total(texts: Iterable[str]) -> int:
     return sum(count_tokens(t) for t in texts)
+
+
+def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:
+    """The text cut after its first ``limit`` tokens (original spacing kept), and whether it
+    was cut."""
+    for index, match in enumerate(_TOKEN.finditer(text)):
+        if index == limit:
+            return text[: match.start()].rstrip(), True
+    return text, False

@@ -27,7 +27,7 @@ from deliberation.inference.base import (
     OnResponse,
     register_backend,
 )
-from deliberation.tokens import count_tokens
+from deliberation.tokens import count_tokens, truncate_tokens
 
 SIM_VERSION = "sim-1"
 
@@ -194,11 +194,8 @@ class SimBackend(Backend):
             answer = behaviour(SimContext(request=request, rng=rng, parameters=self.parameters))
         except Exception as exc:  # a behaviour bug is recorded against the request, not raised
             return ChatResponse(text="", error=f"sim behaviour failed: {exc!r}")
-        words = answer.text.split()
-        finish = "stop"
-        text = answer.text
-        if len(words) > max_tokens:
-            text, finish = " ".join(words[:max_tokens]), "length"
+        text, cut = truncate_tokens(answer.text, max_tokens)
+        finish = "length" if cut else "stop"
         return ChatResponse(
             text=text,
             parsed=answer.parsed,
