@@ -7,24 +7,10 @@ needs a typed template to reason about.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-DOMAINS: tuple[str, ...] = (
-    "hiring",
-    "procurement",
-    "office-location",
-    "investment",
-    "event-venue",
-    "software-tool",
-    "home-care",
-    "education",
-    "logistics",
-    "housing",
-    "grant-funding",
-    "marketing-agency",
-)
 Domain = Literal[
     "hiring",
     "procurement",
@@ -39,9 +25,11 @@ Domain = Literal[
     "grant-funding",
     "marketing-agency",
 ]
+# The 12 domains, in the order the bank and its reports list them.
+DOMAINS: tuple[str, ...] = get_args(Domain)
 
-ROLES: tuple[str, ...] = ("support", "decoy", "irrelevant")
 Role = Literal["support", "decoy", "irrelevant"]
+ROLES: tuple[str, ...] = get_args(Role)
 Sign = Literal[1, -1]
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
