@@ -1,7 +1,7 @@
 """``deliberation serve-sim``: the sim backend behind the OpenAI chat-completions protocol.
 
 Serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on loopback only, answering each
-request with :meth:`SimBackend.answer_wire` from the fields on the wire (messages, sampling
+request with :meth:`SimBackend.answer` on a request rebuilt from the fields on the wire (messages, sampling
 fields, seed, structured output in any of vLLM's ``structured_outputs``, the older ``guided_*``
 or OpenAI's ``response_format`` forms) and the stage from the ``X-Deliberation-Stage`` header,
 so an answer over HTTP equals the in-process answer. For tests and benchmarks it can add latency
@@ -276,16 +276,8 @@ def answer_body(state: SimServerState, body: Mapping[str, Any], stage: str) -> d
         seed=seed,
         structured=structured,
     )
-    response = state.backend.answer_wire(
-        stage=stage,
-        messages=request.messages_as_dicts(),
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
-        structured=None if structured is None else structured.to_dict(),
-        request=request,
-    )
+    # The wire seed already has any sample index folded in; sample=0 keeps it as it is.
+    response = state.backend.answer(request)
     if not response.ok:
         raise WireError(response.error or "sim failed")
     content = response.text

@@ -92,26 +92,18 @@ def registered_stages() -> list[str]:
     return sorted(_BEHAVIOURS)
 
 
-def request_rng(
-    *,
-    stage: str,
-    messages: Sequence[Mapping[str, str]],
-    temperature: float,
-    top_p: float,
-    max_tokens: int,
-    seed: int | None,
-    structured: Mapping[str, Any] | None,
-    sim_seed: int,
-) -> np.random.Generator:
-    """Generator seeded from the request as seen on the wire (shared with ``serve-sim``)."""
+def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
+    """Generator seeded from the request as a server sees it: the effective seed (sample index
+    folded in) rather than ``seed`` and ``sample``, so serve-sim, which rebuilds the request from
+    the HTTP body, draws exactly what the in-process sim draws."""
     payload = {
-        "stage": stage,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "temperature": temperature,
-        "top_p": top_p,
-        "max_tokens": max_tokens,
-        "seed": seed,
-        "structured": structured,
+        "stage": request.stage,
+        "messages": request.messages_as_dicts(),
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "max_tokens": request.max_tokens,
+        "seed": request.effective_seed(),
+        "structured": None if request.structured is None else request.structured.to_dict(),
         "sim_seed": sim_seed,
     }
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).digest()
@@ -148,53 +140,22 @@ class SimBackend(Backend):
         return BackendIdentity(backend="sim", model=self.model, revision=self._revision)
 
     def answer(self, request: ChatRequest) -> ChatResponse:
-        """One request, as the HTTP server and the batch path both use it."""
-        return self.answer_wire(
-            stage=request.stage,
-            messages=request.messages_as_dicts(),
-            temperature=request.temperature,
-            top_p=request.top_p,
-            max_tokens=request.max_tokens,
-            seed=request.effective_seed(),
-            structured=None if request.structured is None else request.structured.to_dict(),
-            request=request,
-        )
-
-    def answer_wire(
-        self,
-        *,
-        stage: str,
-        messages: Sequence[Mapping[str, str]],
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        seed: int | None,
-        structured: Mapping[str, Any] | None,
-        request: ChatRequest,
-    ) -> ChatResponse:
-        behaviour = find_behaviour(stage)
-        prompt_tokens = sum(count_tokens(m["content"]) for m in messages)
+        """One request; the batch path and the HTTP server (serve-sim) both use it."""
+        behaviour = find_behaviour(request.stage)
+        prompt_tokens = sum(count_tokens(m.content) for m in request.messages)
         if behaviour is None:
             return ChatResponse(
                 text="",
-                error=f"sim has no behaviour for stage {stage!r}; known: {registered_stages()}",
+                error=f"sim has no behaviour for stage {request.stage!r};"
+                f" known: {registered_stages()}",
                 prompt_tokens=prompt_tokens,
             )
-        rng = request_rng(
-            stage=stage,
-            messages=messages,
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
-            seed=seed,
-            structured=structured,
-            sim_seed=self.seed,
-        )
+        rng = request_rng(request, self.seed)
         try:
             answer = behaviour(SimContext(request=request, rng=rng, parameters=self.parameters))
         except Exception as exc:  # a behaviour bug is recorded against the request, not raised
             return ChatResponse(text="", error=f"sim behaviour failed: {exc!r}")
-        text, cut = truncate_tokens(answer.text, max_tokens)
+        text, cut = truncate_tokens(answer.text, request.max_tokens)
         finish = "length" if cut else "stop"
         return ChatResponse(
             text=text,
