@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -73,6 +74,14 @@ class DatasetFormatError(ValueError):
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.record = record
+
+
+def read_json(path: Path) -> Any:
+    """A whole JSON file; invalid JSON is a :class:`DatasetFormatError` naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(path, f"invalid JSON: {error}") from None
 
 
 class DatasetNotFoundError(FileNotFoundError):

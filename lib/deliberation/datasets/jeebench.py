@@ -13,12 +13,11 @@ Ids follow the DHD reference: ``jeebench:<description>:<index>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta
+from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
 
 NAME = "jeebench"
 FILE = "dataset.json"
@@ -77,10 +76,7 @@ def _item(record: object, path: Path, position: int) -> Item:
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """All questions, or those whose subject (phy/chem/math) or type (MCQ, Numeric, ...) is in subset."""
     path = root / FILE
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(path, f"invalid JSON: {error}") from None
+    records = read_json(path)
     if not isinstance(records, list):
         raise DatasetFormatError(path, "expected a JSON list of questions")
     items = [_item(record, path, i) for i, record in enumerate(records)]

@@ -19,7 +19,6 @@ Answer keys and checks (MaScQA publishes no grading script; these are the GATE r
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta
+from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -132,10 +131,7 @@ def _read_answers(path: Path) -> dict[str, tuple[int, str, object]]:
 def read_records(root: Path) -> list[tuple[int, str, str, str, str]]:
     """Every question record of ``mascqa-eval.json`` in file order: (record, topic, qid, type, text)."""
     path = root / QUESTIONS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(path, f"invalid JSON: {error}") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DatasetFormatError(path, "expected an object keyed by topic")
     records = []

@@ -19,14 +19,13 @@ appended to both occurrences so every id is unique.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from deliberation.datasets.extract import normalize_numeric_text, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta
+from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
 
 NAME = "scibench"
 SOURCES = (
@@ -120,10 +119,7 @@ def _item(record: object, path: Path, position: int, source: str, duplicated: se
 
 
 def _load_file(path: Path, source: str) -> list[Item]:
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(path, f"invalid JSON: {error}") from None
+    records = read_json(path)
     if not isinstance(records, list):
         raise DatasetFormatError(path, "expected a JSON list of problems")
     counts = Counter(str(r.get("problemid", "")).strip() for r in records if isinstance(r, dict))
