@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from deliberation.inference.base import (
     Backend,
@@ -25,11 +26,13 @@ from deliberation.inference.base import (
     ChatRequest,
     ChatResponse,
     OnResponse,
-    register_backend,
 )
 from deliberation.tokens import count_tokens, truncate_tokens
 
 SIM_VERSION = "sim-1"
+# serve-sim lists its model as owned by this in /v1/models; a run against such a server is
+# labelled synthetic whatever its profile says (OpenAIBackend.server_is_synthetic).
+SIM_SERVER_OWNER = "deliberation-sim"
 
 
 @dataclass(frozen=True)
@@ -92,20 +95,23 @@ def registered_stages() -> list[str]:
     return sorted(_BEHAVIOURS)
 
 
-def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
-    """Generator seeded from the request as a server sees it: the effective seed (sample index
+def sent_fields(request: ChatRequest) -> dict[str, Any]:
+    """What the sim reads of a request, as a server sees it: the effective seed (sample index
     folded in) rather than ``seed`` and ``sample``, so serve-sim, which rebuilds the request from
     the HTTP body, draws exactly what the in-process sim draws."""
-    payload = {
-        "stage": request.stage,
+    return {
         "messages": request.messages_as_dicts(),
         "temperature": request.temperature,
         "top_p": request.top_p,
         "max_tokens": request.max_tokens,
         "seed": request.effective_seed(),
         "structured": None if request.structured is None else request.structured.to_dict(),
-        "sim_seed": sim_seed,
     }
+
+
+def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
+    """Generator seeded from the stage, :func:`sent_fields` and the sim's own seed."""
+    payload = {"stage": request.stage, **sent_fields(request), "sim_seed": sim_seed}
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:16], "little"))
 
@@ -115,8 +121,19 @@ def _load_behaviours() -> None:
     import deliberation.inference.sim_behaviours  # noqa: F401
 
 
-@register_backend("sim")
+class SimOptions(BaseModel):
+    """The ``sim:`` section of a profile: mechanism parameters; each behaviour documents the
+    names it reads."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    parameters: dict[str, float] = Field(default_factory=dict)
+
+
 class SimBackend(Backend):
+    Options = SimOptions
+    synthetic = True
+
     def __init__(
         self,
         *,
@@ -133,11 +150,14 @@ class SimBackend(Backend):
 
     @classmethod
     def from_profile(cls, profile: Any) -> SimBackend:
-        return cls(model=profile.model, parameters=profile.sim.parameters, seed=profile.seed)
+        return cls(model=profile.model, parameters=profile.options.parameters, seed=profile.seed)
 
     @property
     def identity(self) -> BackendIdentity:
         return BackendIdentity(backend="sim", model=self.model, revision=self._revision)
+
+    def request_payload(self, request: ChatRequest) -> dict[str, Any]:
+        return sent_fields(request)
 
     def answer(self, request: ChatRequest) -> ChatResponse:
         """One request; the batch path and the HTTP server (serve-sim) both use it."""

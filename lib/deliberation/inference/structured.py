@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from deliberation.inference.base import StructuredOutput
 
@@ -34,13 +34,8 @@ VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
     "structured_outputs", "guided", "response_format", "json_object", "none"
 ]
-SERVER_STRUCTURED_MODES: tuple[str, ...] = (
-    "structured_outputs",
-    "guided",
-    "response_format",
-    "json_object",
-    "none",
-)
+# The one list of modes (profiles validate against the Literal; messages quote the tuple).
+SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 
 # A choice list sent as an OpenAI-style JSON schema is wrapped in an object with this one field,
 # because OpenAI's strict mode only accepts an object at the top level.
