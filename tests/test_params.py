@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from deliberation import paths
 from deliberation.params import ProfileError, available_profiles, load_profile
 
 
@@ -115,3 +116,62 @@ def test_params_hash_tracks_results_not_descriptions(tmp_path):
     )
     assert one.params_hash != two.params_hash
     assert one.params_hash == same.params_hash
+
+
+# -- names ----------------------------------------------------------------------------------------
+
+
+def test_a_profile_without_a_name_is_named_after_its_file_not_its_parent(tmp_path):
+    _write(tmp_path, "parent", "name: parent\nbackend: sim\nmodel: m\n")
+    child = load_profile(_write(tmp_path, "my-child_1.0", "extends: parent\n"))
+    assert child.name == "my-child_1.0"
+    named = load_profile(_write(tmp_path, "other", "extends: parent\nname: chosen\n"))
+    assert named.name == "chosen"
+
+
+@pytest.mark.parametrize("name", ["../../../x", "a/b", "..", ".", "with space", "", "ünï"])
+def test_names_that_could_leave_the_output_folder_are_rejected(tmp_path, name):
+    path = _write(tmp_path, "bad", f"name: {name!r}\nbackend: sim\nmodel: m\n")
+    with pytest.raises(ProfileError, match=r"bad\.yaml: name"):
+        load_profile(path)
+
+
+def test_the_synthetic_marker_cannot_be_set_or_cleared_from_yaml(tmp_path):
+    path = _write(tmp_path, "p", "backend: sim\nmodel: m\nserved_by_sim: false\n")
+    with pytest.raises(ProfileError, match="served_by_sim"):
+        load_profile(path)
+
+
+def test_a_real_model_profile_pointed_at_serve_sim_is_labelled_synthetic(tmp_path):
+    from deliberation.inference import open_run
+    from deliberation.inference.serve_sim import sim_server_in_thread
+    from deliberation.provenance import output_label
+
+    with sim_server_in_thread() as server:
+        path = _write(
+            tmp_path,
+            "flash-on-sim",
+            "extends: deepseek-v4.1-flash-api\n"
+            f"openai: {{base_url: '{server.base_url}', api_key_env: null}}\n",
+        )
+        (tmp_path / "deepseek-v4.1-flash-api.yaml").write_text(
+            (paths.params_dir() / "deepseek-v4.1-flash-api.yaml").read_text()
+        )
+        profile = load_profile(path)
+        assert profile.name == "flash-on-sim" and not profile.synthetic
+        labelled, client = open_run(profile, cache_file=tmp_path / "c.sqlite", progress=False)
+    assert labelled.synthetic and "synthetic" in output_label(labelled)
+
+
+def test_a_server_that_does_not_answer_is_not_labelled_synthetic(tmp_path):
+    from deliberation.inference import open_run
+
+    profile = load_profile(
+        _write(
+            tmp_path,
+            "down",
+            "backend: openai\nmodel: m\nopenai: {base_url: 'http://127.0.0.1:9/v1', timeout_s: 1}\n",
+        )
+    )
+    labelled, _ = open_run(profile, cache_file=tmp_path / "c.sqlite", progress=False)
+    assert not labelled.synthetic
