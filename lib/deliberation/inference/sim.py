@@ -27,6 +27,7 @@ from deliberation.inference.base import (
     ChatResponse,
     OnResponse,
 )
+from deliberation.seeds import stable_seed
 from deliberation.tokens import count_tokens, truncate_tokens
 
 SIM_VERSION = "sim-1"
@@ -112,8 +113,7 @@ def sent_fields(request: ChatRequest) -> dict[str, Any]:
 def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
     """Generator seeded from the stage, :func:`sent_fields` and the sim's own seed."""
     payload = {"stage": request.stage, **sent_fields(request), "sim_seed": sim_seed}
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+    return np.random.default_rng(stable_seed(json.dumps(payload, sort_keys=True)))
 
 
 def _load_behaviours() -> None:
