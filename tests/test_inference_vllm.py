@@ -224,10 +224,11 @@ def test_no_spec_means_no_structured_kwargs():
 
 
 def test_schema_handed_to_vllm_is_a_plain_copy():
-    spec = StructuredOutput(json_schema=MappingProxyType({"type": "array", "items": ("x",)}))
+    items = MappingProxyType({"enum": ("x",)})
+    spec = StructuredOutput(json_schema=MappingProxyType({"type": "array", "items": items}))
     sent = vllm_structured_kwargs(spec, fake_sampling_params_module("structured_outputs"))
     schema = sent["structured_outputs"].kwargs["json"]
-    assert type(schema) is dict and schema == {"type": "array", "items": ["x"]}
+    assert type(schema) is dict and schema == {"type": "array", "items": {"enum": ["x"]}}
     json.dumps(schema)  # serialisable
 
 

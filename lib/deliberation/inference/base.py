@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from deliberation.inference.seeds import derive_seed
@@ -71,6 +72,15 @@ class StructuredOutput:
             raise ValueError("StructuredOutput needs exactly one of choices or json_schema")
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("StructuredOutput.choices must not be empty")
+        if self.json_schema is not None:
+            from deliberation.inference.structured import schema_validator
+
+            try:
+                schema_validator(self.json_schema)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(
+                    f"StructuredOutput.json_schema is not a JSON schema: {exc.message}"
+                ) from None
 
     def to_dict(self) -> dict[str, Any]:
         if self.choices is not None:
