@@ -62,3 +62,17 @@ def test_planted_accuracy_is_recovered():
             [parse_answer(x.text) == t for x, t in zip(responses, items["truth"], strict=True)]
         )
         assert abs(correct - planted) < 0.03
+
+
+def test_behaviours_and_their_registry_import_without_the_sim_backend():
+    """No import cycle: behaviour modules depend on the registry, never on the backend."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, deliberation.inference.sim_behaviours as b; "
+        "from deliberation.inference.sim_registry import registered_stages; "
+        "print('deliberation.inference.sim' in sys.modules, 'echo' in registered_stages())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

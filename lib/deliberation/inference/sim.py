@@ -2,7 +2,8 @@
 
 It reads the prompt text a model would read and answers through named parameters (set by the
 profile's ``sim.parameters``). What it does for each kind of request is a *behaviour*,
-registered per stage tag with :func:`sim_behaviour` (``inference/sim_behaviours/``). A behaviour
+registered per stage tag with :func:`~deliberation.inference.sim_registry.sim_behaviour` (the
+registry is ``inference/sim_registry.py``; the behaviours live in ``inference/sim_behaviours/``). A behaviour
 sees the request (messages, sampling fields, stage), a random generator seeded from the request
 and the sim's seed, and the parameters: never task metadata or answer keys. The same request
 gives the same answer, in-process or over HTTP (``serve-sim``), because the generator is seeded
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+# Importing the behaviours package registers every behaviour it lists (in sim_registry).
+import deliberation.inference.sim_behaviours  # noqa: F401
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -27,73 +29,31 @@ from deliberation.inference.base import (
     ChatResponse,
     OnResponse,
 )
+from deliberation.inference.sim_registry import (
+    SimAnswer,
+    SimBehaviour,
+    SimContext,
+    find_behaviour,
+    registered_stages,
+    sim_behaviour,
+)
 from deliberation.seeds import stable_seed
 from deliberation.tokens import count_tokens, truncate_tokens
+
+__all__ = [
+    "SimAnswer",
+    "SimBackend",
+    "SimBehaviour",
+    "SimContext",
+    "find_behaviour",
+    "registered_stages",
+    "sim_behaviour",
+]
 
 SIM_VERSION = "sim-1"
 # serve-sim lists its model as owned by this in /v1/models; a run against such a server is
 # labelled synthetic whatever its profile says (OpenAIBackend.server_is_synthetic).
 SIM_SERVER_OWNER = "deliberation-sim"
-
-
-@dataclass(frozen=True)
-class SimAnswer:
-    text: str
-    parsed: Any = None
-
-
-@dataclass(frozen=True)
-class SimContext:
-    request: ChatRequest
-    rng: np.random.Generator
-    parameters: Mapping[str, float] = field(default_factory=dict)
-
-    def param(self, name: str, default: float) -> float:
-        """A mechanism parameter from the profile, with the behaviour's documented default."""
-        return float(self.parameters.get(name, default))
-
-    @property
-    def prompt(self) -> str:
-        """The last user message: what the behaviour answers."""
-        for message in reversed(self.request.messages):
-            if message.role == "user":
-                return message.content
-        return ""
-
-    @property
-    def choices(self) -> tuple[str, ...] | None:
-        return None if self.request.structured is None else self.request.structured.choices
-
-
-SimBehaviour = Callable[[SimContext], SimAnswer]
-_BEHAVIOURS: dict[str, SimBehaviour] = {}
-
-
-def sim_behaviour(stage: str) -> Callable[[SimBehaviour], SimBehaviour]:
-    """Register the sim's answer for a stage tag; ``a.b`` also serves ``a.b.c`` unless that
-    has its own behaviour (longest dotted prefix wins)."""
-
-    def decorate(func: SimBehaviour) -> SimBehaviour:
-        if stage in _BEHAVIOURS:
-            raise ValueError(f"sim behaviour for stage {stage!r} registered twice")
-        _BEHAVIOURS[stage] = func
-        return func
-
-    return decorate
-
-
-def find_behaviour(stage: str) -> SimBehaviour | None:
-    parts = stage.split(".")
-    for end in range(len(parts), 0, -1):
-        behaviour = _BEHAVIOURS.get(".".join(parts[:end]))
-        if behaviour is not None:
-            return behaviour
-    return None
-
-
-def registered_stages() -> list[str]:
-    _load_behaviours()
-    return sorted(_BEHAVIOURS)
 
 
 def sent_fields(request: ChatRequest) -> dict[str, Any]:
@@ -116,11 +76,6 @@ def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
     return np.random.default_rng(stable_seed(json.dumps(payload, sort_keys=True)))
 
 
-def _load_behaviours() -> None:
-    # Importing the package registers every behaviour module it lists.
-    import deliberation.inference.sim_behaviours  # noqa: F401
-
-
 class SimOptions(BaseModel):
     """The ``sim:`` section of a profile: mechanism parameters; each behaviour documents the
     names it reads."""
@@ -141,7 +96,6 @@ class SimBackend(Backend):
         parameters: Mapping[str, float] | None = None,
         seed: int = 0,
     ) -> None:
-        _load_behaviours()
         self.model = model
         self.parameters = dict(parameters or {})
         self.seed = seed
