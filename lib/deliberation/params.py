@@ -94,7 +94,7 @@ class Profile(_Strict):
     def _backend_section(cls, data: Any) -> Any:
         """Validate the section named after the backend with that backend's options model;
         drop sections of other registered backends (inherited from an ``extends:`` parent)."""
-        if not isinstance(data, dict) or "options" in data:
+        if not isinstance(data, dict):
             return data
         data = dict(data)
         backend = data.get("backend")
@@ -104,6 +104,8 @@ class Profile(_Strict):
             if other != backend:
                 data.pop(other, None)
         section = data.pop(backend, None)
+        if section is None:  # built in code: Profile(..., options=<the backend's Options>)
+            section = data.pop("options", None)
         options_model = backend_class(backend).Options
         if isinstance(section, options_model):
             data["options"] = section

@@ -119,7 +119,8 @@ class ChatRequest:
         return derive_seed(self.seed or 0, self.sample)
 
     def sampling_fields(self) -> dict[str, Any]:
-        """Every field that changes what a model may return (the cache key uses all of them)."""
+        """The request's sampling fields as recorded beside each cached answer (the key itself
+        hashes what the backend sends: ``Backend.request_payload``)."""
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,

@@ -104,6 +104,11 @@ class SimBackend(Backend):
 
     @classmethod
     def from_profile(cls, profile: Any) -> SimBackend:
+        if not isinstance(profile.options, SimOptions):
+            raise ValueError(
+                f"profile {profile.name!r} uses backend {profile.backend!r}; the sim needs a"
+                " profile with backend: sim"
+            )
         return cls(model=profile.model, parameters=profile.options.parameters, seed=profile.seed)
 
     @property
