@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "deliberation.inference.commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
+    "deliberation.paper.commands",
 ]
 
 

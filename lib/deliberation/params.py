@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from deliberation import paths
+from deliberation.cost import CostModel
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
 
@@ -83,6 +84,9 @@ class Profile(_Strict):
         description="the backend's own section (validated by backend_class(backend).Options)"
     )
     experiments: ExperimentOptions = ExperimentOptions()
+    cost: CostModel = Field(
+        CostModel(), description="throughput or prices for `deliberation plan`; changes no answer"
+    )
     served_by_sim: bool = Field(
         False,
         description="set by make_client when the server says it is serve-sim; never from YAML",
@@ -137,7 +141,7 @@ class Profile(_Strict):
     @property
     def params_hash(self) -> str:
         """Short hash of everything that can change results (not the file path)."""
-        payload = self.model_dump(exclude={"source", "description"})
+        payload = self.model_dump(exclude={"source", "description", "cost"})
         blob = json.dumps(payload, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -170,6 +174,27 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def profile_files(name_or_path: str | Path) -> list[Path]:
+    """The profile's file and every file it ``extends:``, child first."""
+    path = _profile_path(name_or_path)
+    files = [path]
+    while (parent := _read_yaml(files[-1]).get("extends")) is not None:
+        files.append(files[-1].parent / f"{parent}.yaml")
+        if files[-1] in files[:-1] or not files[-1].is_file():
+            break  # load_profile reports the cycle or the missing parent
+    return files
+
+
+def _profile_path(name_or_path: str | Path) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix not in {".yaml", ".yml"}:
+        candidate = paths.params_dir() / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
+        raise ProfileError(f"{candidate}: no such profile; available: {available}")
+    return candidate
+
+
 def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The file's keys merged over its parents' (``name`` never comes from a parent)."""
     if path in seen:
@@ -188,12 +213,7 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
-    candidate = Path(name_or_path)
-    if candidate.suffix not in {".yaml", ".yml"}:
-        candidate = paths.params_dir() / f"{name_or_path}.yaml"
-    if not candidate.is_file():
-        available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
-        raise ProfileError(f"{candidate}: no such profile; available: {available}")
+    candidate = _profile_path(name_or_path)
     data = _resolve(candidate)
     if "served_by_sim" in data or "options" in data:
         key = "served_by_sim" if "served_by_sim" in data else "options"

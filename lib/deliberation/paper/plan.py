@@ -1,0 +1,273 @@
+"""``deliberation plan PROFILE``: what a run would send, before anything runs.
+
+Each notebook's experiment function (``notebooks/manifest.yaml``) runs with a
+:class:`PlanningClient` in place of the :class:`~deliberation.inference.client.CachedClient`.
+It builds the very requests the run builds and keys them with the profile's own backend
+(:meth:`Backend.for_planning`: no API key, no GPU, no network), looks each key up in the
+profile's response cache (read only), and answers the misses with the sim so that multi-stage
+protocols, whose later prompts depend on earlier answers, can proceed. Nothing is sent and
+nothing is written: experiments run with the cache and output folders pointed at a scratch
+folder (so e.g. stored DHD pools are not written), and the real cache is opened read-only.
+
+Counts are exact for the sim, and for every stage whose prompts do not depend on model answers.
+For a real model, the prompts of later stages are built from the sim's answers where the real
+answers are not yet cached, so their counts and tokens are estimates. Tokens of a call not yet
+made are the project's deterministic counter (prompt) and the sim answer's length
+(completion); the ceiling prices every completion at its ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from deliberation.cost import estimate
+from deliberation.inference import cache_path
+from deliberation.inference.base import Backend, ChatRequest, ChatResponse, backend_class
+from deliberation.inference.cache import request_key
+from deliberation.inference.sim import SimBackend
+from deliberation.paper.manifest import NotebookEntry, load_manifest, select
+from deliberation.params import Profile, load_profile
+
+ESTIMATE_NOTE = (
+    "For a real model, the prompts of a stage that depend on earlier answers are built from the"
+    " sim's answers where the real ones are not cached yet: later-stage counts and tokens are"
+    " estimates. Tokens not yet spent: the project's token counter (prompts) and the sim's"
+    " answer lengths (completions)."
+)
+PLAN_COLUMNS = [
+    "notebook",
+    "stage",
+    "requests",
+    "unique",
+    "cached",
+    "to_send",
+    "prompt_tokens",
+    "completion_tokens",
+    "completion_ceiling",
+]
+
+
+class CacheReader:
+    """The profile's response cache, read only (a missing file is an empty cache)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn = None
+        if self.path.is_file():
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+
+    def get_many(self, keys: Iterable[str], *, count_hits: bool = False) -> dict[str, ChatResponse]:
+        """Cached responses for the keys present; never counts a hit (nothing is written)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, ChatResponse] = {}
+        if self._conn is None:
+            return found
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT key, response, attempts FROM responses WHERE key IN ({marks})", chunk
+            ).fetchall()
+            for key, blob, attempts in rows:
+                found[key] = ChatResponse(**json.loads(blob), cached=True, attempts=attempts)
+        return found
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    notebook: str
+    stage: str
+    key: str
+    state: str  # "cached" (in the profile's cache), "send" (first time), "repeat" (sent earlier)
+    prompt_tokens: int
+    completion_tokens: int
+    max_tokens: int
+
+
+class PlanningClient:
+    """:class:`CachedClient`'s interface (``backend``, ``cache``, ``profile``, ``key``,
+    ``generate``) that sends nothing: keys from the profile's backend, hits from its cache (read
+    only), misses answered by ``answerer`` (the sim) and remembered, as the cache would."""
+
+    def __init__(
+        self, backend: Backend, cache: CacheReader, answerer: Backend, *, profile: str
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.answerer = answerer
+        self.profile = profile
+        self.progress = False
+        self.notebook = ""
+        self.calls: list[PlannedCall] = []
+        self._answered: dict[str, ChatResponse] = {}
+
+    def key(self, request: ChatRequest) -> str:
+        return request_key(self.backend, request)
+
+    def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
+        keys = [self.key(r) for r in requests]
+        fresh = [k for k in dict.fromkeys(keys) if k not in self._answered]
+        cached = self.cache.get_many(fresh)
+        first: dict[str, ChatRequest] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key not in self._answered and key not in cached:
+                first.setdefault(key, request)
+        answers = self.answerer.generate(list(first.values())) if first else []
+        new = dict(zip(first, answers, strict=True))
+        out = []
+        for key, request in zip(keys, requests, strict=True):
+            if key in cached:
+                state, response = "cached", cached[key]
+            elif key in new:
+                state, response = "send", new.pop(key)
+                self._answered[key] = response
+            else:
+                state, response = "repeat", self._answered[key]
+            self.calls.append(
+                PlannedCall(
+                    self.notebook,
+                    request.stage,
+                    key,
+                    state,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    request.max_tokens,
+                )
+            )
+            out.append(response)
+        return out
+
+
+def planning_answerer(profile: Profile) -> Backend:
+    """The sim that answers the calls not in the cache: the profile's own sim for a sim
+    profile (so the plan is exact), else the ``sim`` profile's mechanism with this seed."""
+    if profile.backend == "sim":
+        return SimBackend.from_profile(profile)
+    sim = load_profile("sim").model_copy(update={"seed": profile.seed})
+    return SimBackend.from_profile(sim)
+
+
+@contextlib.contextmanager
+def _scratch_folders() -> Iterator[None]:
+    """Point the cache and output folders at a scratch folder while experiments plan, so
+    nothing they store beside the cache is written; restore them afterwards."""
+    names = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT")
+    old = {n: os.environ.get(n) for n in names}
+    with tempfile.TemporaryDirectory(prefix="deliberation-plan-") as scratch:
+        os.environ["DELIBERATION_CACHE_DIR"] = str(Path(scratch) / "cache")
+        os.environ["DELIBERATION_OUTPUT_ROOT"] = str(Path(scratch) / "out")
+        try:
+            yield
+        finally:
+            for name, value in old.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@dataclass
+class Plan:
+    profile: Profile
+    calls: list[PlannedCall] = field(default_factory=list)
+    notebooks: list[str] = field(default_factory=list)
+    without_model: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """One row per notebook and stage (columns :data:`PLAN_COLUMNS`)."""
+        if not self.calls:
+            return pd.DataFrame(columns=PLAN_COLUMNS)
+        frame = pd.DataFrame([c.__dict__ for c in self.calls])
+        send = frame["state"] == "send"
+        frame["to_send"] = send.astype(int)
+        frame["cached_"] = (frame["state"] == "cached").astype(int)
+        for column in ("prompt_tokens", "completion_tokens", "max_tokens"):
+            frame[column] = frame[column].where(send, 0)
+        grouped = frame.groupby(["notebook", "stage"], sort=False)
+        table = grouped.agg(
+            requests=("key", "size"),
+            unique=("key", "nunique"),
+            cached=("cached_", "sum"),
+            to_send=("to_send", "sum"),
+            prompt_tokens=("prompt_tokens", "sum"),
+            completion_tokens=("completion_tokens", "sum"),
+            completion_ceiling=("max_tokens", "sum"),
+        ).reset_index()
+        return table[PLAN_COLUMNS]
+
+    def totals(self) -> dict[str, int]:
+        table = self.table()
+        return {c: int(table[c].sum()) for c in PLAN_COLUMNS[2:]}
+
+
+def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None = None) -> Plan:
+    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send."""
+    if not isinstance(profile, Profile):
+        profile = load_profile(profile)
+    entries = list(entries) if entries is not None else load_manifest()
+    backend = backend_class(profile.backend).for_planning(profile)
+    reader = CacheReader(cache_path(profile))  # resolved before the folders are redirected
+    client = PlanningClient(backend, reader, planning_answerer(profile), profile=profile.name)
+    plan = Plan(profile)
+    try:
+        with _scratch_folders():
+            for entry in entries:
+                function = entry.experiment_function()
+                if function is None:
+                    plan.without_model.append(entry.name)
+                    continue
+                plan.notebooks.append(entry.name)
+                client.notebook = entry.stem
+                function(profile=profile, client=client, **entry.kwargs)
+    finally:
+        reader.close()
+    plan.calls = client.calls
+    return plan
+
+
+def format_plan(plan: Plan) -> list[str]:
+    profile = plan.profile
+    kind = "synthetic (sim)" if profile.synthetic else f"{profile.backend} {profile.model}"
+    lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
+    table = plan.table()
+    if len(table):
+        shown = table.rename(columns={"completion_ceiling": "ceiling"})
+        lines += shown.to_markdown(index=False, intfmt=",").splitlines()
+    totals = plan.totals()
+    lines.append(
+        f"total: {totals['requests']:,} requests, {totals['cached']:,} already in the cache"
+        f" ({cache_path(profile)}), {totals['to_send']:,} to send: {totals['prompt_tokens']:,}"
+        f" prompt and ~{totals['completion_tokens']:,} completion tokens"
+        f" (at most {totals['completion_ceiling']:,})"
+    )
+    if plan.without_model:
+        lines.append(f"no model calls: {', '.join(plan.without_model)}")
+    if profile.synthetic:
+        lines.append("cost: none (the sim runs on the CPU)")
+    else:
+        cost = estimate(
+            profile.cost,
+            totals["prompt_tokens"],
+            totals["completion_tokens"],
+            totals["completion_ceiling"],
+        )
+        lines += cost.lines()
+        lines.append(ESTIMATE_NOTE)
+    return lines
+
+
+def plan_command_notebooks(wanted: Sequence[str] | None) -> list[NotebookEntry]:
+    return select(load_manifest(), wanted)
