@@ -44,7 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="derive the CrossProfile tasks (template x 8 ownership variants) as JSONL",
     )
     crossprofile.add_argument("--out", type=Path, required=True, help="output .jsonl file")
-    crossprofile.add_argument("--seed", type=int, default=DEFAULT_SEED, help="holder seed")
+    crossprofile.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help="seed of the private holders and the fact order",
+    )
     crossprofile.add_argument(
         "--templates", type=Path, default=None, help="template folder (default: the bank)"
     )

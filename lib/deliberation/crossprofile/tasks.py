@@ -1,10 +1,18 @@
 """Task derivation: one task per (template, ownership variant), with every fact's holders.
 
 A task is what a run needs: the decision (description, criteria, options in presentation
-order, the key) and the 12 facts with the agents that hold them. Options are presented in the
-template's order; the bank balances the position of the correct option across templates, so
-no per-task shuffle is needed (and every variant of a template reads identically).
-Ids are ``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
+order, the key) and the 12 facts with the agents that hold them.
+
+Facts are presented in a seeded order, never in the template's role order (support, decoy,
+irrelevant), which would put the correct option first in most tasks. The order is a
+permutation drawn from (template id, task seed) only, not from the ownership variant: the 8
+variants of a template read the same sequence and differ only in who holds what (a paired
+design, like the holders). With every option named by four of the twelve facts, the first
+fact names the correct option with probability 1/3.
+
+Options are presented in the template's order; the bank balances the position of the
+correct option across templates (the cue audit checks it). Ids are
+``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deliberation.atomic import atomic_path
 from deliberation.crossprofile.schema import Template
 from deliberation.crossprofile.variants import (
@@ -22,6 +32,7 @@ from deliberation.crossprofile.variants import (
     ALL_VARIANTS,
     GROUPS,
     OwnershipVariant,
+    derive_seed,
     group_rng,
     private_holders,
 )
@@ -88,7 +99,7 @@ class Task:
         return AGENTS
 
     def held_by(self, agent: str) -> tuple[TaskFact, ...]:
-        """The facts ``agent`` holds, in template order."""
+        """The facts ``agent`` holds, in the task's (seeded) presentation order."""
         return tuple(f for f in self.facts if agent in f.holders)
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,9 +150,22 @@ def assign_holders(
     return holders
 
 
+def fact_order_seed(template_id: str, seed: int) -> int:
+    """The seed of a template's fact presentation order (the one place it is derived)."""
+    return derive_seed("crossprofile-fact-order", template_id, seed)
+
+
+def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[int, ...]:
+    """Indices into ``template.facts`` in the order a task presents them: a uniformly random
+    permutation seeded by (template id, seed), the same for every ownership variant."""
+    rng = np.random.default_rng(fact_order_seed(template.id, seed))
+    return tuple(int(i) for i in rng.permutation(len(template.facts)))
+
+
 def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED) -> Task:
-    """The task for one template under one ownership variant."""
+    """The task for one template under one ownership variant, facts in presentation order."""
     holders = assign_holders(template, variant, seed)
+    ordered = [template.facts[i] for i in presentation_order(template, seed)]
     facts = tuple(
         TaskFact(
             id=f.id,
@@ -154,7 +178,7 @@ def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAU
             polarity=getattr(f, "polarity", 0),
             tone=getattr(f, "tone", 0),
         )
-        for f in template.facts
+        for f in ordered
     )
     return Task(
         id=f"{template.id}/{variant.id}",
