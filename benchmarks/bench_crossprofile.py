@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.crossprofile.loader import load_bank
+from deliberation.crossprofile.verifier import load_bank
 from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
 from deliberation.crossprofile.verifier import verify_paths
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation.crossprofile.loader import load_bank
 from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
 from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS
 from deliberation.crossprofile.verifier import (
     correct_positions,
     format_report,
     length_by_role,
+    load_bank,
     verify_paths,
 )
 

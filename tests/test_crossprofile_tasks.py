@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.crossprofile.card import agent_briefing, ownership_cells, task_facts
-from deliberation.crossprofile.loader import load_bank, load_template
+from deliberation.crossprofile.loader import load_template
 from deliberation.crossprofile.scoring import net_evidence_lead
 from deliberation.crossprofile.tasks import (
     Task,
@@ -20,6 +20,7 @@ from deliberation.crossprofile.tasks import (
     write_tasks_jsonl,
 )
 from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS, CLASSIC
+from deliberation.crossprofile.verifier import load_bank
 
 VALID = Path(__file__).parent / "fixtures" / "crossprofile" / "valid"
 

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 from deliberation.crossprofile.errors import TemplateError
-from deliberation.crossprofile.loader import bank_dir, load_bank
+from deliberation.crossprofile.loader import bank_dir
 from deliberation.crossprofile.tasks import DEFAULT_SEED, derive_tasks, write_tasks_jsonl
-from deliberation.crossprofile.verifier import format_report, verify_paths
+from deliberation.crossprofile.verifier import format_report, load_bank, verify_paths
 
 log = logging.getLogger(__name__)
 
