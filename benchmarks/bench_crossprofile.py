@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.crossprofile.verifier import load_bank
 from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
-from deliberation.crossprofile.verifier import verify_paths
+from deliberation.crossprofile.verifier import load_bank, verify_paths
 
 GOAL_VERIFY_CLI_S = 3.0
 REPEATS = 3
