@@ -37,6 +37,22 @@ Domain = Literal[
 # The 12 domains, in the order the bank and its reports list them.
 DOMAINS: tuple[str, ...] = get_args(Domain)
 
+# Main templates per domain (ids <domain>-01 .. <domain>-05); the verifier checks the bank has them.
+MAIN_PER_DOMAIN = 5
+
+
+def main_slot(template_id: str, domain: str) -> int | None:
+    """The main template's place in the full bank, 0..59: 5 x (domain index) + number - 1
+    (``hiring-01`` -> 0, ``marketing-agency-05`` -> 59); None for pilots and other ids."""
+    prefix = f"{domain}-0"
+    if domain not in DOMAINS or not template_id.startswith(prefix):
+        return None
+    number = template_id.removeprefix(prefix)
+    if not (number.isdigit() and 1 <= int(number) <= MAIN_PER_DOMAIN):
+        return None
+    return MAIN_PER_DOMAIN * DOMAINS.index(domain) + int(number) - 1
+
+
 Role = Literal["support", "decoy", "irrelevant"]
 ROLES: tuple[str, ...] = get_args(Role)
 # Facts per role in every template (the verifier checks it).

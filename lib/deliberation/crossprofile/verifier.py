@@ -42,6 +42,7 @@ from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.loader import bank_dir, display_name, read_template, template_files
 from deliberation.crossprofile.schema import (
     DOMAINS,
+    MAIN_PER_DOMAIN,
     ROLE_COUNTS,
     ROLES,
     EvidenceFact,
@@ -57,7 +58,6 @@ N_OPTIONS = 3
 N_CRITERIA = 3
 IRRELEVANT_TONES: dict[int, int] = {1: 2, -1: 2}
 MIN_WORDS, MAX_WORDS = 14, 28
-MAIN_PER_DOMAIN = 5
 N_PILOT = 10
 CORRECT_SCORE, COMPETITOR_SCORE = 2, 0
 
@@ -173,6 +173,13 @@ def mentions(text: str, name: str, *, ignore_case: bool) -> bool:
     space) still counts as naming."""
     text, name = unicodedata.normalize("NFKC", text), unicodedata.normalize("NFKC", name)
     return _name_pattern(name, ignore_case=ignore_case).search(text) is not None
+
+
+def mention_count(text: str, name: str, *, ignore_case: bool) -> int:
+    """How many times ``name`` occurs in ``text`` as a whole word or phrase (NFKC, as
+    :func:`mentions`)."""
+    text, name = unicodedata.normalize("NFKC", text), unicodedata.normalize("NFKC", name)
+    return len(_name_pattern(name, ignore_case=ignore_case).findall(text))
 
 
 def _content_words(phrase: str) -> set[str]:
