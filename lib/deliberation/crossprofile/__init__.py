@@ -1,7 +1,8 @@
-"""CrossProfile: template schema, loader, verifier, ownership variants and task derivation.
+"""CrossProfile: template schema, loader, verifier, cue audit, ownership variants and tasks.
 
 Templates live in ``templates/crossprofile/<id>.yaml`` (format: ``templates/README.md``);
-``deliberation verify`` checks them and ``deliberation tasks crossprofile`` derives the tasks.
+``deliberation crossprofile verify`` checks them, ``deliberation crossprofile audit`` looks for
+surface cues to the answer, and ``deliberation tasks crossprofile`` derives the tasks.
 """
 
 from deliberation.crossprofile.errors import TemplateError, Violation
