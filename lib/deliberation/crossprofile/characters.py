@@ -30,6 +30,7 @@ BIDI_CONTROLS = frozenset(
 CONFUSABLE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
 _ALLOWED_CONTROLS = frozenset("\n\t")
 _WORD = re.compile(r"[^\W\d_]+")
+_PLAIN_ASCII = re.compile(r"[\x20-\x7e\n\t]*")
 
 
 def _describe(ch: str) -> str:
@@ -64,6 +65,8 @@ def mixed_script_words(text: str) -> list[str]:
     of another script: the look-alike spellings of a name."""
     found = []
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+        if word.isascii():
+            continue
         scripts = {_script(ch) for ch in word if unicodedata.category(ch).startswith("L")}
         if len(scripts) > 1 and scripts & CONFUSABLE_SCRIPTS:
             found.append(word)
@@ -72,6 +75,8 @@ def mixed_script_words(text: str) -> list[str]:
 
 def text_problems(text: str) -> list[str]:
     """Why ``text`` may not appear in a template (empty if it may)."""
+    if _PLAIN_ASCII.fullmatch(text):  # the common case: nothing invisible, one script
+        return []
     problems = invisible_character_problems(text)
     for word in mixed_script_words(text):
         scripts = sorted({_script(ch) for ch in word if unicodedata.category(ch).startswith("L")})

@@ -26,6 +26,7 @@ risk signal in an irrelevant fact).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -161,6 +162,7 @@ def sentence_problems(text: str) -> list[str]:
     return problems
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_pattern(name: str, *, ignore_case: bool) -> re.Pattern[str]:
     flags = re.IGNORECASE if ignore_case else 0
     return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags)
@@ -515,18 +517,20 @@ def _check_names_of_other_templates(entries: Sequence[tuple[str, Template]]) -> 
     for _, t in entries:
         for option in t.options:
             owners[option].append(t.id)
+    if not owners:
+        return []
     out = []
     for file, t in entries:
-        foreign = sorted((n for n in owners if n not in t.options), key=len, reverse=True)
-        if not foreign:
-            continue
-        pattern = re.compile("|".join(rf"(?<!\w){re.escape(n)}(?!\w)" for n in foreign))
-        own = re.compile("|".join(rf"(?<!\w){re.escape(o)}(?!\w)" for o in t.options))
+        own = _names_pattern(tuple(t.options))
         for where in ("title", "description"):
             # Blank out the template's own options first: "Harbor" must not be found inside
             # the own option "Harbor View".
             text = own.sub(" ", unicodedata.normalize("NFKC", getattr(t, where)))
-            for name in dict.fromkeys(m.group(0) for m in pattern.finditer(text)):
+            # a substring test first: the whole-word pattern runs only on the few candidates
+            candidates = tuple(n for n in owners if n in text and n not in t.options)
+            if not candidates:
+                continue
+            for name in dict.fromkeys(_names_pattern(candidates).findall(text)):
                 out.append(
                     Violation(
                         file,
@@ -536,6 +540,12 @@ def _check_names_of_other_templates(entries: Sequence[tuple[str, Template]]) -> 
                     )
                 )
     return out
+
+
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern matching any of ``names`` as whole words (exact case), longest first."""
+    ordered = sorted(set(names), key=len, reverse=True)
+    return re.compile("|".join(rf"(?<!\w){re.escape(n)}(?!\w)" for n in ordered))
 
 
 def _check_composition(templates: Sequence[Template]) -> list[Violation]:
