@@ -63,6 +63,7 @@ BROKEN_CASES = [
     ("token_imbalance", "facts", ["differ by 20.5% of their mean", "limit 10%", "Ana Ruiz 110"]),
     ("weak_wording", "d1.text", ["weak or self-reported wording 'claims'"]),
     ("description_missing_option", "description", ["does not name the option 'Chen Wei'"]),
+    ("description_one_sentence", "description", ["has 1 sentences", "2-4"]),
     ("title_names_option", "title", ["names the option 'Ana Ruiz'"]),
     ("foreign_option_name", "description", ["'Quarry Flats', an option of housing-p1"]),
     # characters (issue 9)
@@ -108,6 +109,7 @@ def test_broken_fixture_fails_naming_file_and_fact_or_field(case, where, needles
         "token_imbalance",
         "weak_wording",
         "description_missing_option",
+        "description_one_sentence",
         "title_names_option",
         "foreign_option_name",
         "confusable_name",

@@ -8,7 +8,8 @@ option or disfavours a wrong one, each decoy favours a wrong option, on a stated
 irrelevant attributes are not criteria and their tones are two +1 and two -1; all-facts scores
 are +2 for the key and 0 for each competitor; each text is one sentence of 14-28 words naming
 its own option and no other; support and decoy facts use no weak or self-reported wording
-(:mod:`.wording`); the description names all three options and the title none; and the v2
+(:mod:`.wording`); the description has 2-4 sentences and names all three options, the title
+none; and the v2
 balance design (:mod:`.design`: decoys 2 + 1, irrelevant facts 2 / 0 / 2, no decoy sharing a
 criterion with a support fact on its option, option token totals within 10%).
 
@@ -20,7 +21,7 @@ bank's tone balance (the correct option's summed irrelevant tone -2, 0, +2 a thi
 
 Reported, not failed: length by role (words and tokens), the correct option's position,
 source-citing words by role, and warnings for wording a reader should look at (a role word,
-an attribute sharing a word with a criterion, a description outside 2-4 sentences, a possible
+an attribute sharing a word with a criterion, a possible
 risk signal in an irrelevant fact).
 """
 
@@ -367,6 +368,11 @@ def _check_fact(t: Template, file: str, fact: EvidenceFact | IrrelevantFact) -> 
 
 def _check_title_and_description(t: Template, file: str) -> list[Violation]:
     out = []
+    sentences = len(_SENTENCE_END.findall(t.description.strip()))
+    if not 2 <= sentences <= 4:
+        out.append(
+            Violation(file, "description", f"has {sentences} sentences; the format asks for 2-4")
+        )
     for option in t.options:
         if not mentions(t.description, option, ignore_case=False):
             out.append(
@@ -434,11 +440,6 @@ def verify_template(template: Template, file: str, path: Path | None = None) -> 
 
 def _warnings(t: Template, file: str) -> list[Violation]:
     out = []
-    sentences = len(_SENTENCE_END.findall(t.description.strip()))
-    if not 2 <= sentences <= 4:
-        out.append(
-            Violation(file, "description", f"has {sentences} sentences; the format asks for 2-4")
-        )
     criteria_words = {c: _content_words(c) for c in t.criteria}
     for fact in t.facts:
         for word in SUSPECT_WORDS:
