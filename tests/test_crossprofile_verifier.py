@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deliberation.crossprofile.characters import text_problems
 from deliberation.crossprofile.errors import TemplateError
 from deliberation.crossprofile.loader import load_template, parse_template
 from deliberation.crossprofile.schema import DOMAINS
@@ -417,3 +418,25 @@ def test_a_look_alike_name_in_a_fact_text_is_refused():
     template, problems = parse_template(odd, "x.yaml")
     assert template is None
     assert [p.where for p in problems] == ["s1.text"] and "'Bеn'" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("Ana\u00adRuiz", "zero-width character U+00AD"),  # soft hyphen: invisible
+        ("Ana Ruiz\u2066", "bidi-control character U+2066"),
+        ("Ana\x07Ruiz", "control character U+0007"),
+        ("Ana Ruiz\u2062", "invisible format character U+2062"),
+        ("Αna Ruiz", "mixes scripts (GREEK, LATIN)"),  # Greek capital alpha
+    ],
+)
+def test_character_rules_name_the_character(text, needle):
+    problems = text_problems(text)
+    assert problems and needle in problems[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["Zoë Brandt", "Chen Wei", "北京 Office", "Ana Ruiz\n", "São Paulo"]
+)
+def test_names_in_one_script_pass(name):
+    assert text_problems(name) == []
