@@ -40,10 +40,10 @@ from deliberation.crossprofile.variants import (
     ALL_VARIANTS,
     GROUPS,
     OwnershipVariant,
-    derive_seed,
     group_rng,
     private_holders,
 )
+from deliberation.seeds import stable_seed
 
 DEFAULT_SEED = 0
 
@@ -163,7 +163,7 @@ N_MAIN_SLOTS = MAIN_PER_DOMAIN * len(DOMAINS)
 
 def fact_order_rng(*parts: object) -> np.random.Generator:
     """The generator for fact order, seeded from ``parts`` (the one place its seed is derived)."""
-    return np.random.default_rng(derive_seed("crossprofile-fact-order", *parts))
+    return np.random.default_rng(stable_seed("crossprofile-fact-order", *parts))
 
 
 def opens_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
