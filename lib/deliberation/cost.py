@@ -65,15 +65,18 @@ class CostEstimate:
     price_date: dt.date | None = None
 
     def lines(self) -> list[str]:
+        def amount(value: float) -> str:
+            return f"{value:,.2f}" if value >= 1 else f"{value:.4f}"
+
         out = []
         if self.gpu_hours is not None:
             out.append(
-                f"GPU time: {self.gpu_hours:,.2f} GPU hours ({self.wall_hours:,.2f} h wall);"
-                f" at most {self.gpu_hours_ceiling:,.2f} GPU hours if every answer ran to max_tokens"
+                f"GPU time: {amount(self.gpu_hours)} GPU hours ({amount(self.wall_hours)} h wall);"
+                f" at most {amount(self.gpu_hours_ceiling)} GPU hours if every answer ran to max_tokens"
             )
         if self.money is not None:
             out.append(
-                f"price: {self.money:,.2f} {self.currency}; at most {self.money_ceiling:,.2f}"
+                f"price: {amount(self.money)} {self.currency}; at most {amount(self.money_ceiling)}"
                 f" {self.currency} if every answer ran to max_tokens (list price of"
                 f" {self.price_date.isoformat()})"
             )
