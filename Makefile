@@ -44,17 +44,19 @@ plan: setup
 report: setup
 	$(PY) -m deliberation report $(PROFILE)
 
+# Each part of `make test` prints its own wall time (.ci/run prints the total).
+TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
+
 lint: setup
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	@$(TIMED) $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 unit: setup
-	$(VENV)/bin/pytest -q
+	@$(TIMED) $(VENV)/bin/pytest -q --durations=10
 
 # Notebooks run as-is under nbval with the smoke profile injected through the environment;
 # outputs and caches go to a temporary folder, never into the working tree.
 nbval: setup
-	@tmp=$$(mktemp -d); \
+	@$(TIMED) tmp=$$(mktemp -d); \
 	DELIBERATION_PROFILE=smoke DELIBERATION_OUTPUT_ROOT=$$tmp/out DELIBERATION_CACHE_DIR=$$tmp/cache \
 	  $(VENV)/bin/pytest -q -p no:cacheprovider --nbval-lax $(NOTEBOOKS); \
 	status=$$?; rm -rf $$tmp; exit $$status
