@@ -192,3 +192,22 @@ def test_every_real_profile_prices_its_calls():
         profile = load_profile(name)
         if not profile.synthetic:
             assert profile.cost.gpu or profile.cost.price, f"{name}: no cost section"
+
+
+def failing_experiment(profile, client):
+    raise FileNotFoundError("no file data/external/x.json (run `make data`)")
+
+
+def test_a_notebook_that_cannot_be_planned_is_named_with_its_reason_and_the_rest_planned():
+    from deliberation.paper.manifest import NotebookEntry
+
+    broken = NotebookEntry(
+        name="05_broken.ipynb", experiment="test_paper_plan:failing_experiment"
+    )
+    plan = plan_calls(load_profile("smoke"), [broken, *experiments()])
+    assert "05_broken.ipynb" in plan.not_planned
+    assert plan.totals()["to_send"] > 0
+    assert any(
+        line.startswith("NOT PLANNED 05_broken.ipynb") and "make data" in line
+        for line in format_plan(plan)
+    )

@@ -185,6 +185,7 @@ class Plan:
     calls: list[PlannedCall] = field(default_factory=list)
     notebooks: list[str] = field(default_factory=list)
     without_model: list[str] = field(default_factory=list)
+    not_planned: dict[str, str] = field(default_factory=dict)  # notebook -> why (e.g. no data)
 
     def table(self) -> pd.DataFrame:
         """One row per notebook and stage (columns :data:`PLAN_COLUMNS`)."""
@@ -231,7 +232,12 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
                     continue
                 plan.notebooks.append(entry.name)
                 client.notebook = entry.stem
-                function(profile=profile, client=client, **entry.kwargs)
+                before = len(client.calls)
+                try:
+                    function(profile=profile, client=client, **entry.kwargs)
+                except Exception as exc:  # the run would fail the same way: say so, plan the rest
+                    del client.calls[before:]
+                    plan.not_planned[entry.name] = f"{type(exc).__name__}: {exc}"
     finally:
         reader.close()
     plan.calls = client.calls
@@ -255,6 +261,8 @@ def format_plan(plan: Plan) -> list[str]:
     )
     if plan.without_model:
         lines.append(f"no model calls: {', '.join(plan.without_model)}")
+    for name, reason in plan.not_planned.items():
+        lines.append(f"NOT PLANNED {name} (its run would fail too): {reason}")
     if profile.synthetic:
         lines.append("cost: none (the sim runs on the CPU)")
     else:
