@@ -201,9 +201,7 @@ def failing_experiment(profile, client):
 def test_a_notebook_that_cannot_be_planned_is_named_with_its_reason_and_the_rest_planned():
     from deliberation.paper.manifest import NotebookEntry
 
-    broken = NotebookEntry(
-        name="05_broken.ipynb", experiment="test_paper_plan:failing_experiment"
-    )
+    broken = NotebookEntry(name="05_broken.ipynb", experiment="test_paper_plan:failing_experiment")
     plan = plan_calls(load_profile("smoke"), [broken, *experiments()])
     assert "05_broken.ipynb" in plan.not_planned
     assert plan.totals()["to_send"] > 0

@@ -22,9 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "plan",
         help="model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     )
-    plan.add_argument("profile", help="profile name or path")
+    plan.add_argument("profiles", nargs="+", metavar="profile", help="profile names or paths")
     plan.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
-    plan.add_argument("--csv", type=Path, help="also write the per-stage table as CSV")
+    plan.add_argument(
+        "--csv", type=Path, help="also write the per-stage table as CSV (one profile)"
+    )
+    plan.add_argument(
+        "--summary", action="store_true", help="one line per profile: totals and cost (Markdown)"
+    )
     plan.set_defaults(func=_plan)
 
     report = subparsers.add_parser(
@@ -52,16 +57,28 @@ def _paper(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from deliberation.paper.manifest import load_manifest, select
-    from deliberation.paper.plan import format_plan, plan_calls
+    from deliberation.paper.plan import format_plan, plan_calls, summary_row
 
-    plan = plan_calls(args.profile, select(load_manifest(), args.notebooks))
-    for line in format_plan(plan):
-        print(line)
-    if args.csv:
-        from deliberation.atomic import atomic_write_text
+    if args.csv and len(args.profiles) > 1:
+        raise SystemExit("deliberation plan: --csv takes one profile")
+    entries = select(load_manifest(), args.notebooks)
+    rows = []
+    for name in args.profiles:
+        plan = plan_calls(name, entries)
+        if args.summary:
+            rows.append(summary_row(plan))
+            continue
+        for line in format_plan(plan):
+            print(line)
+        if args.csv:
+            from deliberation.atomic import atomic_write_text
 
-        atomic_write_text(args.csv, plan.table().to_csv(index=False))
+            atomic_write_text(args.csv, plan.table().to_csv(index=False))
+    if rows:
+        print(pd.DataFrame(rows).to_markdown(index=False))
     return 0
 
 

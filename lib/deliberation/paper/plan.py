@@ -34,7 +34,7 @@ from deliberation.inference import cache_path
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, backend_class
 from deliberation.inference.cache import request_key
 from deliberation.inference.sim import SimBackend
-from deliberation.paper.manifest import NotebookEntry, load_manifest, select
+from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
 
 ESTIMATE_NOTE = (
@@ -277,5 +277,36 @@ def format_plan(plan: Plan) -> list[str]:
     return lines
 
 
-def plan_command_notebooks(wanted: Sequence[str] | None) -> list[NotebookEntry]:
-    return select(load_manifest(), wanted)
+def summary_row(plan: Plan) -> dict[str, str]:
+    """One line of ``deliberation plan --summary``: the whole plan's calls, tokens and cost."""
+    totals = plan.totals()
+    profile = plan.profile
+    cost = estimate(
+        profile.cost,
+        totals["prompt_tokens"],
+        totals["completion_tokens"],
+        totals["completion_ceiling"],
+    )
+    if profile.synthetic:
+        money = "none (sim, CPU)"
+    elif cost.gpu_hours is not None:
+        money = (
+            f"{cost.wall_hours:,.1f} h wall, {cost.gpu_hours:,.1f} GPU h"
+            f" (at most {cost.gpu_hours_ceiling:,.1f})"
+        )
+    elif cost.money is not None:
+        money = (
+            f"{cost.money:,.2f} {cost.currency} (at most {cost.money_ceiling:,.2f};"
+            f" prices of {cost.price_date.isoformat()})"
+        )
+    else:
+        money = "no cost section"
+    return {
+        "profile": f"`{profile.name}`",
+        "calls to send": f"{totals['to_send']:,}",
+        "already cached": f"{totals['cached']:,}",
+        "prompt tokens": f"{totals['prompt_tokens'] / 1e6:,.2f} M",
+        "completion tokens": f"~{totals['completion_tokens'] / 1e6:,.2f} M",
+        "cost": money,
+        "not planned": ", ".join(plan.not_planned) or "",
+    }
