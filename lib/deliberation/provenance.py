@@ -20,24 +20,21 @@ SYNTHETIC_LABEL = "synthetic (sim backend)"
 NO_MODEL_LABEL = "benchmark description (no model calls)"
 
 
+# What makes an output: edits (tracked or not, ignored files aside) under these folders make the
+# checkout "dirty", because a rerun from the recorded commit would not reproduce the output.
+SOURCE_FOLDERS = ("lib", "params", "templates", "notebooks")
+
+
 def git_state() -> tuple[str, bool]:
-    """(commit, dirty) of the checkout, or ("unknown", False) outside git."""
+    """(commit, dirty) of the checkout, or ("unknown", False) outside git. Dirty means a change
+    to a tracked file or an untracked (not ignored) file under :data:`SOURCE_FOLDERS`."""
     root = paths.repo_root()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            [
-                "git",
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                "lib",
-                "params",
-                "templates",
-            ],
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_FOLDERS],
             cwd=root,
             capture_output=True,
             text=True,
