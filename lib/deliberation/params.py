@@ -58,6 +58,8 @@ class VLLMOptions(_Strict):
     dtype: str = "auto"
     trust_remote_code: bool = False
     enforce_eager: bool = False
+    # Requests per engine call; each chunk is cached as it finishes (does not change answers).
+    chunk_size: int = Field(512, gt=0)
 
 
 class SimOptions(_Strict):
