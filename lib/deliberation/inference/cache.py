@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS failures (
     attempts INTEGER NOT NULL,
     created REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS failures_by_key ON failures (key);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS leases (
     key TEXT PRIMARY KEY,
