@@ -172,3 +172,12 @@ def test_record_failure_then_put_clears_the_failure(tmp_path):
         cache.record_failure("k", request, ChatResponse(text="", error="x"), profile="p")
         cache.put("k", request, ChatResponse(text="A"), profile="p", identity=backend.identity)
         assert cache.failures().empty and cache.stats()["failures"].tolist() == [0]
+
+
+def test_damage_found_only_when_reading_still_names_the_file(tmp_path):
+    path = _filled(tmp_path / "c.sqlite")
+    cache = ResponseCache(path)
+    with path.open("r+b") as handle:  # damaged while open (a failing disk, a bad copy-back)
+        handle.truncate(path.stat().st_size // 2)
+    with pytest.raises(CacheFileError, match=rf"{path}: cannot read .*damaged or truncated"):
+        cache.get_many(cache.keys())

@@ -15,9 +15,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from deliberation.atomic import _HOST, atomic_write_text, recover_folder
+from deliberation.atomic import atomic_write_text, recover_folder
 from deliberation.params import load_profile
 from deliberation.plots import save_figure
+from deliberation.processes import HOST_TAG
 from deliberation.provenance import check_output_set
 from deliberation.tables import table_dir, write_table
 
@@ -102,9 +103,9 @@ def test_stale_temporary_files_are_removed_and_live_ones_kept():
     folder.mkdir(parents=True)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    stale = folder / f".t.csv.{_HOST}-{int(dead.stdout)}-0badc0de.tmp"
+    stale = folder / f".t.csv.{HOST_TAG}-{int(dead.stdout)}-0badc0de.tmp"
     legacy = folder / ".t.csv.k3j4h5g6.tmp"  # an older version's mkstemp name
-    live = folder / f".t.csv.{_HOST}-{os.getppid()}-0badc0de.tmp"  # a running writer's
+    live = folder / f".t.csv.{HOST_TAG}-{os.getppid()}-0badc0de.tmp"  # a running writer's
     other_host = folder / f".t.csv.ffffffff-{int(dead.stdout)}-0badc0de.tmp"
     for path in (stale, legacy, live, other_host):
         path.write_text("half a ta")

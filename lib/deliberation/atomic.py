@@ -18,17 +18,16 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
 import secrets
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+from deliberation.processes import HOST_TAG, process_alive
+
 # .<target name>.<host>-<pid>-<token>.tmp (a file) or .set (a journal of renames)
 _TEMP = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}\.(?P<kind>tmp|set)$")
 # Temporary files of older versions (tempfile.mkstemp names, no process id).
@@ -38,22 +37,12 @@ STALE_AFTER_S = 24 * 3600.0
 
 def _temp_name(target: Path, kind: str = "tmp") -> Path:
     token = secrets.token_hex(4)
-    return target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{token}.{kind}")
+    return target.with_name(f".{target.name}.{HOST_TAG}-{os.getpid()}-{token}.{kind}")
 
 
 def _create(path: Path) -> None:
     """Create an empty file as ``open()`` would (0o666 minus the umask), failing if it exists."""
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-
-
-def _process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def _abandoned(path: Path, match: re.Match[str] | None) -> bool:
@@ -62,9 +51,9 @@ def _abandoned(path: Path, match: re.Match[str] | None) -> bool:
         age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return False
-    if match is None or match["host"] != _HOST:
+    if match is None or match["host"] != HOST_TAG:
         return age > STALE_AFTER_S
-    return int(match["pid"]) != os.getpid() and _process_gone(int(match["pid"]))
+    return int(match["pid"]) != os.getpid() and not process_alive(int(match["pid"]))
 
 
 def _finish_journal(journal: Path) -> None:

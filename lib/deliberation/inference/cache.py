@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import socket
 import sqlite3
 import struct
 import threading
@@ -43,6 +42,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from deliberation.inference.base import BackendIdentity, ChatRequest, ChatResponse
+from deliberation.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)
 
@@ -181,16 +181,6 @@ def _enable_wal(conn: sqlite3.Connection, timeout_s: float = 30.0) -> None:
             time.sleep(0.05)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -212,8 +202,12 @@ def check_cache_file(path: Path) -> None:
     page_size = 65536 if page_size == 1 else page_size
     change_counter, pages = struct.unpack(">II", header[24:32])
     valid_for = struct.unpack(">I", header[92:96])[0]
-    # The page count in the header is trustworthy only when valid_for matches the counter.
-    if pages and valid_for == change_counter and size < pages * page_size:
+    # The page count in the header is trustworthy only when valid_for matches the counter, and
+    # only with no write-ahead log beside the file (a checkpoint in progress writes page 1
+    # before the pages that extend the file).
+    wal = path.with_name(path.name + "-wal")
+    settled = not (wal.exists() and wal.stat().st_size > 0)
+    if settled and pages and valid_for == change_counter and size < pages * page_size:
         raise CacheFileError(
             path,
             f"truncated SQLite file: {size} bytes, its header says {pages * page_size};"
@@ -247,7 +241,7 @@ class ResponseCache:
         self.path = Path(path)
         self.lease_ttl_s = lease_ttl_s
         self._lock = threading.Lock()
-        self._owner = _Owner(socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12])
+        self._owner = _Owner(HOST, os.getpid(), uuid.uuid4().hex[:12])
         exists = self.path.exists()
         if exists:
             if not self.path.is_file():
@@ -390,6 +384,19 @@ class ResponseCache:
                 )
                 raise CacheWriteError(self.path, f"{problem} ({exc})", disk_full=full) from exc
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Run a read under the lock; damage found only now still names the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
+            except sqlite3.DatabaseError as exc:
+                raise CacheFileError(
+                    self.path, f"cannot read the response cache ({exc}); damaged or truncated?"
+                ) from exc
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -405,7 +412,7 @@ class ResponseCache:
         unless the cache is read-only."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, ChatResponse] = {}
-        with self._lock:
+        with self._reading():
             for chunk in _chunks(wanted):
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
@@ -498,19 +505,20 @@ class ResponseCache:
                     key
                     for key, host, pid, expires, holder in held
                     if holder != owner.name
-                    and (expires < now or (host == owner.host and not _pid_alive(pid)))
+                    and (expires < now or (host == owner.host and not process_alive(pid)))
                 ]
                 self._conn.executemany("DELETE FROM leases WHERE key = ?", [(k,) for k in stale])
-                self._conn.execute(
+                cutoff = float("inf") if failed_since is None else failed_since
+                self._conn.executemany(
                     "INSERT OR IGNORE INTO leases (key, owner, host, pid, expires)"
-                    f" SELECT value, ?, ?, ?, ? FROM json_each(?) WHERE value NOT IN"
-                    f" (SELECT key FROM responses WHERE key IN ({marks})) AND value NOT IN"
-                    f" (SELECT key FROM failures WHERE created >= ? AND key IN ({marks}))",
-                    (owner.name, owner.host, owner.pid, now + self.lease_ttl_s, json.dumps(chunk))
-                    + tuple(chunk)
-                    + (float("inf") if failed_since is None else failed_since,)
-                    + tuple(chunk),
-                )
+                    " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM responses WHERE key = ?)"
+                    " AND NOT EXISTS (SELECT 1 FROM failures WHERE key = ? AND created >= ?)",
+                    [
+                        (key, owner.name, owner.host, owner.pid, now + self.lease_ttl_s, key, key,
+                         cutoff)
+                        for key in chunk
+                    ],
+                )  # fmt: skip
             mine: set[str] = set()
             for chunk in _chunks(wanted):
                 marks = ",".join("?" * len(chunk))
@@ -544,25 +552,10 @@ class ResponseCache:
                     (self._owner.name, *chunk),
                 )
 
-    def leased_elsewhere(self, keys: Iterable[str]) -> set[str]:
-        """The keys that another owner holds a lease on (live or not yet found stale)."""
-        found: set[str] = set()
-        with self._lock:
-            for chunk in _chunks(list(keys)):
-                marks = ",".join("?" * len(chunk))
-                found.update(
-                    row[0]
-                    for row in self._conn.execute(
-                        f"SELECT key FROM leases WHERE owner != ? AND key IN ({marks})",
-                        (self._owner.name, *chunk),
-                    )
-                )
-        return found
-
     def failures_since(self, keys: Iterable[str], since: float) -> dict[str, ChatResponse]:
         """The latest failure recorded for each key after ``since`` (by any process)."""
         found: dict[str, ChatResponse] = {}
-        with self._lock:
+        with self._reading():
             for chunk in _chunks(list(keys)):
                 marks = ",".join("?" * len(chunk))
                 for key, reason, attempts in self._conn.execute(
@@ -575,12 +568,12 @@ class ResponseCache:
 
     # -- reading --------------------------------------------------------------------------------
     def keys(self) -> set[str]:
-        with self._lock:
+        with self._reading():
             return {row[0] for row in self._conn.execute("SELECT key FROM responses")}
 
     def failures(self) -> pd.DataFrame:
         """Outstanding failures (requests with no answer yet), oldest first."""
-        with self._lock:
+        with self._reading():
             return pd.read_sql_query(
                 "SELECT key, profile, stage, reason, attempts FROM failures"
                 " WHERE key NOT IN (SELECT key FROM responses) ORDER BY id",
@@ -590,7 +583,7 @@ class ResponseCache:
     def stats(self) -> pd.DataFrame:
         """Calls (paid), hits, tokens, latency and outstanding failures (requests still without
         an answer) by profile and stage."""
-        with self._lock:
+        with self._reading():
             answered = pd.read_sql_query(
                 "SELECT profile, stage, COUNT(*) AS calls, SUM(hits) AS hits,"
                 " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,"
