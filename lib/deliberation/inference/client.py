@@ -111,11 +111,12 @@ class CachedClient:
                     results[key] = response
                     del todo[key]
                 if todo and not mine:
-                    log.info(
-                        "%d requests are being sent by another process using %s; waiting",
-                        len(todo),
-                        self.cache.path,
-                    )
+                    if delay == self.poll_s:  # once per wait, not per poll
+                        log.info(
+                            "%d requests are being sent by another process using %s; waiting",
+                            len(todo),
+                            self.cache.path,
+                        )
                     time.sleep(delay)
                     delay = min(delay * 1.5, 2.0)
 
