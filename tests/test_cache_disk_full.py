@@ -117,3 +117,19 @@ def test_a_full_disk_on_a_failure_row_keeps_the_failure_too(tmp_path):
             client.generate(_requests(["a"]))
         ((_, failure),) = caught.value.unwritten
         assert failure.error.startswith("HTTP 500: xxx") and failure.attempts == 3
+
+
+def test_a_fully_cached_run_is_served_when_hit_counts_cannot_be_written(tmp_path, caplog):
+    path = tmp_path / "c.sqlite"
+    with ResponseCache(path) as cache:
+        CachedClient(CountingBackend(), cache, profile="p", progress=False).generate(
+            _requests(["a", "b"])
+        )
+        cache._conn.execute("PRAGMA query_only=1")  # every write now fails, as on a full disk
+        backend = CountingBackend()
+        with caplog.at_level(logging.WARNING):
+            out = CachedClient(backend, cache, profile="p", progress=False).generate(
+                _requests(["a", "b"])
+            )
+    assert [r.text for r in out] == ["A", "B"] and backend.sent == []
+    assert f"{path}: hit counts not updated" in caplog.text

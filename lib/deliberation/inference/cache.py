@@ -425,11 +425,14 @@ class ResponseCache:
                     # Only the rows served: another process may add a key between the two
                     # statements, and its answer was not served here.
                     served = [row[0] for row in rows]
-                    self._conn.execute(
-                        "UPDATE responses SET hits = hits + 1 WHERE key IN"
-                        f" ({','.join('?' * len(served))})",
-                        served,
-                    )
+                    try:
+                        self._conn.execute(
+                            "UPDATE responses SET hits = hits + 1 WHERE key IN"
+                            f" ({','.join('?' * len(served))})",
+                            served,
+                        )
+                    except sqlite3.OperationalError as exc:  # disk full: still serve the answers
+                        log.warning("%s: hit counts not updated (%s)", self.path, exc)
         return found
 
     def put(
