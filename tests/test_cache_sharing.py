@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from serve_sim_fixture import arithmetic_prompt
@@ -87,16 +88,21 @@ def test_leases_of_a_dead_process_or_expired_ones_are_taken_over(tmp_path):
     assert backend.sent == ["a", "b"] and [r.text for r in out] == ["A", "B"]
 
 
-def test_a_live_lease_holder_keeps_its_lease_and_renews_it(tmp_path):
+def test_a_live_lease_holder_keeps_its_lease_and_renews_it(tmp_path, monkeypatch):
+    import deliberation.inference.cache as cache_module
+
+    clock = [1000.0]
+    fake_time = SimpleNamespace(time=lambda: clock[0], monotonic=time.monotonic, sleep=time.sleep)
+    monkeypatch.setattr(cache_module, "time", fake_time)
     path = tmp_path / "shared.sqlite"
-    holder = ResponseCache(path, lease_ttl_s=0.3)
+    holder = ResponseCache(path, lease_ttl_s=30)
     assert holder.claim(["k"]) == ["k"]
     assert ResponseCache(path).claim(["k"]) == []  # same host, live pid, not expired
-    time.sleep(0.2)
+    clock[0] += 20
     holder.renew_leases()
-    time.sleep(0.2)
+    clock[0] += 20
     assert ResponseCache(path).claim(["k"]) == []  # renewed: still not expired
-    time.sleep(0.35)
+    clock[0] += 11
     assert ResponseCache(path).claim(["k"]) == ["k"]  # expired: taken over
 
 

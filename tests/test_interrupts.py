@@ -51,8 +51,9 @@ def _interrupted_batch(tmp_path, call):
 
 
 def _check(elapsed, arrived, stats, cached, leases):
-    # Stopped at once: the interrupt plus at most one round of requests in flight.
-    assert elapsed < 0.5 + 3 * LATENCY_MS / 1000, elapsed
+    # Stopped at once: the interrupt plus the requests in flight (0.1 s; the slack is for a
+    # loaded machine), far from the 5 s the whole batch takes.
+    assert elapsed < 0.5 + 2.0, elapsed
     assert stats["arrivals"] == arrived < COUNT // 4
     # Every request sent was answered, and every answer is in the cache; no lease left behind.
     assert cached == stats["answered"] == stats["arrivals"] and leases == 0
