@@ -268,3 +268,30 @@ def test_blocked_max_statistic_finds_a_planted_removal_effect_and_not_a_null_one
     by_arm = result.arms.set_index("arm")
     assert by_arm.loc["drop-1", "p_adjusted"] < 0.01
     assert by_arm.loc["drop-2", "p_adjusted"] > 0.5
+
+
+@pytest.mark.skipif(
+    not (SHARED / "dhd_reference").exists(), reason="../shared/data/dhd_reference not present"
+)
+def test_reference_flip_shares_recomputed_from_released_counts_match_the_paper():
+    from deliberation.dhd import reference
+
+    table = reference.flip_direction(SHARED / "dhd_reference")
+    assert (table["helpful_share"] - table["reported_share"]).abs().max() < 1e-9
+    loo_wrong = table[
+        (table["metric"] == "In-pool LOO") & (table["proposal_correctness"] == "wrong")
+    ]
+    shares = dict(zip(loo_wrong["model"], loo_wrong["helpful_share"], strict=True))
+    expected = reference.expected_headline(SHARED / "dhd_reference")
+    assert shares["OSS"] == pytest.approx(expected["OSS|wrong"], abs=1e-6)
+    assert shares["Gemma"] == pytest.approx(expected["Gemma|wrong"], abs=1e-6)
+    assert (
+        (table["share_low"] < table["helpful_share"])
+        & (table["helpful_share"] < table["share_high"])
+    ).all()
+    bench = reference.by_benchmark(SHARED / "dhd_reference")
+    # The authors' bounds agree to 1e-5 (they round the normal quantile to 1.96).
+    assert (bench["share_low"] - bench["reported_low"]).abs().max() < 1e-5
+    assert (bench["share_high"] - bench["reported_high"]).abs().max() < 1e-5
+    by_k = reference.loo_by_k(SHARED / "dhd_reference")
+    assert (by_k["rate"] - by_k["reported_rate"]).abs().max() < 1e-9
