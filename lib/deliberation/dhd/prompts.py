@@ -83,10 +83,10 @@ INTEGRATOR_SYSTEM = (
     "You write the final answer to a problem. Other solvers may have sent messages; each may be "
     "right or wrong, in its reasoning or in its answer. Use what helps, ignore what does not."
 )
-INTEGRATOR_USER = (
-    "Problem:\n{problem}\n\n{messages}\n\n"
+INTEGRATOR_INSTRUCTION = (
     "Solve the problem. End your reply with one line: 'Final answer: <answer>'{answer_hint}."
 )
+INTEGRATOR_USER = "Problem:\n{problem}\n\n{messages}\n\n" + INTEGRATOR_INSTRUCTION
 INTEGRATOR_NO_MESSAGES = "No messages from other solvers are available: solve it on your own."
 INTEGRATOR_MESSAGES_HEADER = "Messages from independent solvers ({count}):"
 # A stand-in for a whole message (the neutral-replacement arm): it carries no content.

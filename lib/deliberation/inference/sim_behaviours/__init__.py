@@ -1,4 +1,4 @@
 """Sim behaviours, one module per experiment. Importing this package registers them all;
 add a module here (and to the import list) to teach the sim a new kind of request."""
 
-from deliberation.inference.sim_behaviours import plumbing  # noqa: F401
+from deliberation.inference.sim_behaviours import dhd, plumbing  # noqa: F401
