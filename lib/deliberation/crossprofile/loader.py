@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from deliberation import paths
 from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.schema import Template
+from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
 
 log = logging.getLogger(__name__)
 
@@ -77,16 +78,7 @@ def template_files(paths_or_dirs: Iterable[Path]) -> list[Path]:
 
 
 def _yaml_problem(name: str, exc: yaml.YAMLError) -> Violation:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    context_mark = getattr(exc, "context_mark", None)
-    if context and context_mark is not None:
-        problem = f"{problem} ({context} started at line {context_mark.line + 1})"
-    elif context:
-        problem = f"{problem} ({context})"
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "yaml"
-    return Violation(name, where, f"malformed YAML: {problem}")
+    return Violation(name, yaml_error_location(exc), f"malformed YAML: {describe_yaml_error(exc)}")
 
 
 _MESSAGES = {

@@ -8,12 +8,13 @@ irrelevant private (the classic hidden-profile cell).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from deliberation.seeds import stable_seed
 
 Ownership = Literal["shared", "private"]
 AGENTS: tuple[str, ...] = ("A1", "A2", "A3", "A4")
@@ -67,12 +68,6 @@ ALL_VARIANTS: tuple[OwnershipVariant, ...] = tuple(
 CLASSIC = OwnershipVariant(support="private", decoy="shared", irrelevant="private")
 
 
-def derive_seed(*parts: object) -> int:
-    """A stable 64-bit seed from ``parts`` (sha256 of their text; never Python's ``hash``)."""
-    text = "\x1f".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
-
-
 def private_holders(n_facts: int, rng: np.random.Generator) -> tuple[str, ...]:
     """One holder per fact, spread as evenly as the count allows (5 facts -> 2,1,1,1).
 
@@ -94,4 +89,4 @@ def group_rng(template_id: str, group: str, seed: int) -> np.random.Generator:
     is private in two variants has the same holders in both: variants differ only in the
     groups whose ownership differs (a paired design for the contrasts).
     """
-    return np.random.default_rng(derive_seed("crossprofile-holders", template_id, group, seed))
+    return np.random.default_rng(stable_seed("crossprofile-holders", template_id, group, seed))
