@@ -33,14 +33,13 @@ from deliberation.dhd.protocol import (
     PROPOSAL_COLUMNS,
     REPLAY_COLUMNS,
     PoolStageCounts,
-    RequestBuilder,
     build_pools,
-    default_request,
     proposal_rows,
     run_replays,
 )
 from deliberation.dhd.replay import leave_one_out_design, repeated_design, single_message_design
 from deliberation.inference.client import CachedClient
+from deliberation.params import Profile
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +88,7 @@ class DHDResults:
 
 def run_dhd(
     client: CachedClient,
+    profile: Profile,
     problems: Sequence[Item],
     pool_dir: str | Path,
     *,
@@ -97,7 +97,6 @@ def run_dhd(
     repeated_limit: int | None = None,
     sizes: Sequence[int] = (2, 3, 4, 5),
     seed: int = 0,
-    request: RequestBuilder = default_request,
 ) -> DHDResults:
     """Run the named stages; later stages build any pool they need (the pool stage is never run
     twice for a problem, since pools are stored)."""
@@ -106,7 +105,7 @@ def run_dhd(
         raise ValueError(f"unknown DHD stages {sorted(unknown)}; known: {list(STAGES)}")
     by_id = {item.id: item for item in problems}
     store = PoolStore(pool_dir)
-    pools, counts = build_pools(client, problems, store, seed=seed, request=request)
+    pools, counts = build_pools(client, profile, problems, store)
     usable: dict[str, Pool] = {k: p for k, p in pools.items() if p.recruiter_error is None}
     proposals = proposal_rows(by_id, pools)
     frames: list[pd.DataFrame] = [pd.DataFrame(columns=REPLAY_COLUMNS)]
@@ -116,13 +115,11 @@ def run_dhd(
             for pool in usable.values()
             for r in single_message_design(pool) + leave_one_out_design(pool, sizes)
         ]
-        frames.append(run_replays(client, by_id, usable, replays, request=request))
+        frames.append(run_replays(client, profile, by_id, usable, replays))
     if "repeated" in stages:
         sample = stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
         replays = [r for item in sample for r in repeated_design(usable[item.id], blocks)]
-        frames.append(
-            run_replays(client, by_id, usable, replays, request=request, desc="dhd repeated")
-        )
+        frames.append(run_replays(client, profile, by_id, usable, replays, desc="dhd repeated"))
     filled = [f for f in frames if len(f)]
     rows = pd.concat(filled, ignore_index=True) if filled else frames[0]
     return DHDResults(proposals=proposals[PROPOSAL_COLUMNS], replays=rows, pool_counts=counts)
