@@ -162,3 +162,45 @@ def test_real_benchmark_items_run_through_the_whole_protocol_as_labelled_noise(t
     )
     assert rows["valid"].all() and set(rows["correct"].dropna()) <= {0, 1}
     assert isinstance(rows, pd.DataFrame)
+
+
+def test_a_second_run_of_the_whole_experiment_sends_no_model_call(tmp_path, monkeypatch):
+    from deliberation.dhd.run import run_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    profile = load_profile("smoke")
+    backend = FailingSim(fail_when=lambda r: False, parameters=profile.options.parameters)
+    client = _client(tmp_path, backend)
+    first = run_profile(client, profile)
+    sent = backend.sent
+    assert sent > 0 and len(first.replays) > 0
+    assert set(first.replays["arm"]) >= {"solo", "single", "full", "loo", "drop-1"}
+    second = run_profile(client, profile)
+    assert backend.sent == sent
+    pd.testing.assert_frame_equal(first.replays, second.replays)
+    pd.testing.assert_frame_equal(first.proposals, second.proposals)
+
+
+def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkeypatch):
+    """What notebook 07 publishes (rows and proposals as CSV) is enough to rebuild its tables."""
+    from deliberation.dhd import report
+    from deliberation.dhd.run import run_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    profile = load_profile("smoke")
+    results = run_profile(_client(tmp_path), profile, limit=20)
+    results.replays.to_csv(tmp_path / "rows.csv", index=False)
+    results.proposals.to_csv(tmp_path / "proposals.csv", index=False)
+    rows = pd.read_csv(tmp_path / "rows.csv", dtype={"message": "Int64", "block": "Int64"})
+    proposals = pd.read_csv(tmp_path / "proposals.csv", dtype={"proposal_correct": "Int64"})
+    live = report.flip_share_table(
+        report.labelled_effects(results.replays, results.proposals), n_resamples=100
+    )
+    again = report.flip_share_table(report.labelled_effects(rows, proposals), n_resamples=100)
+    pd.testing.assert_frame_equal(live, again, check_dtype=False)
+    counts = report.cells_table(report.labelled_effects(rows, proposals))
+    loo = counts[counts["design"] == "loo"]
+    assert (
+        loo[["helpful", "neutral", "harmful", "unscored"]].to_numpy().sum()
+        == (rows["arm"] == "loo").sum()
+    )

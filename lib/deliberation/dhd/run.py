@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from deliberation import datasets
+from deliberation import datasets, paths
 from deliberation.datasets import Item
 from deliberation.dhd import synthetic
 from deliberation.dhd.pool import Pool, PoolStore
@@ -123,3 +123,39 @@ def run_dhd(
     filled = [f for f in frames if len(f)]
     rows = pd.concat(filled, ignore_index=True) if filled else frames[0]
     return DHDResults(proposals=proposals[PROPOSAL_COLUMNS], replays=rows, pool_counts=counts)
+
+
+def pool_dir(profile: Profile) -> Path:
+    """Where a profile's pools are stored: beside its response cache (they are paid for)."""
+    return paths.cache_dir() / "dhd-pools" / profile.name
+
+
+def run_profile(
+    client: CachedClient,
+    profile: Profile,
+    *,
+    stages: Sequence[str] = STAGES,
+    benchmarks: Sequence[str] | None = None,
+    limit: int | None = None,
+    data_root: str | Path | None = None,
+) -> DHDResults:
+    """The run the profile's ``experiments.dhd`` section describes (``benchmarks`` and
+    ``limit`` override it): every benchmark's sampled problems through the named stages."""
+    options = profile.experiments.dhd
+    problems: list[Item] = []
+    for name in benchmarks or options.benchmarks:
+        root = None if data_root is None else Path(data_root) / name
+        problems += load_problems(
+            name, limit if limit is not None else options.problems, seed=profile.seed, root=root
+        )
+    return run_dhd(
+        client,
+        profile,
+        problems,
+        pool_dir(profile),
+        stages=stages,
+        blocks=options.blocks,
+        repeated_limit=options.repeated_problems,
+        sizes=options.sizes,
+        seed=profile.seed,
+    )
