@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 from deliberation.seeds import stable_seed
 
 Ownership = Literal["shared", "private"]
+OWNERSHIP_LEVELS: tuple[str, ...] = get_args(Ownership)
 AGENTS: tuple[str, ...] = ("A1", "A2", "A3", "A4")
 GROUPS: tuple[str, ...] = ("support", "decoy", "irrelevant")
 _LETTER = {"shared": "S", "private": "P"}
-_WORD = {"S": "shared", "P": "private"}
+_WORD = {letter: word for word, letter in _LETTER.items()}
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class OwnershipVariant:
 # Fixed order: support, then decoy, then irrelevant, shared before private (SS-DS-IS first).
 ALL_VARIANTS: tuple[OwnershipVariant, ...] = tuple(
     OwnershipVariant(*combo)  # type: ignore[arg-type]
-    for combo in itertools.product(("shared", "private"), repeat=len(GROUPS))
+    for combo in itertools.product(OWNERSHIP_LEVELS, repeat=len(GROUPS))
 )
 CLASSIC = OwnershipVariant(support="private", decoy="shared", irrelevant="private")
 
