@@ -2,4 +2,4 @@
 add a module here (and to the import list) to teach the sim a new kind of request. Behaviour
 modules import ``deliberation.inference.sim_registry`` only, never the sim backend."""
 
-from deliberation.inference.sim_behaviours import plumbing  # noqa: F401
+from deliberation.inference.sim_behaviours import dhd, plumbing  # noqa: F401
