@@ -213,3 +213,19 @@ def test_the_projects_manifest_and_output_table_agree_with_the_notebooks():
     assert {e.notebook for e in listed} <= stems
     for entry in entries:
         entry.experiment_function()  # every experiment imports
+
+
+def test_an_output_that_needs_data_is_expected_only_when_the_data_is_there(tmp_path):
+    data = tmp_path / "ref" / "released.csv"
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        f"{outputs.BEGIN}\n| notebook | file | only if | what |\n| --- | --- | --- | --- |\n"
+        f"| 07_x | `tables/{{profile}}/ref.csv` | `{tmp_path}/nothing/*.csv` or `{data}` | x |\n"
+        f"| 07_x | `tables/{{profile}}/always.csv` | | y |\n{outputs.END}\n"
+    )
+    names = [p.name for p in outputs.missing_outputs("smoke", readme=readme, root=tmp_path)]
+    assert names == ["always.csv"]
+    data.parent.mkdir()
+    data.write_text("a,b\n")
+    names = [p.name for p in outputs.missing_outputs("smoke", readme=readme, root=tmp_path)]
+    assert names == ["ref.csv", "always.csv"]

@@ -56,22 +56,29 @@ class NotebookEntry(BaseModel):
 
     def data_files(self) -> list[Path]:
         """Every existing file the ``reads`` globs match, sorted (folders are walked)."""
-        places = {
-            "external_data": str(paths.external_data_dir()),
-            "shared_data": str(paths.shared_data_dir() or "/nonexistent-shared-data"),
-        }
-        found: set[Path] = set()
-        for pattern in self.reads:
-            expanded = pattern.format(**places)
-            if not Path(expanded).is_absolute():
-                expanded = str(paths.repo_root() / expanded)
-            for match in glob.glob(expanded, recursive=True):
-                match_path = Path(match)
-                if match_path.is_dir():
-                    found.update(p for p in match_path.rglob("*") if p.is_file())
-                elif match_path.is_file():
-                    found.add(match_path)
-        return sorted(found)
+        return data_files(self.reads)
+
+
+def data_files(patterns: Sequence[str]) -> list[Path]:
+    """Every existing file the globs match, sorted; folders are walked. Globs are relative to
+    the repository root; ``{external_data}`` is ``make data``'s folder and ``{shared_data}`` the
+    shared test copies (matching nothing when absent)."""
+    shared = paths.shared_data_dir()
+    places = {"external_data": str(paths.external_data_dir()), "shared_data": str(shared)}
+    found: set[Path] = set()
+    for pattern in patterns:
+        if shared is None and "{shared_data}" in pattern:
+            continue
+        expanded = pattern.format(**places)
+        if not Path(expanded).is_absolute():
+            expanded = str(paths.repo_root() / expanded)
+        for match in glob.glob(expanded, recursive=True):
+            match_path = Path(match)
+            if match_path.is_dir():
+                found.update(p for p in match_path.rglob("*") if p.is_file())
+            elif match_path.is_file():
+                found.add(match_path)
+    return sorted(found)
 
 
 def notebooks_dir() -> Path:

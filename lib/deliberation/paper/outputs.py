@@ -1,10 +1,15 @@
 """The outputs the paper promises: the machine-read table in ``figures/README.md``.
 
 Format (documented in that file): between the lines ``<!-- outputs:begin -->`` and
-``<!-- outputs:end -->``, a Markdown table whose first two columns are the notebook (its stem,
-e.g. ``00_smoke``) and one file it writes, as a path relative to the output root with
-``{profile}`` for the profile's name (e.g. ``tables/{profile}/smoke_arithmetic.csv``); further
-columns are free text. One row per file.
+``<!-- outputs:end -->``, a Markdown table with one row per file and the columns
+
+1. the notebook (its stem, e.g. ``00_smoke``);
+2. one file it writes, relative to the output root with ``{profile}`` for the profile's name
+   (e.g. ``tables/{profile}/smoke_arithmetic.csv``);
+3. *only if* (may be empty): data the file needs, as globs in the manifest's ``reads`` syntax
+   separated by `` or ``; the file is expected only when one of them matches a file (e.g. a table
+   of the authors' released data, written when ``make data`` fetched it);
+4. and further columns: free text.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deliberation import paths
+from deliberation.paper.manifest import data_files
 
 BEGIN, END = "<!-- outputs:begin -->", "<!-- outputs:end -->"
 
@@ -26,6 +32,10 @@ class OutputListError(ValueError):
 class ExpectedOutput:
     notebook: str  # notebook stem
     pattern: str  # e.g. figures/{profile}/x.png
+    only_if: tuple[str, ...] = ()  # data globs; expected only when one matches
+
+    def expected(self) -> bool:
+        return not self.only_if or bool(data_files(self.only_if))
 
     def path(self, profile: str, root: Path | None = None) -> Path:
         return (root or paths.output_root()) / self.pattern.format(profile=profile)
@@ -62,7 +72,9 @@ def expected_outputs(readme: str | Path | None = None) -> list[ExpectedOutput]:
             raise OutputListError(
                 f"{path}:{number}: {pattern!r}: only {{profile}} may be a field"
             ) from None
-        rows.append(ExpectedOutput(notebook.removesuffix(".ipynb"), pattern))
+        condition = cells[2] if len(cells) > 2 else ""
+        only_if = tuple(c.strip().strip("`") for c in condition.split(" or ") if c.strip())
+        rows.append(ExpectedOutput(notebook.removesuffix(".ipynb"), pattern, only_if))
     return rows
 
 
@@ -79,7 +91,9 @@ def missing_outputs(
     return [
         e.path(profile, root)
         for e in expected_outputs(readme)
-        if (wanted is None or e.notebook in wanted) and not e.path(profile, root).is_file()
+        if (wanted is None or e.notebook in wanted)
+        and not e.path(profile, root).is_file()
+        and e.expected()
     ]
 
 

@@ -19,11 +19,9 @@ made are the project's deterministic counter (prompt) and the sim answer's lengt
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import pandas as pd
 from deliberation.cost import estimate
 from deliberation.inference import cache_path
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, backend_class
-from deliberation.inference.cache import request_key
+from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
@@ -56,36 +54,6 @@ PLAN_COLUMNS = [
 ]
 
 
-class CacheReader:
-    """The profile's response cache, read only (a missing file is an empty cache)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._conn = None
-        if self.path.is_file():
-            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-
-    def get_many(self, keys: Iterable[str], *, count_hits: bool = False) -> dict[str, ChatResponse]:
-        """Cached responses for the keys present; never counts a hit (nothing is written)."""
-        wanted = list(dict.fromkeys(keys))
-        found: dict[str, ChatResponse] = {}
-        if self._conn is None:
-            return found
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT key, response, attempts FROM responses WHERE key IN ({marks})", chunk
-            ).fetchall()
-            for key, blob, attempts in rows:
-                found[key] = ChatResponse(**json.loads(blob), cached=True, attempts=attempts)
-        return found
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-
-
 @dataclass(frozen=True)
 class PlannedCall:
     notebook: str
@@ -103,7 +71,7 @@ class PlanningClient:
     only), misses answered by ``answerer`` (the sim) and remembered, as the cache would."""
 
     def __init__(
-        self, backend: Backend, cache: CacheReader, answerer: Backend, *, profile: str
+        self, backend: Backend, cache: ResponseCache, answerer: Backend, *, profile: str
     ) -> None:
         self.backend = backend
         self.cache = cache
@@ -161,7 +129,7 @@ def planning_answerer(profile: Profile) -> Backend:
 
 
 @contextlib.contextmanager
-def _scratch_folders() -> Iterator[None]:
+def _scratch_folders() -> Iterator[Path]:
     """Point the cache and output folders at a scratch folder while experiments plan, so
     nothing they store beside the cache is written; restore them afterwards."""
     names = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT")
@@ -170,7 +138,7 @@ def _scratch_folders() -> Iterator[None]:
         os.environ["DELIBERATION_CACHE_DIR"] = str(Path(scratch) / "cache")
         os.environ["DELIBERATION_OUTPUT_ROOT"] = str(Path(scratch) / "out")
         try:
-            yield
+            yield Path(scratch)
         finally:
             for name, value in old.items():
                 if value is None:
@@ -220,11 +188,16 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
         profile = load_profile(profile)
     entries = list(entries) if entries is not None else load_manifest()
     backend = backend_class(profile.backend).for_planning(profile)
-    reader = CacheReader(cache_path(profile))  # resolved before the folders are redirected
-    client = PlanningClient(backend, reader, planning_answerer(profile), profile=profile.name)
+    real_cache = cache_path(profile)  # resolved before the folders are redirected
     plan = Plan(profile)
-    try:
-        with _scratch_folders():
+    with _scratch_folders() as scratch:
+        # The profile's cache read-only (hits are not counted); no cache yet: an empty one.
+        if real_cache.is_file():
+            reader = ResponseCache(real_cache, read_only=True)
+        else:
+            reader = ResponseCache(scratch / "empty.sqlite")
+        client = PlanningClient(backend, reader, planning_answerer(profile), profile=profile.name)
+        try:
             for entry in entries:
                 function = entry.experiment_function()
                 if function is None:
@@ -238,8 +211,8 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
                 except Exception as exc:  # the run would fail the same way: say so, plan the rest
                     del client.calls[before:]
                     plan.not_planned[entry.name] = f"{type(exc).__name__}: {exc}"
-    finally:
-        reader.close()
+        finally:
+            reader.close()
     plan.calls = client.calls
     return plan
 
