@@ -24,8 +24,8 @@ from deliberation.inference.openai_api import (
     parse_retry_after,
     read_api_key,
 )
-from deliberation.inference.serve_sim import sim_server_in_thread
 from deliberation.inference.sim import SimBackend
+from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import load_profile
 
 FAST = {"timeout_s": 2.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02}

@@ -15,15 +15,10 @@ import pytest
 from serve_sim_fixture import SIM_MODEL, arithmetic_prompt
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
-from deliberation.inference.serve_sim import (
-    FaultOptions,
-    check_loopback,
-    running_sim_server,
-    sim_server_in_thread,
-    structured_from_wire,
-)
+from deliberation.inference.serve_sim import FaultOptions, check_loopback
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.structured import openai_structured_extra_body
+from deliberation.inference.testing import running_sim_server, sim_server_in_thread
 from deliberation.params import load_profile
 
 
@@ -121,17 +116,6 @@ def test_response_format_choice_is_answered_as_an_answer_object(server, sim) -> 
     _, _, blob = _chat(server.base_url, body, stage="echo")
     content = json.loads(blob)["choices"][0]["message"]["content"]
     assert json.loads(content) == {"answer": sim.answer(request).text}
-
-
-@pytest.mark.parametrize("mode", ["structured_outputs", "guided", "response_format"])
-def test_structured_spec_survives_every_wire_form(mode) -> None:
-    schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
-    for spec in (StructuredOutput(choices=("a", "b")), StructuredOutput(json_schema=schema)):
-        recovered, wrapped = structured_from_wire(openai_structured_extra_body(spec, mode))
-        assert recovered is not None
-        assert recovered.to_dict() == json.loads(json.dumps(spec.to_dict()))
-        assert wrapped == (mode == "response_format" and spec.choices is not None)
-    assert structured_from_wire({}) == (None, False)
 
 
 def test_stats_count_arrivals_per_prompt_and_reset_zeroes_them() -> None:
