@@ -8,13 +8,32 @@ import sys
 import threading
 
 from deliberation.inference.serve_sim.faults import FaultOptions
-from deliberation.inference.serve_sim.server import SimServer, build_state, check_loopback
+from deliberation.inference.serve_sim.server import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
+    SimServer,
+    build_state,
+    check_loopback,
+)
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (pick a free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0 to 65535 (0: a free one)")
+    return port
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``deliberation serve-sim``."""
-    parser.add_argument("--port", type=int, default=8001, help="port (0: pick a free one)")
-    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--port", type=port_number, default=8001, help="port (0: pick a free one)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1, ::1, localhost)"
+    )
     parser.add_argument("--profile", default="sim", help="profile whose sim parameters to serve")
     parser.add_argument(
         "--served-model-name", default=None, help="model id to serve (default: the profile's model)"
@@ -35,6 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds on 429")
     parser.add_argument("--hang-s", type=float, default=30.0, help="how long a hung response hangs")
     parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="refuse larger request bodies with 413",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT_S,
+        help="seconds a connection may stay silent before it is closed",
+    )
 
 
 def faults_from_args(args: argparse.Namespace) -> FaultOptions:
@@ -58,6 +89,8 @@ def server_from_args(args: argparse.Namespace) -> SimServer:
         faults=faults_from_args(args),
         served_model=args.served_model_name,
         api_key_env=args.require_key_env,
+        max_body_bytes=args.max_body_bytes,
+        read_timeout_s=args.read_timeout,
     )
     return SimServer(state, host=args.host, port=args.port)
 

@@ -13,6 +13,7 @@ import ipaddress
 import json
 import logging
 import os
+import socket
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 DEFAULT_STAGE = "echo"
 # A fixed ``created`` stamp keeps every response body deterministic.
 CREATED = 1_700_000_000
+# Far above any prompt the experiments send (a long DHD discussion is well under 1 MiB).
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# Long enough for any client between two requests of a batch; idle sockets are closed after it.
+DEFAULT_READ_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -56,9 +61,17 @@ class SimServerState:
         *,
         served_model: str | None = None,
         api_key: str | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     ) -> None:
+        if max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
+        if not 0 < read_timeout_s < float("inf"):
+            raise ValueError(f"read_timeout_s must be a positive number, got {read_timeout_s}")
         self.backend = backend
         self.faults = faults
+        self.max_body_bytes = max_body_bytes
+        self.read_timeout_s = read_timeout_s
         self.served_model = served_model or backend.model
         self._api_key = api_key
         self._lock = threading.Lock()
@@ -149,6 +162,12 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
     server: _SimHTTPServer
 
+    def setup(self) -> None:
+        # A connection that sends nothing (idle keep-alive, or a body shorter than its
+        # Content-Length) is closed after the read timeout instead of holding a thread forever.
+        self.timeout = self.server.state.read_timeout_s
+        super().setup()
+
     # -- plumbing -------------------------------------------------------------------------------
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("%s %s", self.address_string(), format % args)  # request line only, no headers
@@ -173,8 +192,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up (e.g. timed out); nothing to do
 
     def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        """The body, at most ``max_body_bytes``; raises :class:`_Refused` for a missing, bad or
+        too large ``Content-Length`` (the connection is then closed: its framing is unknown).
+        A client that sends less than it declared hits the read timeout."""
+        declared = self.headers.get("Content-Length")
+        if declared is None:
+            return b""
+        try:
+            length = int(declared.strip())
+            if length < 0 or not declared.strip().isdigit():
+                raise ValueError
+        except ValueError:
+            self.close_connection = True
+            raise _Refused(400, f"Content-Length: not a byte count: {declared[:40]!r}") from None
+        limit = self.state.max_body_bytes
+        if length > limit:
+            self.close_connection = True
+            raise _Refused(413, f"request body of {length} bytes is over the {limit}-byte limit")
+        return self.rfile.read(length) if length else b""
 
     @property
     def state(self) -> SimServerState:
@@ -208,6 +243,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error(f"no route GET {self.path}", "not_found_error"))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        try:
+            self._post()
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True  # silent or vanished client: close, nothing to answer
+        except _Refused as refused:
+            self.state.rejected()
+            self._send_json(refused.status, _error(refused.message, refused.kind, refused.status))
+        except Exception:  # a server bug answers 500 and is logged; the server keeps serving
+            log.exception("serve-sim: unexpected error on POST %s", self.path)
+            self._send_json(500, _error("serve-sim internal error", "server_error", 500))
+
+    def _post(self) -> None:
         raw = self._read_body()
         route = self.path.rstrip("/")
         if route == "/stats/reset":
@@ -218,19 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error(f"no route POST {self.path}", "not_found_error"))
             return
         if not self.state.key_ok(self.headers.get("Authorization")):
-            self.state.rejected()
-            self._send_json(401, _error("invalid API key", "authentication_error", 401))
-            return
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
-        except ValueError as exc:
-            self.state.rejected()
-            self._send_json(
-                400, _error(f"request body is not JSON: {exc}", "invalid_request_error")
-            )
-            return
+            raise _Refused(401, "invalid API key", "authentication_error")
+        body = parse_body(raw)
         prompt = last_user_text(body)
         fault = self.state.arrive(prompt)
         if fault == "hang":
@@ -253,25 +289,50 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = body.get("model")
         if model != self.state.served_model:
-            self.state.rejected()
-            self._send_json(
+            raise _Refused(
                 404,
-                _error(
-                    f"The model `{model}` does not exist (serving {self.state.served_model!r})",
-                    "not_found_error",
-                    404,
-                ),
+                f"The model `{str(model)[:200]}` does not exist"
+                f" (serving {self.state.served_model!r})",
+                "not_found_error",
             )
-            return
         stage = self.headers.get(STAGE_HEADER) or DEFAULT_STAGE
         try:
             payload = answer_body(self.state, body, stage)
         except WireFormatError as exc:
-            self.state.rejected()
-            self._send_json(400, _error(str(exc), "invalid_request_error", 400))
-            return
+            raise _Refused(400, str(exc)) from None
+        except RecursionError:  # e.g. a JSON schema nested too deeply to check
+            raise _Refused(400, "request body is nested too deeply") from None
         self.state.answered(prompt)
         self._send_json(200, payload)
+
+
+class _Refused(Exception):
+    """A request answered with a 4xx error (counted as rejected)."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object a request body holds; :class:`_Refused` (400) for anything else: bytes
+    that are not UTF-8 JSON, ``NaN``/``Infinity``, nesting deeper than Python can decode, or
+    a value that is not an object."""
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise _Refused(400, "request body is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise _Refused(400, f"request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise _Refused(400, "request body is not JSON: expected an object")
+    return body
 
 
 class _SimHTTPServer(ThreadingHTTPServer):
@@ -281,6 +342,8 @@ class _SimHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], state: SimServerState) -> None:
         self.state = state
+        # One family per server: an IPv6 literal (``::1``) needs an IPv6 socket.
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
 
 
@@ -304,7 +367,10 @@ class SimServer:
     def __init__(self, state: SimServerState, *, host: str = "127.0.0.1", port: int = 0) -> None:
         check_loopback(host)
         self.state = state
-        self._httpd = _SimHTTPServer((host, port), state)
+        try:
+            self._httpd = _SimHTTPServer((host, port), state)
+        except OSError as exc:
+            raise OSError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
         self.host = host
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
@@ -336,6 +402,8 @@ def build_state(
     faults: FaultOptions | None = None,
     served_model: str | None = None,
     api_key_env: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
 ) -> SimServerState:
     """The server's state from a profile name/path (``None``: the sim's built-in defaults)."""
     if profile is None:
@@ -350,5 +418,10 @@ def build_state(
             raise KeyError(f"--require-key-env: environment variable {api_key_env} is not set")
         api_key = os.environ[api_key_env]
     return SimServerState(
-        backend, faults or FaultOptions(), served_model=served_model, api_key=api_key
+        backend,
+        faults or FaultOptions(),
+        served_model=served_model,
+        api_key=api_key,
+        max_body_bytes=max_body_bytes,
+        read_timeout_s=read_timeout_s,
     )

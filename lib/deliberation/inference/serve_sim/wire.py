@@ -7,6 +7,7 @@ so serve-sim answers exactly what the in-process sim would answer for the same r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,24 +37,65 @@ def _number(body: Mapping[str, Any], name: str, default: float) -> float:
     value = body.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WireFormatError(f"{name}: expected a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise WireFormatError(f"{name}: expected a finite number, got {value!r}")
     return value
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WireFormatError(f"{name}: expected an integer, got {value!r}")
+    return value
+
+
+def unencodable_text(value: Any, path: str = "body") -> str | None:
+    """Where the first string that is not valid Unicode (a lone surrogate, which JSON's
+    ``\\ud800`` escapes can carry) sits in a decoded JSON value, with the offending
+    character's position; None when every string encodes as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{path}: lone surrogate U+{ord(value[exc.start]):04X} at character {exc.start}"
+        return None
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        found = unencodable_text(item, where)
+        if found is not None:
+            return found
+    return None
 
 
 def request_from_body(body: Mapping[str, Any], stage: str) -> tuple[ChatRequest, bool]:
     """The request a body stands for (``stage`` travels in a header), and whether a choice
-    answer must be wrapped as ``{"answer": choice}``. Raises :class:`WireFormatError`."""
+    answer must be wrapped as ``{"answer": choice}``. Raises :class:`WireFormatError` naming the
+    field for anything a real server would refuse: a malformed field, a parameter out of range
+    (``max_tokens`` < 1, ``temperature`` < 0, ``top_p`` outside (0, 1], non-finite numbers;
+    never silently replaced by a default) or text that is not valid Unicode."""
+    bad_text = unencodable_text(body)
+    if bad_text is not None:
+        raise WireFormatError(f"{bad_text.removeprefix('body.')} (not valid Unicode text)")
     messages = _messages(body)
     structured, wrap_choice = structured_from_wire(body)
     temperature = _number(body, "temperature", 1.0)
+    if temperature < 0:
+        raise WireFormatError(f"temperature: must be >= 0, got {temperature!r}")
     top_p = _number(body, "top_p", 1.0)
-    max_tokens = body.get("max_tokens", body.get("max_completion_tokens")) or DEFAULT_MAX_TOKENS
+    if not 0 < top_p <= 1:
+        raise WireFormatError(f"top_p: must be in (0, 1], got {top_p!r}")
+    name = "max_tokens" if "max_tokens" in body else "max_completion_tokens"
+    raw_max = body.get(name)
+    max_tokens = DEFAULT_MAX_TOKENS if raw_max is None else _integer(raw_max, name)
+    if max_tokens < 1:
+        raise WireFormatError(f"{name}: must be >= 1, got {max_tokens}")
     seed = body.get("seed")
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
-        raise WireFormatError(f"max_tokens: expected a positive integer, got {max_tokens!r}")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise WireFormatError(f"seed: expected an integer, got {seed!r}")
+    if seed is not None:
+        seed = _integer(seed, "seed")
     request = ChatRequest(
         messages=messages,
         stage=stage,
