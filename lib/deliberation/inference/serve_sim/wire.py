@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from deliberation.inference.base import ChatRequest, Message
+from deliberation.inference.base import ChatRequest, Message, unencodable_text
 from deliberation.inference.structured import WireFormatError, structured_from_wire
 
 DEFAULT_MAX_TOKENS = 512
@@ -46,29 +46,6 @@ def _integer(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise WireFormatError(f"{name}: expected an integer, got {value!r}")
     return value
-
-
-def unencodable_text(value: Any, path: str = "body") -> str | None:
-    """Where the first string that is not valid Unicode (a lone surrogate, which JSON's
-    ``\\ud800`` escapes can carry) sits in a decoded JSON value, with the offending
-    character's position; None when every string encodes as UTF-8."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"{path}: lone surrogate U+{ord(value[exc.start]):04X} at character {exc.start}"
-        return None
-    if isinstance(value, Mapping):
-        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
-    elif isinstance(value, list | tuple):
-        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
-    else:
-        return None
-    for where, item in items:
-        found = unencodable_text(item, where)
-        if found is not None:
-            return found
-    return None
 
 
 def request_from_body(body: Mapping[str, Any], stage: str) -> tuple[ChatRequest, bool]:
