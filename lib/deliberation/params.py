@@ -40,7 +40,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a value in the error could be a key pasted into the wrong field.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class Sampling(_Strict):

@@ -6,7 +6,8 @@ retries are off (``max_retries=0``); this module retries instead, so it can coun
 honour ``Retry-After`` exactly:
 
 * retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
-  chat completion; everything else (400, 401, 404, ...) fails at once;
+  chat completion; everything else (400, 401, 404, a request httpx refuses to send such as a
+  header it cannot carry, ...) fails at once;
 * wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
   backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
   so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
@@ -17,7 +18,9 @@ honour ``Retry-After`` exactly:
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
 spent. The API key is read from the environment variable the profile names, handed to the HTTP
-client and nowhere else: not to the cache key, logs, reprs or error messages.
+client and nowhere else: not to the cache key, logs, reprs or error messages
+(:mod:`deliberation.inference.secrets` checks the variable's name and the key's characters
+first, so no HTTP library ever fails, and logs, on a malformed key).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import dataclasses
 import email.utils
 import json
 import logging
-import os
 import time
 import urllib.error
 import urllib.request
@@ -51,6 +53,12 @@ from deliberation.inference.base import (
     OnResponse,
     transport_only,
 )
+from deliberation.inference.secrets import (
+    PLACEHOLDER_KEY,
+    Secret,
+    check_env_name,
+    read_api_key,
+)
 from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
     ServerStructuredMode,
@@ -60,8 +68,6 @@ from deliberation.inference.structured import (
 
 log = logging.getLogger(__name__)
 
-# Sent when the profile names no key variable: vLLM servers started without --api-key accept any.
-PLACEHOLDER_KEY = "EMPTY"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 T = TypeVar("T")
 
@@ -70,7 +76,8 @@ class OpenAIOptions(BaseModel):
     """The ``openai:`` section of a profile. Options made with ``transport_only`` change how
     requests travel, never what is sent, so they stay out of the cache key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a key pasted into api_key_env must not reappear in the error.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     base_url: str
     api_key_env: str | None = transport_only(
@@ -90,50 +97,7 @@ class OpenAIOptions(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _key_is_a_name(cls, value: str | None) -> str | None:
-        if value is not None and value.startswith("sk-"):
-            raise ValueError("api_key_env must name an environment variable, not hold a key")
-        return value
-
-
-class MissingAPIKeyError(RuntimeError):
-    """The profile names an API-key variable that is not set."""
-
-
-def read_api_key(env_name: str | None, *, profile: str = "") -> str:
-    """The key from ``os.environ[env_name]``; the placeholder when ``env_name`` is None."""
-    if env_name is None:
-        return PLACEHOLDER_KEY
-    value = os.environ.get(env_name, "")
-    if not value:
-        where = f"profile {profile!r}: " if profile else ""
-        raise MissingAPIKeyError(
-            f"{where}openai.api_key_env names the environment variable {env_name}, which is not"
-            f" set; export {env_name}=<your key> before running"
-        )
-    return value
-
-
-class _Secret:
-    """Holds the key; prints as a mask so it cannot leak through a repr or a traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def scrub(self, text: str) -> str:
-        """``text`` with every occurrence of the key masked (error bodies may echo it)."""
-        if len(self._value) < 4 or self._value == PLACEHOLDER_KEY:
-            return text
-        return text.replace(self._value, "***")
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
+        return None if value is None else check_env_name(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +212,7 @@ class OpenAIBackend(Backend):
         self.structured_output = structured_output
         self.send_seed = send_seed
         self.jitter_seed = jitter_seed
-        self._api_key = _Secret(api_key)
+        self._api_key = Secret(api_key)
 
     @classmethod
     def from_profile(cls, profile: Any) -> OpenAIBackend:
@@ -257,7 +221,9 @@ class OpenAIBackend(Backend):
             model=profile.model,
             revision=profile.revision,
             base_url=options.base_url,
-            api_key=read_api_key(options.api_key_env, profile=profile.name),
+            api_key=read_api_key(
+                options.api_key_env, profile=profile.name, field="openai.api_key_env"
+            ),
             concurrency=options.concurrency,
             max_retries=options.max_retries,
             timeout_s=options.timeout_s,
@@ -435,6 +401,13 @@ class OpenAIBackend(Backend):
             ) from None
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "unknown"
+            if cause == "LocalProtocolError":  # httpx refused to send what we built
+                raise _AttemptFailed(
+                    "bad-request",
+                    "the request is not valid HTTP (LocalProtocolError: e.g. a header value"
+                    " with a newline or non-ASCII character)",
+                    retryable=False,
+                ) from None
             raise _AttemptFailed(
                 "connection", f"connection error ({cause})", retryable=True
             ) from None

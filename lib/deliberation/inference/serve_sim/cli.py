@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 
+from deliberation.inference.secrets import MissingAPIKeyError
 from deliberation.inference.serve_sim.faults import FaultOptions
 from deliberation.inference.serve_sim.server import (
     DEFAULT_MAX_BODY_BYTES,
@@ -99,7 +100,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM. The first stdout line names the URL (and so the port)."""
     try:
         server = server_from_args(args)
-    except (ValueError, KeyError, OSError) as exc:
+    except (ValueError, KeyError, OSError, MissingAPIKeyError) as exc:
         print(f"serve-sim: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()

@@ -12,7 +12,6 @@ import hmac
 import ipaddress
 import json
 import logging
-import os
 import socket
 import threading
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from deliberation.inference.base import STAGE_HEADER
+from deliberation.inference.secrets import read_api_key
 from deliberation.inference.serve_sim.faults import FAULT_KINDS, MALFORMED_BODY, FaultOptions
 from deliberation.inference.serve_sim.wire import last_user_text, request_from_body
 from deliberation.inference.sim import SIM_SERVER_OWNER, SimBackend
@@ -414,9 +414,7 @@ def build_state(
         backend = SimBackend.from_profile(load_profile(profile))
     api_key = None
     if api_key_env is not None:
-        if api_key_env not in os.environ:
-            raise KeyError(f"--require-key-env: environment variable {api_key_env} is not set")
-        api_key = os.environ[api_key_env]
+        api_key = read_api_key(api_key_env, field="--require-key-env")
     return SimServerState(
         backend,
         faults or FaultOptions(),
