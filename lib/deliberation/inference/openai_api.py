@@ -11,7 +11,9 @@ honour ``Retry-After`` exactly:
 * wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
   backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
   so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
-  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``;
+  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``,
+  but at most ``retry_after_max_s`` (default 300 s); a wait over ``LONG_WAIT_S`` (5 s) is
+  logged at WARNING with the server's reason;
 * a request that exhausts its retries or fails for good comes back as
   ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped.
 
@@ -69,6 +71,8 @@ from deliberation.inference.structured import (
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
+LONG_WAIT_S = 5.0
 T = TypeVar("T")
 
 
@@ -88,6 +92,9 @@ class OpenAIOptions(BaseModel):
     timeout_s: float = transport_only(120.0, gt=0)
     backoff_base_s: float = transport_only(1.0, ge=0)
     backoff_max_s: float = transport_only(60.0, ge=0)
+    retry_after_max_s: float = transport_only(
+        300.0, ge=0, description="longest wait a server's Retry-After can impose before a retry"
+    )
     # How structured outputs travel (see inference/structured.py).
     structured_output: ServerStructuredMode = "structured_outputs"
     send_seed: bool = Field(
@@ -107,14 +114,16 @@ class RetryPolicy:
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
 
     def delay(self, retry: int, rng: np.random.Generator, retry_after_s: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based): full jitter, at least
-        ``retry_after_s`` when the server asked for it."""
+        ``retry_after_s`` when the server asked for it, but never more than
+        ``retry_after_max_s`` on the server's say-so."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0 ** min(retry, 60)))
         wait = float(rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
         if retry_after_s is not None:
-            wait = max(wait, retry_after_s)
+            wait = max(wait, min(retry_after_s, self.retry_after_max_s))
         return wait
 
 
@@ -194,6 +203,7 @@ class OpenAIBackend(Backend):
         timeout_s: float = 120.0,
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 60.0,
+        retry_after_max_s: float = 300.0,
         structured_output: str = "structured_outputs",
         send_seed: bool = True,
         jitter_seed: int = 0,
@@ -208,7 +218,7 @@ class OpenAIBackend(Backend):
         self.base_url = base_url.rstrip("/")
         self.concurrency = concurrency
         self.timeout_s = timeout_s
-        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s, retry_after_max_s)
         self.structured_output = structured_output
         self.send_seed = send_seed
         self.jitter_seed = jitter_seed
@@ -229,6 +239,7 @@ class OpenAIBackend(Backend):
             timeout_s=options.timeout_s,
             backoff_base_s=options.backoff_base_s,
             backoff_max_s=options.backoff_max_s,
+            retry_after_max_s=options.retry_after_max_s,
             structured_output=options.structured_output,
             send_seed=options.send_seed,
             jitter_seed=profile.seed,
@@ -324,11 +335,25 @@ class OpenAIBackend(Backend):
             if rng is None:
                 rng = np.random.default_rng([abs(self.jitter_seed), index])
             wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
-            log.debug(
-                "request %d (%s): %s; retry %d of %d in %.3f s",
-                index, request.stage, last.reason, attempts, self.retry.max_retries, wait,
-            )  # fmt: skip
+            self._log_wait(index, request, last, attempts, wait)
             await asyncio.sleep(wait)
+
+    def _log_wait(
+        self, index: int, request: ChatRequest, last: _AttemptFailed, attempts: int, wait: float
+    ) -> None:
+        """A short wait at DEBUG; one longer than ``LONG_WAIT_S`` at WARNING, with the server's
+        reason and what it asked for, so a stalled run says why."""
+        asked = last.retry_after_s
+        asked_text = "" if asked is None else f"; the server asked for {asked:g} s"
+        if asked is not None and asked > self.retry.retry_after_max_s:
+            asked_text += f", capped by openai.retry_after_max_s={self.retry.retry_after_max_s:g}"
+        level = logging.WARNING if wait > LONG_WAIT_S else logging.DEBUG
+        log.log(
+            level,
+            "request %d (stage %s): %s%s; waiting %.1f s before retry %d of %d",
+            index, request.stage, last.reason, asked_text, wait, attempts,
+            self.retry.max_retries,
+        )  # fmt: skip
 
     def _failed(
         self,
