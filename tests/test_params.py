@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from deliberation import paths
+from deliberation.inference.sim_registry import BEHAVIOURS_PACKAGE
 from deliberation.params import ProfileError, available_profiles, load_profile
+
+
+@pytest.fixture(autouse=True)
+def _behaviour_declaring_a_and_b(monkeypatch):
+    """A behaviour module declaring parameters ``a`` and ``b``, as a new experiment's would."""
+    module = types.ModuleType(f"{BEHAVIOURS_PACKAGE}.params_test")
+    module.PARAMETERS = {"a": 0.5, "b": 0.5}
+    monkeypatch.setitem(sys.modules, module.__name__, module)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
