@@ -14,7 +14,21 @@ COMMAND_MODULES = [
     "deliberation.inference.commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
+    "deliberation.memory_runs.commands",
 ]
+
+
+def command_group(
+    subparsers: argparse._SubParsersAction, name: str, help: str
+) -> argparse._SubParsersAction:
+    """The subparsers of a command that several areas extend (``deliberation run crossprofile``
+    beside ``run dhd``): created by the first area that asks, shared by the others."""
+    parser = subparsers.choices.get(name)
+    if parser is None:
+        parser = subparsers.add_parser(name, help=help)
+        parser.set_defaults(func=lambda args: parser.print_help() or 2)
+        parser._group_subparsers = parser.add_subparsers(dest=f"{name}_command")  # type: ignore[attr-defined]
+    return parser._group_subparsers  # type: ignore[attr-defined]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -326,3 +326,9 @@ def _marked_choices(
         if choice is not None:
             found.append((match.start(), choice))
     return found
+
+
+def mentioned_options(text: str, options: Sequence[str]) -> list[str]:
+    """The distinct options ``text`` names (full names, unique name words, "Option B"), in
+    order of first mention."""
+    return list(dict.fromkeys(m.option for m in _mentions(text, list(options))))

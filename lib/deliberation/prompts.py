@@ -122,7 +122,7 @@ def summary_prompt(
     turns: Sequence[tuple[str, str]],
     word_limit: int,
 ) -> str:
-    """``turns`` are (agent, what it said) in speaking order."""
+    """``turns`` are (agent, statement) pairs in speaking order, one transcript line each."""
     transcript = "\n".join(f"{agent}: {text}" for agent, text in turns)
     return "\n\n".join(
         [
