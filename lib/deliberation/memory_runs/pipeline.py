@@ -20,7 +20,12 @@ from tqdm.auto import tqdm
 
 from deliberation import prompts
 from deliberation.decision import parse_choice, render_decision_prompt
-from deliberation.discussion import MemoryCandidate, memory_candidates, scripted_discussion
+from deliberation.discussion import (
+    MemoryCandidate,
+    Transcript,
+    memory_candidates,
+    scripted_discussion,
+)
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import CachedClient
 from deliberation.memory import Capacity, Memory, MemoryPool, budget_tokens, build_memory
@@ -108,9 +113,14 @@ def send(
 @dataclass
 class _Prepared:
     task: Any
+    transcript: Transcript
     pool: MemoryPool
     summaries: dict[float, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
+
+
+def _call_error(what: str, response: ChatResponse) -> str | None:
+    return None if response.ok else f"{what} call failed: {response.error}"
 
 
 def _statements(candidates: Sequence[MemoryCandidate]) -> list[str]:
@@ -140,7 +150,7 @@ def prepare(
             options=tuple(task.options),
             truth=truth(task),
         )
-        prepared.append(_Prepared(task, pool))
+        prepared.append(_Prepared(task, transcript, pool))
     needs = grid.needs()
 
     if "relevance" in needs:
@@ -162,7 +172,7 @@ def prepare(
         for p, response in zip(prepared, responses, strict=True):
             ids = [c.fact_id for c in p.pool.candidates]
             reading = read_relevance(response.text if response.ok else "", ids)
-            error = response.error or reading.error
+            error = _call_error("relevance", response) or reading.error
             p.pool = dataclasses.replace(p.pool, relevance=reading.labels)
             if error:
                 p.errors["relevance"] = error
@@ -187,7 +197,7 @@ def prepare(
         for p, response in zip(prepared, responses, strict=True):
             ids = [c.fact_id for c in p.pool.candidates]
             reading = read_balance(response.text if response.ok else "", ids, p.task.options)
-            error = response.error or reading.error
+            error = _call_error("balance", response) or reading.error
             p.pool = dataclasses.replace(p.pool, balance=reading.labels)
             if error:
                 p.errors["balance"] = error
@@ -197,8 +207,7 @@ def prepare(
     if budgets:
         requests, index = [], []
         for p in prepared:
-            transcript = scripted_discussion(p.task, seed)
-            lines = [(s.agent, s.text) for s in transcript.statements()]
+            lines = [(s.agent, s.text) for s in p.transcript.statements()]
             for r in budgets:
                 limit = budget_tokens(p.pool.candidates, r)
                 prompt = prompts.summary_prompt(
@@ -212,7 +221,7 @@ def prepare(
         for (p, r), response in zip(index, responses, strict=True):
             p.summaries[r] = response.text if response.ok else ""
             if not response.ok:
-                p.errors[f"summary {r}"] = f"summary call failed: {response.error}"
+                p.errors[f"summary {r}"] = _call_error("summary", response)
     return prepared
 
 
