@@ -37,6 +37,9 @@ class CountingBackend:
     def identity(self):
         return self.inner.identity
 
+    def request_payload(self, request):
+        return self.inner.request_payload(request)
+
     def generate(self, requests, on_response=None):
         self.sent += len(requests)
         return self.inner.generate(requests, on_response)
@@ -101,7 +104,7 @@ def test_identical_prompts_are_sent_once_and_a_rerun_sends_nothing(tasks, tmp_pa
 def test_invalid_answers_are_recorded_and_counted_wrong(tasks, tmp_path):
     profile = load_profile("sim")
     profile = profile.model_copy(
-        update={"sim": profile.sim.model_copy(update={"parameters": {"invalid_rate": 1.0}})}
+        update={"options": profile.options.model_copy(update={"parameters": {"invalid_rate": 1.0}})}
     )
     result = run_memory_experiment(
         "crossprofile", tasks, Grid(("all",)), profile, client(profile, tmp_path), progress=False

@@ -24,9 +24,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from deliberation.crossprofile.variants import derive_seed
 from deliberation.memory.registry import Memory
 from deliberation.prompts import decision_prompt
+from deliberation.seeds import stable_seed
 
 TagMode = Literal["keep", "remove", "shuffle"]
 TAG_MODES: tuple[TagMode, ...] = ("keep", "remove", "shuffle")
@@ -48,7 +48,7 @@ class DecisionTask(Protocol):
 
 def shuffle_rng(task_id: str, memory: Memory, seed: int) -> np.random.Generator:
     capacity = None if memory.capacity is None else (memory.capacity.unit, memory.capacity.limit)
-    return np.random.default_rng(derive_seed("tag-shuffle", task_id, memory.policy, capacity, seed))
+    return np.random.default_rng(stable_seed("tag-shuffle", task_id, memory.policy, capacity, seed))
 
 
 def memory_lines(

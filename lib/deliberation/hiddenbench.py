@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from deliberation import paths
-from deliberation.crossprofile.variants import derive_seed
 from deliberation.datasets.items import DatasetFormatError, DatasetNotFoundError, read_json
+from deliberation.seeds import stable_seed
 
 FILE_NAME = "benchmark_all_clean.json"
 NAME = "hiddenbench"
@@ -168,7 +168,7 @@ def build_task(
         for text, (fact_id, origin) in texts.items()
     ]
     task_id = f"hb{number:02d}"
-    rng = np.random.default_rng(derive_seed("hiddenbench-order", task_id, seed))
+    rng = np.random.default_rng(stable_seed("hiddenbench-order", task_id, seed))
     option_order = rng.permutation(len(options))
     fact_order = rng.permutation(len(facts))
     return HiddenBenchTask(

@@ -17,8 +17,8 @@ from typing import Protocol
 
 import numpy as np
 
-from deliberation.crossprofile.variants import derive_seed
 from deliberation.discussion.transcript import Statement, Transcript, Turn
+from deliberation.seeds import stable_seed
 
 
 class DiscussionFact(Protocol):
@@ -40,7 +40,7 @@ class DiscussionTask(Protocol):
 
 def turn_order(task_id: str, agents: Sequence[str], seed: int) -> tuple[str, ...]:
     """The order agents speak in: a permutation seeded by task and seed."""
-    rng = np.random.default_rng(derive_seed("scripted-turns", task_id, seed))
+    rng = np.random.default_rng(stable_seed("scripted-turns", task_id, seed))
     return tuple(agents[i] for i in rng.permutation(len(agents)))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from deliberation.crossprofile.variants import derive_seed
 from deliberation.discussion.transcript import MemoryCandidate
 from deliberation.memory.registry import (
     MemoryPool,
@@ -18,6 +17,7 @@ from deliberation.memory.registry import (
     reference_policy,
     summary_policy,
 )
+from deliberation.seeds import stable_seed
 
 RELEVANT_ROLES = frozenset({"support", "decoy"})
 
@@ -46,7 +46,7 @@ def first_mention(pool: MemoryPool) -> list[MemoryCandidate]:
 @rank_policy("Random")
 def random_order(pool: MemoryPool) -> list[MemoryCandidate]:
     """Random: a permutation seeded by task, policy and seed (the same at every budget)."""
-    rng = np.random.default_rng(derive_seed("memory-order", pool.task_id, "Random", pool.seed))
+    rng = np.random.default_rng(stable_seed("memory-order", pool.task_id, "Random", pool.seed))
     return [pool.candidates[i] for i in rng.permutation(len(pool.candidates))]
 
 

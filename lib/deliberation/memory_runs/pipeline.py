@@ -28,6 +28,7 @@ from deliberation.discussion import (
 )
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import CachedClient
+from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.memory import Capacity, Memory, MemoryPool, budget_tokens, build_memory
 from deliberation.memory.labels import read_balance, read_relevance
 from deliberation.memory_runs.grid import Cell, Grid
@@ -40,7 +41,13 @@ DECISION, RELEVANCE, BALANCE, SUMMARY = "decision", "relevance", "balance", "sum
 # as its budget (up to 0.8 x all statement tokens).
 LONG_ANSWER_TOKENS = 2048
 
-RequestBuilder = Callable[[str, str, StructuredOutput | None, int | None], ChatRequest]
+
+def stage_settings(
+    stage: str, structured: StructuredOutput | None = None, max_tokens: int | None = None
+) -> StageSettings:
+    """What a stage fixes about its requests (everything else comes from the profile): the
+    structured answer it needs, and room for long answers where the stage needs it."""
+    return StageSettings(stage, structured=structured, max_tokens=max_tokens)
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ def prepare(
     grid: Grid,
     *,
     stage_prefix: str,
-    build: RequestBuilder,
+    profile: Any,
     client: CachedClient,
     seed: int,
     truth: Callable[[Any], Mapping[str, Any] | None],
@@ -155,16 +162,18 @@ def prepare(
 
     if "relevance" in needs:
         requests = [
-            build(
-                f"{stage_prefix}.{RELEVANCE}",
+            stage_request(
+                profile,
+                stage_settings(
+                    f"{stage_prefix}.{RELEVANCE}",
+                    StructuredOutput(json_schema=prompts.RELEVANCE_SCHEMA),
+                ),
                 prompts.relevance_prompt(
                     p.task.description,
                     p.task.criteria,
                     p.task.options,
                     _statements(p.pool.candidates),
                 ),
-                StructuredOutput(json_schema=prompts.RELEVANCE_SCHEMA),
-                None,
             )
             for p in prepared
         ]
@@ -180,16 +189,19 @@ def prepare(
 
     if "balance" in needs:
         requests = [
-            build(
-                f"{stage_prefix}.{BALANCE}",
+            stage_request(
+                profile,
+                stage_settings(
+                    f"{stage_prefix}.{BALANCE}",
+                    StructuredOutput(json_schema=prompts.balance_schema(p.task.options)),
+                    LONG_ANSWER_TOKENS,
+                ),
                 prompts.balance_prompt(
                     p.task.description,
                     p.task.criteria,
                     p.task.options,
                     _statements(p.pool.candidates),
                 ),
-                StructuredOutput(json_schema=prompts.balance_schema(p.task.options)),
-                LONG_ANSWER_TOKENS,
             )
             for p in prepared
         ]
@@ -204,6 +216,7 @@ def prepare(
                 report.label_errors += 1
 
     budgets = grid.summary_budgets()
+    summary_stage = stage_settings(f"{stage_prefix}.{SUMMARY}", None, LONG_ANSWER_TOKENS)
     if budgets:
         requests, index = [], []
         for p in prepared:
@@ -213,9 +226,7 @@ def prepare(
                 prompt = prompts.summary_prompt(
                     p.task.description, p.task.criteria, p.task.options, lines, limit
                 )
-                requests.append(
-                    build(f"{stage_prefix}.{SUMMARY}", prompt, None, LONG_ANSWER_TOKENS)
-                )
+                requests.append(stage_request(profile, summary_stage, prompt))
                 index.append((p, r))
         responses, _ = send(client, requests, f"{stage_prefix}.{SUMMARY}", report)
         for (p, r), response in zip(index, responses, strict=True):
@@ -249,7 +260,7 @@ def decide(
     grid: Grid,
     *,
     stage_prefix: str,
-    build: RequestBuilder,
+    profile: Any,
     client: CachedClient,
     seed: int,
     report: RunReport,
@@ -271,7 +282,7 @@ def decide(
             for tags in grid.tags:
                 prompt = render_decision_prompt(p.task, memory, tags, seed)  # type: ignore[arg-type]
                 choices = StructuredOutput(choices=tuple(p.task.options))
-                requests.append(build(stage, prompt, choices, None))
+                requests.append(stage_request(profile, stage_settings(stage, choices), prompt))
                 plans.append((p, cell, tags, memory, limit))
     responses, keys = send(client, requests, stage, report)
     decisions = []

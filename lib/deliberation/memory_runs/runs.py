@@ -47,7 +47,6 @@ from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead
 from deliberation.crossprofile.tasks import Task
 from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.hiddenbench import HiddenBenchTask
-from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.client import CachedClient
 from deliberation.memory_runs.grid import CROSSPROFILE_POLICIES, HIDDENBENCH_POLICIES, Grid
 from deliberation.memory_runs.pipeline import (
@@ -76,26 +75,6 @@ TemplateSet = Literal["main", "pilot", "all"]
 class RunResult:
     frame: pd.DataFrame
     report: RunReport
-
-
-def _request_builder(profile, client: CachedClient):  # noqa: ANN001, ANN202
-    """Requests for a stage under ``profile`` (sampling from the profile)."""
-
-    def build(
-        stage: str, prompt: str, structured: StructuredOutput | None, max_tokens: int | None
-    ) -> ChatRequest:
-        sampling = profile.sampling
-        return ChatRequest.from_prompt(
-            prompt,
-            stage=stage,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            max_tokens=max(max_tokens or 0, sampling.max_tokens),
-            seed=profile.seed,
-            structured=structured,
-        )
-
-    return build
 
 
 def decoy_option(task: Task) -> str | None:
@@ -194,7 +173,6 @@ def run_memory_experiment(
     """Run ``grid`` on ``tasks``: one row per decision call (columns in the module docstring)."""
     if benchmark == "hiddenbench" and "truth" in grid.needs():
         raise ValueError("oracle policies need true roles; HiddenBench has none")
-    build = _request_builder(profile, client)
     report = RunReport(synthetic=bool(getattr(profile, "synthetic", False)))
     seed = profile.seed
 
@@ -205,7 +183,7 @@ def run_memory_experiment(
         tasks,
         grid,
         stage_prefix=benchmark,
-        build=build,
+        profile=profile,
         client=client,
         seed=seed,
         truth=truth,
@@ -215,7 +193,7 @@ def run_memory_experiment(
         prepared,
         grid,
         stage_prefix=benchmark,
-        build=build,
+        profile=profile,
         client=client,
         seed=seed,
         report=report,
@@ -228,22 +206,17 @@ def run_memory_experiment(
 
 
 def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001
-    """The grid the profile's ``experiments.<benchmark>`` section names (defaults where it is
-    silent), and its task selection (``templates``, ``limit``)."""
-    section = getattr(getattr(profile, "experiments", None), benchmark, None)
+    """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
+    benchmark supports when it names none), and its task selection (``templates``, ``limit``)."""
+    section = getattr(profile.experiments, benchmark)
     defaults = CROSSPROFILE_POLICIES if benchmark == "crossprofile" else HIDDENBENCH_POLICIES
-    if section is None:
-        return Grid(defaults), {}
     grid = Grid(
         policies=tuple(section.policies or defaults),
         budgets=tuple(section.budgets),
         item_limit=section.item_limit or None,
         tags=tuple(section.tags),
     )
-    selection = {"limit": section.limit}
-    if benchmark == "crossprofile":
-        selection["templates"] = section.templates
-    return grid, selection
+    return grid, {"limit": section.limit, "templates": section.templates}
 
 
 def run_from_profile(

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from deliberation.inference.sim import SimAnswer, SimContext, sim_behaviour
 from deliberation.inference.sim_behaviours.memory_mechanism import (
     Reading,
     decide,
@@ -23,6 +22,7 @@ from deliberation.inference.sim_behaviours.memory_mechanism import (
     label_relevance,
     summarize,
 )
+from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 
 
 def normalize(text: str) -> str:

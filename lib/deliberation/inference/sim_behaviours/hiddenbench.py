@@ -21,7 +21,6 @@ import re
 from collections.abc import Sequence
 
 from deliberation.decision import mentioned_options
-from deliberation.inference.sim import SimAnswer, SimContext, sim_behaviour
 from deliberation.inference.sim_behaviours.memory_mechanism import (
     Reading,
     decide,
@@ -29,6 +28,7 @@ from deliberation.inference.sim_behaviours.memory_mechanism import (
     label_relevance,
     summarize,
 )
+from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 
 UNFAVOURABLE = (
     "block", "close", "closure", "collapse", "fail", "failure", "lack", "shortage", "flood",

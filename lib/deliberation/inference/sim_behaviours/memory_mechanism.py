@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from deliberation import prompts
-from deliberation.inference.sim import SimAnswer, SimContext
+from deliberation.inference.sim_registry import SimAnswer, SimContext
 from deliberation.tokens import count_tokens
 
 DEFAULTS = {
