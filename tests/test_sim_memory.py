@@ -140,3 +140,13 @@ def test_hiddenbench_checklist_marks():
     options = ["Franklin Enterprises", "Cape Industries"]
     assert read_statement("Cape Industries: (d) Y", options).polarity == 1
     assert read_statement("Cape Industries: (b) N", options).polarity == -1
+
+
+def test_sections_are_read_after_the_description():
+    # A description that itself lists options under "Options:" (as HiddenBench task 62 does).
+    description = "Pick one.\nOptions:\n- Option A: the west\n- Option B: the east"
+    prompt = prompts.balance_prompt(
+        description, (), ["West City", "East Town"], ["The road to West City is blocked."]
+    )
+    labels = json.loads(ask("hiddenbench.balance", prompt))["labels"]
+    assert labels == [{"statement": 1, "option": "West City", "direction": "against"}]

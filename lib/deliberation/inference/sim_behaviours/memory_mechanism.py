@@ -77,8 +77,10 @@ def param(context: SimContext, name: str) -> float:
 
 
 def section(prompt: str, header: str) -> list[str] | None:
-    """The lines after ``header`` up to the next blank line (None if the header is absent)."""
-    start = prompt.find(header + "\n")
+    """The lines after the last ``header`` line up to the next blank line (None if absent).
+    The last, because a task description may hold the same words (HiddenBench task 62 lists
+    its options under "Options:" too); the prompt's own sections come after it."""
+    start = prompt.rfind(header + "\n")
     if start < 0:
         return None
     body = prompt[start + len(header) + 1 :]
