@@ -33,7 +33,6 @@ HiddenBench states no separate criteria; the description says what matters.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,8 +207,3 @@ def load_hiddenbench(path: Path | str | None = None, seed: int = 0) -> list[Hidd
     if len(set(ids)) != len(ids):
         raise DatasetFormatError(path, "duplicate task ids")
     return tasks
-
-
-def select_tasks(tasks: Sequence[HiddenBenchTask], numbers: Sequence[int]) -> list[HiddenBenchTask]:
-    wanted = set(numbers)
-    return [t for t in tasks if t.number in wanted]

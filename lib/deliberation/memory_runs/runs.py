@@ -50,7 +50,6 @@ from deliberation.hiddenbench import HiddenBenchTask
 from deliberation.inference.client import CachedClient
 from deliberation.memory_runs.grid import CROSSPROFILE_POLICIES, HIDDENBENCH_POLICIES, Grid
 from deliberation.memory_runs.pipeline import (
-    LONG_ANSWER_TOKENS,
     Decision,
     RunReport,
     decide,
@@ -273,7 +272,6 @@ __all__ = [
     "write_rows",
     "CROSSPROFILE_COLUMNS",
     "HIDDENBENCH_COLUMNS",
-    "LONG_ANSWER_TOKENS",
     "RunResult",
     "crossprofile_tasks",
     "decoy_option",
