@@ -150,3 +150,24 @@ def test_sections_are_read_after_the_description():
     )
     labels = json.loads(ask("hiddenbench.balance", prompt))["labels"]
     assert labels == [{"statement": 1, "option": "West City", "direction": "against"}]
+
+
+def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
+    """Rewriting every template's key and relabelling roles leaves the sim's knowledge as is."""
+    import yaml
+
+    from deliberation.crossprofile.loader import bank_dir
+    from deliberation.inference.sim_behaviours.crossprofile import world_knowledge
+
+    for path in sorted(bank_dir().glob("*.yaml"))[:5]:
+        data = yaml.safe_load(path.read_text())
+        data["correct"] = (
+            data["options"][-1] if data["correct"] != data["options"][-1] else data["options"][0]
+        )
+        for fact in data["facts"]:
+            if fact["role"] in ("support", "decoy"):
+                fact["role"] = "decoy" if fact["role"] == "support" else "support"
+        (tmp_path / path.name).write_text(yaml.safe_dump(data, allow_unicode=True))
+    altered = world_knowledge(tmp_path)
+    original = world_knowledge()
+    assert altered and all(original[text] == reading for text, reading in altered.items())
