@@ -45,6 +45,12 @@ CASES = [
         P,
     ),
     ("My choice: Adaeze Onyekachi, because her uptime record is excellent.", A),
+    (
+        "Based on the notes, Bartosz Wierzbicki has two strong reviews, but Priya Raghunathan has"
+        " the best mentoring record. Therefore: Priya Raghunathan",
+        P,
+    ),
+    ("I would recommend against Bartosz Wierzbicki. Priya Raghunathan is the better fit.", P),
     ("I would choose Priya Raghunathan.", P),
     ("I recommend Priya.", P),
     ("Priya Raghunathan is the best choice for the role.", P),

@@ -105,7 +105,8 @@ _STRONG = re.compile(
     r"|\b(?:answer|choice|decision|recommendation|verdict|selection|vote|pick|conclusion)\b"
     r"|\b(?:best|right|correct|optimal|safest|strongest|most\s+suitable|preferred|recommended)"
     r"\s+(?:option|choice|candidate|answer|pick|site|location|destination)\b)"
-    r"(?:\s*(?:is|would\s+be|:|-|–|—))+",
+    r"(?:\s*(?:is|would\s+be|:|-|–|—))+"
+    r"|\b(?:therefore|thus|hence|so|overall|in\s+conclusion|in\s+summary)\s*:",
     re.IGNORECASE,
 )
 # Weak markers: verbs of choosing, said by the writer.
