@@ -7,7 +7,7 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper test lint unit nbval lab data bench clean
+.PHONY: help setup paper test lint unit nbval lab data bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim]  run every notebook headlessly (papermill); outputs in figures/ tables/"
@@ -15,7 +15,8 @@ help:
 	@echo "make lab                  JupyterLab on the notebooks"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make bench                speed benchmarks"
-	@echo "make clean                remove build products and caches (never figures/ or tables/)"
+	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
+	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
 
 # Re-installs only when pyproject.toml changes, so repeated calls are quick.
 setup: $(SETUP_STAMP)
@@ -72,6 +73,17 @@ data: setup
 bench: setup
 	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b; done
 
+# .cache/ holds the response caches: answers of paid API and GPU runs. `clean` never touches it;
+# only `clean-cache` deletes it, after a "yes" typed at the prompt or with CONFIRM=1.
 clean:
-	rm -rf build .cache .pytest_cache .ruff_cache
+	rm -rf build .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +
+
+clean-cache:
+	@if [ ! -e .cache ]; then echo "no .cache/ to delete"; exit 0; fi; \
+	if [ "$(CONFIRM)" != 1 ]; then \
+	  read -r -p ".cache/ holds paid model answers ($$(du -sh .cache | cut -f1)); type yes to delete it: " answer \
+	    || answer=""; \
+	  if [ "$$answer" != yes ]; then echo "kept .cache/ (run make clean-cache CONFIRM=1 to delete)"; exit 1; fi; \
+	fi; \
+	rm -rf .cache && echo "deleted .cache/"

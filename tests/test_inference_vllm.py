@@ -625,3 +625,70 @@ def test_profile_builds_the_backend_with_its_parallelism(fake_vllm):
     kwargs = backend.options.engine_kwargs(backend.model)
     assert kwargs["tensor_parallel_size"] == profile.options.tensor_parallel_size == 2
     assert kwargs["generation_config"] == "vllm" and kwargs["model"] == profile.model
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunks: an engine failure loses at most one chunk
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_stage_is_sent_in_chunks_and_an_engine_crash_keeps_every_finished_chunk(
+    fake_vllm, tmp_path
+):
+    """The probe: an out-of-memory error in a stage lost every answer of the stage."""
+    from deliberation.inference.cache import ResponseCache
+    from deliberation.inference.client import CachedClient
+
+    requests = [ask(f"q{i}") for i in range(10)]
+    backend = VLLMBackend(model="m", chunk_size=4)
+    engine = backend._engine()
+    real_chat = engine.chat
+
+    def out_of_memory_on_the_third_call(*args, **kwargs):
+        if len(fake_vllm.chat_calls) == 2:
+            fake_vllm.chat_calls.append({"crashed": True})
+            raise RuntimeError("CUDA out of memory")
+        return real_chat(*args, **kwargs)
+
+    engine.chat = out_of_memory_on_the_third_call
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = CachedClient(backend, cache, profile="p", progress=False)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            client.generate(requests)
+        assert len(cache.keys()) == 8  # chunks one and two were committed as they finished
+        assert [len(c["messages"]) for c in fake_vllm.chat_calls[:2]] == [4, 4]
+
+        engine.chat = real_chat
+        fake_vllm.chat_calls.clear()
+        out = client.generate(requests)  # the rerun resumes with the failed chunk
+    assert [len(c["messages"]) for c in fake_vllm.chat_calls] == [2]
+    assert [c[-1]["content"] for c in fake_vllm.chat_calls[0]["messages"]] == ["q8", "q9"]
+    assert [r.text for r in out] == [f"echo q{i}" for i in range(10)]
+    assert [r.cached for r in out] == [True] * 8 + [False] * 2
+
+
+def test_chunk_indices_map_back_to_the_batch_and_rejections_stay_in_their_chunk(fake_vllm):
+    fake_vllm.reject_marker = "TOO LONG"
+    requests = [ask(f"q{i}") for i in range(5)] + [ask("TOO LONG")] + [ask("q6")]
+    seen: list[tuple[int, str]] = []
+    responses = VLLMBackend(model="m", chunk_size=3).generate(
+        requests, on_response=lambda i, r: seen.append((i, r.text))
+    )
+    assert [i for i, _ in seen] == list(range(7))
+    assert [text for _, text in seen] == [r.text for r in responses]
+    # chunks [0-2], [3-5] (rejected: retried one by one), [6]
+    assert [len(c["messages"]) for c in fake_vllm.chat_calls] == [3, 3, 1, 1, 1, 1]
+    assert not responses[5].ok and responses[6].text == "echo q6"
+
+
+def test_the_profile_sets_the_chunk_size(fake_vllm):
+    from deliberation.params import load_profile
+
+    profile = load_profile("qwen2.5-7b-vllm")
+    assert VLLMBackend.from_profile(profile).options.chunk_size == profile.options.chunk_size
+    changed = profile.model_copy(
+        update={"options": profile.options.model_copy(update={"chunk_size": 7})}
+    )
+    assert VLLMBackend.from_profile(changed).options.chunk_size == 7
+    with pytest.raises(ValueError, match="chunk_size"):
+        VLLMOptions(model="m", chunk_size=0)

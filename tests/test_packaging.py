@@ -56,3 +56,36 @@ def test_ci_runs_the_readme_test_command():
         assert re.search(rf"^{target}:", makefile, re.M), target
     clean = makefile.split("\nclean:")[1]
     assert "figures" not in clean and "tables" not in clean
+
+
+def _make(folder, *args, stdin=""):
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(folder), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_make_clean_keeps_the_response_cache_and_clean_cache_asks_first(tmp_path):
+    """The probe: `make clean` used to delete .cache/ (paid answers) without a word."""
+    (tmp_path / "Makefile").write_text((ROOT / "Makefile").read_text())
+    paid = tmp_path / ".cache" / "deepseek.sqlite"
+    paid.parent.mkdir()
+    paid.write_bytes(b"paid answers")
+    (tmp_path / "build").mkdir()
+
+    assert _make(tmp_path, "clean").returncode == 0
+    assert paid.read_bytes() == b"paid answers" and not (tmp_path / "build").exists()
+
+    refused = _make(tmp_path, "clean-cache", stdin="")  # no answer (e.g. CI, no terminal)
+    assert refused.returncode != 0 and "CONFIRM=1" in refused.stdout and paid.exists()
+    declined = _make(tmp_path, "clean-cache", stdin="y\n")  # only the word "yes" deletes
+    assert declined.returncode != 0 and paid.exists()
+
+    assert _make(tmp_path, "clean-cache", stdin="yes\n").returncode == 0
+    assert not paid.parent.exists()
+    paid.parent.mkdir()
+    paid.write_bytes(b"again")
+    assert _make(tmp_path, "clean-cache", "CONFIRM=1").returncode == 0
+    assert not paid.parent.exists()

@@ -68,12 +68,31 @@ class MemoryGridOptions(_Strict):
     )
 
 
+class DHDOptions(_Strict):
+    """The DHD experiment (``deliberation run dhd``, notebooks 07-08)."""
+
+    benchmarks: tuple[str, ...] = Field(
+        ("synthetic",), description="synthetic (the sim's bank) or the five DHD benchmarks"
+    )
+    problems: int | None = Field(
+        200, gt=0, description="problems per benchmark, stratified by subject; null: all"
+    )
+    repeated_problems: int | None = Field(
+        60, gt=0, description="problems with repeated replays (paper 2: 1,000 per model)"
+    )
+    blocks: int = Field(5, gt=0, description="repeated-replay blocks per problem (paper 2: 5)")
+    sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
+    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
+    n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
+
+
 class ExperimentOptions(_Strict):
     """Sizes that differ between a full run and a smoke run, and the memory-run grids."""
 
     smoke_items: int = Field(20, gt=0)
     crossprofile: MemoryGridOptions = MemoryGridOptions()
     hiddenbench: MemoryGridOptions = MemoryGridOptions()
+    dhd: DHDOptions = DHDOptions()
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:

@@ -6,6 +6,7 @@ Sim-made figures get the synthetic label in their title. Metadata that varies be
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -14,9 +15,8 @@ matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 
 from deliberation import paths  # noqa: E402
-from deliberation.atomic import atomic_path  # noqa: E402
 from deliberation.params import Profile  # noqa: E402
-from deliberation.provenance import SYNTHETIC_LABEL, write_sidecar  # noqa: E402
+from deliberation.provenance import SYNTHETIC_LABEL, write_output_set  # noqa: E402
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}
@@ -37,16 +37,20 @@ def label_figure(fig: plt.Figure, profile: Profile) -> None:
 def save_figure(
     fig: plt.Figure, name: str, *, profile: Profile, caption: str, notebook: str, dpi: int = 150
 ) -> dict[str, Path]:
-    """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.provenance.json``."""
+    """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.provenance.json`` as one set (all or
+    none, the sidecar last with the hashes of the others)."""
     label_figure(fig, profile)
-    stem = figure_dir(profile) / name
-    written: dict[str, Path] = {}
-    for fmt, meta in (("png", _PNG_META), ("pdf", _PDF_META)):
-        target = stem.with_suffix(f".{fmt}")
-        with atomic_path(target) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
-        written[fmt] = target
-    written["provenance"] = write_sidecar(
-        stem, profile, notebook=notebook, caption=caption, files=list(written.values())
+
+    def writer(fmt: str, meta: dict[str, None]) -> Callable[[Path], None]:
+        def write(path: Path) -> None:
+            fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+
+        return write
+
+    return write_output_set(
+        figure_dir(profile) / name,
+        {"png": writer("png", _PNG_META), "pdf": writer("pdf", _PDF_META)},
+        profile,
+        notebook=notebook,
+        caption=caption,
     )
-    return written

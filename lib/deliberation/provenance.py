@@ -9,35 +9,33 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from deliberation import __version__, paths
-from deliberation.atomic import atomic_write_text
+from deliberation.atomic import write_file_set
 from deliberation.params import Profile
 
 SYNTHETIC_LABEL = "synthetic (sim backend)"
 NO_MODEL_LABEL = "benchmark description (no model calls)"
 
 
+# What makes an output: edits (tracked or not, ignored files aside) under these folders make the
+# checkout "dirty", because a rerun from the recorded commit would not reproduce the output.
+SOURCE_FOLDERS = ("lib", "params", "templates", "notebooks")
+
+
 def git_state() -> tuple[str, bool]:
-    """(commit, dirty) of the checkout, or ("unknown", False) outside git."""
+    """(commit, dirty) of the checkout, or ("unknown", False) outside git. Dirty means a change
+    to a tracked file or an untracked (not ignored) file under :data:`SOURCE_FOLDERS`."""
     root = paths.repo_root()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            [
-                "git",
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                "lib",
-                "params",
-                "templates",
-            ],
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_FOLDERS],
             cwd=root,
             capture_output=True,
             text=True,
@@ -64,8 +62,15 @@ def label_caption(caption: str, profile: Profile, *, uses_model: bool = True) ->
 
 
 def provenance_record(
-    profile: Profile, *, notebook: str, caption: str, files: list[Path], uses_model: bool = True
+    profile: Profile,
+    *,
+    notebook: str,
+    caption: str,
+    files: Mapping[str, Path],
+    uses_model: bool = True,
 ) -> dict[str, Any]:
+    """The sidecar's content; ``files`` maps each output's name to the path to hash (the
+    temporary file while a set is being written)."""
     commit, dirty = git_state()
     return {
         "profile": profile.name,
@@ -82,22 +87,54 @@ def provenance_record(
         "git_commit": commit,
         "git_dirty": dirty,
         "package_version": __version__,
-        "files": {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files},
+        "files": {
+            name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in files.items()
+        },
     }
 
 
-def write_sidecar(
+def sidecar_path(stem: Path) -> Path:
+    return stem.with_name(stem.name + ".provenance.json")
+
+
+def write_output_set(
     stem: Path,
+    writers: Mapping[str, Callable[[Path], object]],
     profile: Profile,
     *,
     notebook: str,
     caption: str,
-    files: list[Path],
     uses_model: bool = True,
-) -> Path:
-    record = provenance_record(
-        profile, notebook=notebook, caption=caption, files=files, uses_model=uses_model
+) -> dict[str, Path]:
+    """Write ``<stem>.<suffix>`` for each ``writers`` entry and the sidecar, as one set (all or
+    none; see :func:`deliberation.atomic.write_file_set`). Returns paths by suffix, plus
+    ``"provenance"``."""
+    targets = {suffix: stem.with_suffix(f".{suffix}") for suffix in writers}
+
+    def make_sidecar(files: Mapping[str, Path]) -> str:
+        record = provenance_record(
+            profile, notebook=notebook, caption=caption, files=files, uses_model=uses_model
+        )
+        return json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+    sidecar = sidecar_path(stem)
+    write_file_set(
+        {targets[suffix]: write for suffix, write in writers.items()},
+        sidecar=sidecar,
+        make_sidecar=make_sidecar,
     )
-    target = stem.with_name(stem.name + ".provenance.json")
-    atomic_write_text(target, json.dumps(record, indent=2, sort_keys=True) + "\n")
-    return target
+    return {**targets, "provenance": sidecar}
+
+
+def check_output_set(sidecar: Path) -> list[str]:
+    """Problems with a written set: files its sidecar lists that are missing or whose hash
+    differs (empty when the set is whole)."""
+    record = json.loads(sidecar.read_text(encoding="utf-8"))
+    problems = []
+    for name, digest in record["files"].items():
+        path = sidecar.with_name(name)
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"{path}: differs from the hash in {sidecar.name}")
+    return problems

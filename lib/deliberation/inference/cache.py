@@ -2,27 +2,56 @@
 
 A crashed or killed run resumes by re-running the same command: every request whose key is
 already here is served from the cache and never reaches the backend again. Failed requests are
-recorded in their own table (with the reason) and are retried on the next run, never served.
+recorded in their own table (with the reason) and are retried on the next run, never served;
+once answered, their failure rows are deleted, so the table lists only outstanding failures.
+
+Several processes may share one cache file (notebooks run in parallel). Before sending, a
+process takes a *lease row* on each key it will send (table ``leases``: key, owner, host, pid,
+expiry); a process that finds a key leased by another waits for that answer instead of paying
+for it again. Lease rows rather than a file lock: a lock would serialise whole batches, while
+rows let two processes split one batch key by key, live in the same transaction as the answers,
+and can be inspected. A lease ends when its answer or failure is written, when its owner
+releases it (interrupt, error), when it expires (owners renew it while they send), or at once
+when its owner's process on this host is gone (kill -9), so a crash never blocks a resume.
+
+The file checks itself on open: its ``meta.schema_version`` must be one this code reads
+(older ones are migrated), and a file that is not a response cache, or is truncated, is an
+error naming it. A cache that cannot be written (read-only file or folder, or
+``read_only=True``) still serves every cached answer; only sending needs write access.
 
 The key is :func:`request_key`; its fields are written down there and nowhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
+import os
 import sqlite3
+import struct
 import threading
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 
 from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
+from deliberation.processes import HOST, process_alive
 
-SCHEMA_VERSION = 1
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+# Versions this code can read as they are (read-only opens cannot migrate).
+_READABLE_VERSIONS = frozenset({1, 2})
+SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_FULL = 13
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -49,8 +78,39 @@ CREATE TABLE IF NOT EXISTS failures (
     attempts INTEGER NOT NULL,
     created REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS failures_by_key ON failures (key);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+);
 """
+
+
+class CacheError(RuntimeError):
+    """A problem with one cache file; the message names the file."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class CacheFileError(CacheError):
+    """The file is not a response cache this code can use (foreign, damaged, other schema)."""
+
+
+class CacheWriteError(CacheError):
+    """A write did not reach the file (disk full, read-only); the caller still holds the data."""
+
+    def __init__(self, path: Path, problem: str, *, disk_full: bool = False) -> None:
+        super().__init__(path, problem)
+        self.disk_full = disk_full
+        # (request, response) pairs received but not stored, when a client gives up writing.
+        self.unwritten: list[tuple[ChatRequest, ChatResponse]] = []
 
 
 def request_key(backend: Backend, request: ChatRequest) -> str:
@@ -86,22 +146,251 @@ def _request_record(request: ChatRequest) -> str:
     )
 
 
-class ResponseCache:
-    """Thread-safe (one connection behind a lock); safe to share with async callbacks."""
+def _create_tables(conn: sqlite3.Connection) -> None:
+    # One statement at a time: executescript would commit the caller's open transaction.
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.executescript(_SCHEMA)
-        self._conn.execute(
-            "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Version 2 adds the leases table and keeps only outstanding failures."""
+    _create_tables(conn)
+    conn.execute("DELETE FROM failures WHERE key IN (SELECT key FROM responses)")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2}
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Switch to WAL. SQLite does not wait for a lock to change the journal mode, so a new
+    file another process is creating at the same moment is retried, not reported."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def check_cache_file(path: Path) -> None:
+    """Refuse, naming the file, what is not an SQLite database or is shorter than its header
+    says (a truncated copy); an empty file is a new cache."""
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(SQLITE_HEADER):
+        raise CacheFileError(path, "not a response cache (not an SQLite database)")
+    if len(header) < 100:
+        raise CacheFileError(path, f"truncated SQLite file ({size} bytes)")
+    page_size = struct.unpack(">H", header[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    change_counter, pages = struct.unpack(">II", header[24:32])
+    valid_for = struct.unpack(">I", header[92:96])[0]
+    # The page count in the header is trustworthy only when valid_for matches the counter, and
+    # only with no write-ahead log beside the file (a checkpoint in progress writes page 1
+    # before the pages that extend the file).
+    wal = path.with_name(path.name + "-wal")
+    settled = not (wal.exists() and wal.stat().st_size > 0)
+    if settled and pages and valid_for == change_counter and size < pages * page_size:
+        raise CacheFileError(
+            path,
+            f"truncated SQLite file: {size} bytes, its header says {pages * page_size};"
+            " restore it from a copy or move it aside to start a new cache",
         )
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """Who holds a lease: this process (host and pid) and this cache object."""
+
+    host: str
+    pid: int
+    token: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}:{self.pid}:{self.token}"
+
+
+class ResponseCache:
+    """Thread-safe (one connection behind a lock); safe to share with async callbacks.
+
+    ``read_only=None`` opens read-only when the file or its folder is not writable.
+    ``lease_ttl_s`` is how long a lease lasts without renewal (see :meth:`renew_leases`).
+    """
+
+    def __init__(
+        self, path: str | Path, *, read_only: bool | None = None, lease_ttl_s: float = 120.0
+    ) -> None:
+        self.path = Path(path)
+        self.lease_ttl_s = lease_ttl_s
+        self._lock = threading.Lock()
+        self._owner = _Owner(HOST, os.getpid(), uuid.uuid4().hex[:12])
+        exists = self.path.exists()
+        if exists:
+            if not self.path.is_file():
+                raise CacheFileError(self.path, "not a file")
+            check_cache_file(self.path)
+        if read_only is None:
+            read_only = exists and not (
+                os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+            )
+        if read_only and not exists:
+            raise CacheFileError(self.path, "no such cache file")
+        self.read_only = read_only
+        try:
+            self._conn = self._connect()
+            if self.read_only:
+                self._check_schema()
+            else:  # check and create (or migrate) in one transaction: processes may race here
+                with self._transaction():
+                    self._check_schema()
+                # Only now, so a file that is not a cache is left exactly as it was.
+                _enable_wal(self._conn)
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException as exc:
+            with contextlib.suppress(AttributeError, sqlite3.Error):
+                self._conn.close()
+            if isinstance(exc, sqlite3.OperationalError):
+                raise CacheError(self.path, f"cannot open the response cache ({exc})") from exc
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise CacheFileError(
+                    self.path, f"not a readable response cache ({exc}); damaged or truncated?"
+                ) from exc
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=30000")
+            return conn
+        uri = f"file:{quote(str(self.path.resolve()))}"
+        try:
+            conn = sqlite3.connect(
+                f"{uri}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+            )
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            # A WAL database in a read-only folder without its -shm file cannot be opened in
+            # plain read-only mode; nobody can change it under us there, so open it immutable.
+            conn = sqlite3.connect(
+                f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None
+            )
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    def _check_schema(self) -> None:
+        tables = {
+            row[0]
+            for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if not tables:
+            if self.read_only:
+                raise CacheFileError(self.path, "empty file, not a response cache")
+            _create_tables(self._conn)
+            self._conn.execute(
+                "INSERT INTO meta(name, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            return
+        row = None
+        if {"meta", "responses", "failures"} <= tables:
+            row = self._conn.execute(
+                "SELECT value FROM meta WHERE name = 'schema_version'"
+            ).fetchone()
+        if row is None:
+            raise CacheFileError(
+                self.path,
+                "an SQLite file but not a response cache (no meta.schema_version);"
+                " point the profile at another cache file",
+            )
+        try:
+            version = int(row[0])
+        except ValueError:
+            raise CacheFileError(self.path, f"unreadable schema_version {row[0]!r}") from None
+        if version > SCHEMA_VERSION:
+            raise CacheFileError(
+                self.path,
+                f"written with cache schema {version}, newer than this code's {SCHEMA_VERSION};"
+                " update the deliberation package to read it",
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            if version not in _READABLE_VERSIONS:
+                raise CacheFileError(
+                    self.path,
+                    f"cache schema {version} must be migrated to {SCHEMA_VERSION}, which needs"
+                    " write access; open it once writable",
+                )
+            return
+        if version not in _MIGRATIONS:
+            raise CacheFileError(
+                self.path,
+                f"cache schema {version} is older than this code reads ({SCHEMA_VERSION})"
+                " and has no migration",
+            )
+        while version < SCHEMA_VERSION:
+            _MIGRATIONS[version](self._conn)
+            version += 1
+        self._conn.execute(
+            "UPDATE meta SET value = ? WHERE name = 'schema_version'", (str(version),)
+        )
+        log.info("%s: migrated the response cache to schema %d", self.path, version)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """Run a write under the lock; a failed write raises CacheWriteError naming the file."""
+        if self.read_only:
+            raise CacheWriteError(self.path, f"cannot {what}: the cache is open read-only")
+        with self._lock:
+            try:
+                with self._transaction():
+                    yield
+            except sqlite3.Error as exc:
+                full = getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_FULL
+                problem = (
+                    f"cannot {what}: the disk holding this file (or its -wal journal) is full"
+                    if full
+                    else f"cannot {what}"
+                )
+                raise CacheWriteError(self.path, f"{problem} ({exc})", disk_full=full) from exc
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Run a read under the lock; damage found only now still names the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
+            except sqlite3.DatabaseError as exc:
+                raise CacheFileError(
+                    self.path, f"cannot read the response cache ({exc}); damaged or truncated?"
+                ) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -114,12 +403,12 @@ class ResponseCache:
         self.close()
 
     def get_many(self, keys: Iterable[str], *, count_hits: bool = True) -> dict[str, ChatResponse]:
-        """Cached responses for the keys present (flagged ``cached=True``)."""
+        """Cached responses for the keys present (flagged ``cached=True``). Hits are counted
+        unless the cache is read-only."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, ChatResponse] = {}
-        with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
+        with self._reading():
+            for chunk in _chunks(wanted):
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
                     f"SELECT key, response, attempts FROM responses WHERE key IN ({marks})", chunk
@@ -127,10 +416,18 @@ class ResponseCache:
                 for key, blob, attempts in rows:
                     data = json.loads(blob)
                     found[key] = ChatResponse(**data, cached=True, attempts=attempts)
-                if count_hits and rows:
-                    self._conn.execute(
-                        f"UPDATE responses SET hits = hits + 1 WHERE key IN ({marks})", chunk
-                    )
+                if count_hits and rows and not self.read_only:
+                    # Only the rows served: another process may add a key between the two
+                    # statements, and its answer was not served here.
+                    served = [row[0] for row in rows]
+                    try:
+                        self._conn.execute(
+                            "UPDATE responses SET hits = hits + 1 WHERE key IN"
+                            f" ({','.join('?' * len(served))})",
+                            served,
+                        )
+                    except sqlite3.OperationalError as exc:  # disk full: still serve the answers
+                        log.warning("%s: hit counts not updated (%s)", self.path, exc)
         return found
 
     def put(
@@ -142,14 +439,17 @@ class ResponseCache:
         profile: str,
         identity: BackendIdentity,
     ) -> None:
-        """Commit one answered request at once (so a crash loses nothing already paid for)."""
+        """Commit one answered request at once (so a crash loses nothing already paid for).
+
+        The first answer stored for a key stays (with its hit count); the key's failure rows
+        and lease go in the same transaction."""
         if not response.ok:
             raise ValueError("failed responses go to record_failure, not put")
-        with self._lock:
+        with self._writing("store an answer"):
             self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, profile, backend, model, stage, request,"
+                "INSERT INTO responses (key, profile, backend, model, stage, request,"
                 " response, prompt_tokens, completion_tokens, latency_s, attempts, hits, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(key) DO NOTHING",
                 (
                     key,
                     profile,
@@ -165,30 +465,123 @@ class ResponseCache:
                     time.time(),
                 ),
             )
+            self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+            self._conn.execute("DELETE FROM leases WHERE key = ?", (key,))
 
     def record_failure(
         self, key: str, request: ChatRequest, response: ChatResponse, *, profile: str
     ) -> None:
-        with self._lock:
+        """Record a failed request with its reason (and end this process's lease on it)."""
+        with self._writing("record a failure"):
             self._conn.execute(
                 "INSERT INTO failures (key, profile, stage, reason, attempts, created)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (key, profile, request.stage, response.error or "", response.attempts, time.time()),
             )
+            self._conn.execute(
+                "DELETE FROM leases WHERE key = ? AND owner = ?", (key, self._owner.name)
+            )
 
+    # -- leases: one process sends a key, the others wait for its answer ------------------------
+    def claim(self, keys: Iterable[str], *, failed_since: float | None = None) -> list[str]:
+        """Lease the keys that are neither answered nor leased by a live owner (nor, with
+        ``failed_since``, failed since then); the keys now leased by this cache object, in the
+        order given. Stale leases are taken over."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        now = time.time()
+        owner = self._owner
+        with self._writing("lease requests"):
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                held = self._conn.execute(
+                    f"SELECT key, host, pid, expires, owner FROM leases WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                stale = [
+                    key
+                    for key, host, pid, expires, holder in held
+                    if holder != owner.name
+                    and (expires < now or (host == owner.host and not process_alive(pid)))
+                ]
+                self._conn.executemany("DELETE FROM leases WHERE key = ?", [(k,) for k in stale])
+                cutoff = float("inf") if failed_since is None else failed_since
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO leases (key, owner, host, pid, expires)"
+                    " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM responses WHERE key = ?)"
+                    " AND NOT EXISTS (SELECT 1 FROM failures WHERE key = ? AND created >= ?)",
+                    [
+                        (key, owner.name, owner.host, owner.pid, now + self.lease_ttl_s, key, key,
+                         cutoff)
+                        for key in chunk
+                    ],
+                )  # fmt: skip
+            mine: set[str] = set()
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                mine.update(
+                    row[0]
+                    for row in self._conn.execute(
+                        f"SELECT key FROM leases WHERE owner = ? AND key IN ({marks})",
+                        (owner.name, *chunk),
+                    )
+                )
+        return [key for key in wanted if key in mine]
+
+    def renew_leases(self) -> None:
+        """Push back the expiry of every lease this cache object holds."""
+        with self._writing("renew leases"):
+            self._conn.execute(
+                "UPDATE leases SET expires = ? WHERE owner = ?",
+                (time.time() + self.lease_ttl_s, self._owner.name),
+            )
+
+    def release(self, keys: Iterable[str] | None = None) -> None:
+        """End this cache object's leases on ``keys`` (all of them when None)."""
+        with self._writing("release leases"):
+            if keys is None:
+                self._conn.execute("DELETE FROM leases WHERE owner = ?", (self._owner.name,))
+                return
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                self._conn.execute(
+                    f"DELETE FROM leases WHERE owner = ? AND key IN ({marks})",
+                    (self._owner.name, *chunk),
+                )
+
+    def failures_since(self, keys: Iterable[str], since: float) -> dict[str, ChatResponse]:
+        """The latest failure recorded for each key after ``since`` (by any process)."""
+        found: dict[str, ChatResponse] = {}
+        with self._reading():
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                for key, reason, attempts in self._conn.execute(
+                    f"SELECT key, reason, attempts FROM failures WHERE created >= ?"
+                    f" AND key IN ({marks}) ORDER BY id",
+                    (since, *chunk),
+                ):
+                    found[key] = ChatResponse(text="", error=reason, attempts=attempts)
+        return found
+
+    # -- reading --------------------------------------------------------------------------------
     def keys(self) -> set[str]:
-        with self._lock:
+        with self._reading():
             return {row[0] for row in self._conn.execute("SELECT key FROM responses")}
 
     def failures(self) -> pd.DataFrame:
-        with self._lock:
+        """Outstanding failures (requests with no answer yet), oldest first."""
+        with self._reading():
             return pd.read_sql_query(
-                "SELECT key, profile, stage, reason, attempts FROM failures ORDER BY id", self._conn
+                "SELECT key, profile, stage, reason, attempts FROM failures"
+                " WHERE key NOT IN (SELECT key FROM responses) ORDER BY id",
+                self._conn,
             )
 
     def stats(self) -> pd.DataFrame:
-        """Calls (paid), hits, tokens, latency and failures by profile and stage."""
-        with self._lock:
+        """Calls (paid), hits, tokens, latency and outstanding failures (requests still without
+        an answer) by profile and stage."""
+        with self._reading():
             answered = pd.read_sql_query(
                 "SELECT profile, stage, COUNT(*) AS calls, SUM(hits) AS hits,"
                 " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,"
@@ -197,7 +590,8 @@ class ResponseCache:
                 self._conn,
             )
             failed = pd.read_sql_query(
-                "SELECT profile, stage, COUNT(*) AS failures FROM failures GROUP BY profile, stage",
+                "SELECT profile, stage, COUNT(DISTINCT key) AS failures FROM failures"
+                " WHERE key NOT IN (SELECT key FROM responses) GROUP BY profile, stage",
                 self._conn,
             )
         merged = answered.merge(failed, on=["profile", "stage"], how="outer")

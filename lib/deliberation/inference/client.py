@@ -3,30 +3,54 @@
 ``CachedClient.generate(requests)`` serves what the cache holds, sends each distinct missing
 request once, commits every answer the moment it arrives, records failures with their reason,
 and returns one response per request in the order given.
+
+Paid answers are never lost:
+
+* Another process sharing the cache file: each missing request is leased first
+  (:meth:`ResponseCache.claim`); a request leased by another process is not sent again, its
+  answer (or failure) is awaited from the cache. Leases are renewed while sending and released
+  on the way out, however the batch ends.
+* An interrupt or crash mid-batch: every answer received so far is in the cache before the
+  exception propagates (they are written as they arrive).
+* A failed write (disk full): the answer is kept in memory and the write retried as later
+  answers arrive and, at the end of the batch, every few seconds for up to ``write_retry_s``;
+  the warning names the cache file. Only then does :class:`CacheWriteError` propagate, carrying
+  the unwritten answers in ``unwritten``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 
 from tqdm.auto import tqdm
 
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse
-from deliberation.inference.cache import ResponseCache, request_key
+from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
 
 log = logging.getLogger(__name__)
 
 
 class CachedClient:
     def __init__(
-        self, backend: Backend, cache: ResponseCache, *, profile: str, progress: bool = True
+        self,
+        backend: Backend,
+        cache: ResponseCache,
+        *,
+        profile: str,
+        progress: bool = True,
+        write_retry_s: float = 300.0,
+        poll_s: float = 0.2,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.profile = profile
         self.progress = progress
+        self.write_retry_s = write_retry_s
+        self.poll_s = poll_s
 
     def key(self, request: ChatRequest) -> str:
         return request_key(self.backend, request)
@@ -38,7 +62,6 @@ class CachedClient:
         for key, request in zip(keys, requests, strict=True):
             if key not in results and key not in pending:
                 pending[key] = request
-        miss_keys = list(pending)
         miss_requests = list(pending.values())
         log.info(
             "%s: %d requests, %d cached, %d to send",
@@ -48,7 +71,13 @@ class CachedClient:
             len(miss_requests),
         )
         if miss_requests:
-            self._send(miss_keys, miss_requests, results, desc)
+            if self.cache.read_only:
+                raise CacheWriteError(
+                    self.cache.path,
+                    f"{len(miss_requests)} of {len(requests)} requests ({desc or 'generate'}) are"
+                    " not in this read-only cache; sending them needs write access",
+                )
+            self._send_once_across_processes(pending, results, desc)
         out: list[ChatResponse] = []
         seen: set[str] = set()
         for key in keys:
@@ -60,6 +89,37 @@ class CachedClient:
             out.append(response)
         return out
 
+    def _send_once_across_processes(
+        self, pending: dict[str, ChatRequest], results: dict[str, ChatResponse], desc: str
+    ) -> None:
+        """Send the requests no other process is sending; wait for the others' answers."""
+        todo = dict(pending)
+        started = time.time()
+        delay = self.poll_s
+        with _LeaseKeeper(self.cache):
+            while todo:
+                mine = self.cache.claim(todo, failed_since=started)
+                if mine:
+                    self._send(mine, [todo.pop(key) for key in mine], results, desc)
+                    delay = self.poll_s
+                if not todo:
+                    break
+                # The rest is (or was) leased by another process: take its answers or failures.
+                arrived = self.cache.get_many(todo)
+                failed = self.cache.failures_since(set(todo) - set(arrived), started)
+                for key, response in (*arrived.items(), *failed.items()):
+                    results[key] = response
+                    del todo[key]
+                if todo and not mine:
+                    if delay == self.poll_s:  # once per wait, not per poll
+                        log.info(
+                            "%d requests are being sent by another process using %s; waiting",
+                            len(todo),
+                            self.cache.path,
+                        )
+                    time.sleep(delay)
+                    delay = min(delay * 1.5, 2.0)
+
     def _send(
         self,
         keys: list[str],
@@ -67,29 +127,35 @@ class CachedClient:
         results: dict[str, ChatResponse],
         desc: str,
     ) -> None:
-        written: set[int] = set()
+        done: set[int] = set()
+        held: dict[int, ChatResponse] = {}  # received, not yet in the cache (a write failed)
+        warned: list[CacheWriteError] = []
         bar = tqdm(total=len(requests), desc=desc or "model calls", disable=not self.progress)
 
+        def write_held() -> None:
+            for index in sorted(held):
+                self._write(keys[index], requests[index], held[index])
+                del held[index]
+
         def commit(index: int, response: ChatResponse) -> None:
-            if index in written:
+            if index in done:
                 return
-            if response.ok:
-                self.cache.put(
-                    keys[index],
-                    requests[index],
-                    response,
-                    profile=self.profile,
-                    identity=self.backend.identity,
-                )
-            else:
-                self.cache.record_failure(
-                    keys[index], requests[index], response, profile=self.profile
-                )
-            written.add(index)
+            done.add(index)
+            held[index] = response
             bar.update(1)
+            try:
+                write_held()
+            except CacheWriteError as exc:
+                if not warned:
+                    log.error("%s; keeping the answers in memory and retrying", exc)
+                    warned.append(exc)
 
         try:
             responses = self.backend.generate(requests, on_response=commit)
+        except BaseException:
+            # Interrupted or crashed: what arrived is written before the error goes on.
+            self._write_patiently(held, write_held, keys, requests)
+            raise
         finally:
             bar.close()
         if len(responses) != len(requests):
@@ -100,6 +166,7 @@ class CachedClient:
         for index, response in enumerate(responses):
             commit(index, response)  # backends that do not stream still get every row written
             results[keys[index]] = response
+        self._write_patiently(held, write_held, keys, requests)
         failed = sum(not r.ok for r in responses)
         if failed:
             log.warning(
@@ -107,3 +174,74 @@ class CachedClient:
                 failed,
                 len(requests),
             )
+
+    def _write(self, key: str, request: ChatRequest, response: ChatResponse) -> None:
+        if response.ok:
+            self.cache.put(
+                key, request, response, profile=self.profile, identity=self.backend.identity
+            )
+        else:
+            self.cache.record_failure(key, request, response, profile=self.profile)
+
+    def _write_patiently(
+        self,
+        held: dict[int, ChatResponse],
+        write_held: Callable[[], None],
+        keys: list[str],
+        requests: list[ChatRequest],
+    ) -> None:
+        """Retry writing the held answers for up to ``write_retry_s`` (time to free space)."""
+        deadline = time.monotonic() + self.write_retry_s
+        wait = 1.0
+        while held:
+            try:
+                write_held()
+            except CacheWriteError as exc:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    error = CacheWriteError(
+                        exc.path,
+                        f"{len(held)} received answers are not stored after retrying for"
+                        f" {self.write_retry_s:g} s (last error: {exc.problem}); they are in this"
+                        " error's .unwritten",
+                        disk_full=exc.disk_full,
+                    )
+                    error.unwritten = [(requests[i], held[i]) for i in sorted(held)]
+                    raise error from exc
+                log.warning(
+                    "%s; %d received answers held in memory, retrying in %.0f s"
+                    " (free space on that disk; Ctrl-C abandons them)",
+                    exc,
+                    len(held),
+                    min(wait, remaining),
+                )
+                time.sleep(min(wait, remaining))
+                wait = min(wait * 2, 30.0)
+
+
+class _LeaseKeeper:
+    """Renews this cache object's leases while a batch is sent; releases them on exit."""
+
+    def __init__(self, cache: ResponseCache) -> None:
+        self.cache = cache
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cache-leases", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.cache.lease_ttl_s / 4):
+            try:
+                self.cache.renew_leases()
+            except CacheWriteError as exc:
+                log.warning("%s (leases expire on their own)", exc)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.cache.release()
+        except CacheWriteError as error:
+            log.warning("%s (leases expire on their own)", error)

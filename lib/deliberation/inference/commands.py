@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _cache_stats(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from deliberation.inference.cache import ResponseCache
+    from deliberation.inference.cache import CacheFileError, ResponseCache
 
     files = args.paths or sorted(paths.cache_dir().glob("*.sqlite"))
     if not files:
@@ -42,7 +42,12 @@ def _cache_stats(args: argparse.Namespace) -> int:
         if not file.is_file():
             print(f"{file}: no such cache file")
             return 2
-        with ResponseCache(file) as cache:
+        try:  # read-only: inspecting a cache never changes it (nor creates or migrates one)
+            cache = ResponseCache(file, read_only=True)
+        except CacheFileError as exc:
+            print(exc)
+            return 2
+        with cache:
             frame = cache.stats()
         frame.insert(0, "cache", file.name)
         frames.append(frame)

@@ -23,7 +23,6 @@ client and nowhere else: not to the cache key, logs, reprs or error messages.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import email.utils
 import json
@@ -51,6 +50,7 @@ from deliberation.inference.base import (
     OnResponse,
     transport_only,
 )
+from deliberation.inference.interrupts import BatchStop, run_batch
 from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
     ServerStructuredMode,
@@ -298,20 +298,25 @@ class OpenAIBackend(Backend):
         self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
     ) -> list[ChatResponse]:
         """Send the batch and wait for every response. Works inside a running event loop
-        (Jupyter) by running the batch on a worker thread with its own loop."""
+        (Jupyter): the batch runs on its own loop in a worker thread. Ctrl-C stops sending at
+        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``)."""
         if not requests:
             return []
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.agenerate(requests, on_response))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openai-batch") as pool:
-            return pool.submit(asyncio.run, self.agenerate(requests, on_response)).result()
+        return run_batch(lambda stop: self._run(requests, on_response, stop))
 
     async def agenerate(
         self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
     ) -> list[ChatResponse]:
         """The batch as a coroutine; ``on_response`` runs on the loop's thread as each ends."""
+        return [r for r in await self._run(requests, on_response, None) if r is not None]
+
+    async def _run(
+        self,
+        requests: Sequence[ChatRequest],
+        on_response: OnResponse | None,
+        stop: BatchStop | None,
+    ) -> list[ChatResponse | None]:
+        """One response per request; None for a request a stop kept from being sent."""
         semaphore = asyncio.Semaphore(self.concurrency)
         client = openai.AsyncOpenAI(
             base_url=self.base_url,
@@ -320,9 +325,9 @@ class OpenAIBackend(Backend):
             timeout=self.timeout_s,
         )
 
-        async def one(index: int, request: ChatRequest) -> ChatResponse:
-            response = await self._complete(client, semaphore, index, request)
-            if on_response is not None:
+        async def one(index: int, request: ChatRequest) -> ChatResponse | None:
+            response = await self._complete(client, semaphore, index, request, stop)
+            if response is not None and on_response is not None:
                 on_response(index, response)
             return response
 
@@ -336,7 +341,8 @@ class OpenAIBackend(Backend):
         semaphore: asyncio.Semaphore,
         index: int,
         request: ChatRequest,
-    ) -> ChatResponse:
+        stop: BatchStop | None = None,
+    ) -> ChatResponse | None:
         rng: np.random.Generator | None = None  # made on the first retry only
         history: Counter[str] = Counter()
         started = time.perf_counter()
@@ -344,6 +350,8 @@ class OpenAIBackend(Backend):
         while True:
             attempts += 1
             async with semaphore:
+                if stop is not None and stop.is_set():
+                    return None  # interrupted: send nothing more (not a failure of the request)
                 attempt_started = time.perf_counter()
                 try:
                     response = await self._attempt(client, request)
@@ -362,7 +370,10 @@ class OpenAIBackend(Backend):
                 "request %d (%s): %s; retry %d of %d in %.3f s",
                 index, request.stage, last.reason, attempts, self.retry.max_retries, wait,
             )  # fmt: skip
-            await asyncio.sleep(wait)
+            if stop is None:
+                await asyncio.sleep(wait)
+            elif await stop.sleep(wait):
+                return None
 
     def _failed(
         self,

@@ -1,4 +1,4 @@
-"""The ``vllm`` backend: offline ``vllm.LLM`` on local GPUs, every request of a stage in one call.
+"""The ``vllm`` backend: offline ``vllm.LLM`` on local GPUs, a stage's requests in a few large calls.
 
 A profile supplies the options (see :class:`VLLMOptions`); multi-GPU runs use vLLM's own
 ``tensor_parallel_size`` / ``pipeline_parallel_size`` / ``distributed_executor_backend``
@@ -14,17 +14,21 @@ Behaviour worth knowing:
   then gets :func:`~deliberation.inference.seeds.derive_seed` of it.
 * The engine is built on the first :meth:`VLLMBackend.generate` call that has work, so a run
   whose answers are all cached never loads the weights.
-* ``latency_s`` of each response is the batch wall time divided evenly among its requests
+* A stage is sent in chunks of ``chunk_size`` requests (one ``LLM.chat`` call each), and each
+  chunk's answers go to ``on_response`` (the cache) as soon as the chunk returns, so a crash
+  loses at most the chunk in progress and a rerun resumes from the next uncached request.
+* ``latency_s`` of each response is the chunk's wall time divided evenly among its requests
   (offline batching gives no per-request timing).
 * An answer that fails to parse against its structured spec is still a valid response
   (``error`` None) whose ``parsed`` is None; the experiment layer counts it as invalid.
-* If vLLM rejects the batch with a ``ValueError`` (e.g. one prompt longer than
-  ``max_model_len``), the requests are retried one call each so only the bad ones fail, with
+* If vLLM rejects a chunk with a ``ValueError`` (e.g. one prompt longer than
+  ``max_model_len``), its requests are retried one call each so only the bad ones fail, with
   ``error`` set; other exceptions (out of memory, CUDA errors) propagate.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import logging
@@ -102,6 +106,11 @@ class VLLMOptions(BaseModel):
     # {"reasoning_effort": "low"} for gpt-oss).
     chat_template_kwargs: dict[str, Any] | None = None
     use_tqdm: StrictBool = transport_only(True)
+    # Requests per LLM.chat call. Each chunk is cached as it finishes, so an engine failure
+    # (out of memory, CUDA error) loses at most one chunk and a rerun resumes from there;
+    # larger chunks keep the engine's batch fuller near a chunk's end. Answers do not depend
+    # on it (every request carries its own seed), so it is not part of the cache key.
+    chunk_size: Annotated[StrictInt, Field(gt=0)] = transport_only(512)
     engine_extra: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("engine_extra")
@@ -199,6 +208,11 @@ def response_from_output(request: ChatRequest, output: Any, latency_s: float) ->
     )
 
 
+def _shifted(on_response: OnResponse, offset: int, index: int, response: ChatResponse) -> None:
+    """``on_response`` with a chunk's index turned back into the batch's."""
+    on_response(offset + index, response)
+
+
 class VLLMBackend(Backend):
     """Offline vLLM: one ``LLM.chat`` call per :meth:`generate`, one ``SamplingParams`` per request."""
 
@@ -273,6 +287,22 @@ class VLLMBackend(Backend):
 
     def generate(
         self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
+    ) -> list[ChatResponse]:
+        """Send the requests chunk by chunk; each chunk reaches ``on_response`` as it ends."""
+        responses: list[ChatResponse] = []
+        size = self.options.chunk_size
+        for start in range(0, len(requests), size):
+            chunk = requests[start : start + size]
+            deliver = None
+            if on_response is not None:
+                deliver = functools.partial(_shifted, on_response, start)
+            responses.extend(self._generate_chunk(chunk, deliver))
+            if len(requests) > size:
+                logger.info("vLLM: %d of %d requests done", len(responses), len(requests))
+        return responses
+
+    def _generate_chunk(
+        self, requests: Sequence[ChatRequest], on_response: OnResponse | None
     ) -> list[ChatResponse]:
         if not requests:
             return []

@@ -61,9 +61,20 @@ def _check_count(n_permutations: int) -> None:
         raise ValueError(f"n_permutations must be a positive integer, not {n_permutations!r}")
 
 
-def _permuted(values: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` independent random permutations of ``values`` as rows of an (n, len) array."""
-    return rng.permuted(np.broadcast_to(values, (n, values.size)), axis=1)
+def _permuted(
+    values: np.ndarray, n: int, rng: np.random.Generator, strata: np.ndarray | None = None
+) -> np.ndarray:
+    """``n`` independent random permutations of ``values`` as rows of an (n, len) array; with
+    ``strata`` (one integer code per value), values move only within their stratum."""
+    if strata is None:
+        return rng.permuted(np.broadcast_to(values, (n, values.size)), axis=1)
+    # Sorting (stratum + a uniform draw) shuffles within strata and keeps each stratum's slots.
+    order = np.argsort(strata, kind="stable")
+    keys = rng.random((n, values.size)) + strata[order]
+    shuffled = order[np.argsort(keys, axis=1)]
+    out = np.empty((n, values.size), dtype=values.dtype)
+    out[:, order] = values[shuffled]
+    return out
 
 
 @dataclass(frozen=True)
@@ -151,6 +162,7 @@ def max_statistic_test(
     n_permutations: int = 10_000,
     seed: int | np.random.SeedSequence = 0,
     alternative: Alternative = "two-sided",
+    block: str | None = None,
 ) -> MaxStatisticResult:
     """Test every arm of one problem against ``reference`` at once, by the max statistic.
 
@@ -158,12 +170,14 @@ def max_statistic_test(
     shown) and ``reference`` the baseline (e.g. the full pool, or the no-message solver). Each
     arm's effect is mean(outcome | arm) - mean(outcome | reference). Under the null that no
     message matters all rows are exchangeable, so outcomes are permuted across the problem's
-    rows and the null of max over arms of the (signed per ``alternative``) effect gives
-    family-wise adjusted p-values.
+    rows (with ``block``: only within each replay block, the design of repeated replays) and the
+    null of max over arms of the (signed per ``alternative``) effect gives family-wise adjusted
+    p-values.
     """
     _check_count(n_permutations)
     what = "max_statistic_test"
-    require_columns(frame, [arm, outcome], what)
+    require_columns(frame, [arm, outcome] + ([block] if block else []), what)
+    strata = pd.factorize(frame[block], sort=True)[0] if block else None
     y = numeric_values(frame, outcome, what)
     labels = frame[arm].to_numpy()
     if not (labels == reference).any():
@@ -185,7 +199,7 @@ def max_statistic_test(
     chunk = max(1, _BLOCK_ENTRIES // y.size)
     for start in range(0, n_permutations, chunk):
         stop = min(n_permutations, start + chunk)
-        null_scores = _extremeness(_permuted(y, stop - start, rng) @ design, alternative)
+        null_scores = _extremeness(_permuted(y, stop - start, rng, strata) @ design, alternative)
         null_max[start:stop] = null_scores.max(axis=1)
         tolerance = _TIE_TOLERANCE * np.maximum(1.0, np.abs(score))
         exceed_raw += np.count_nonzero(null_scores >= score - tolerance, axis=0)
@@ -231,8 +245,10 @@ def max_statistic_by_problem(
     n_permutations: int = 10_000,
     seed: int = 0,
     alternative: Alternative = "two-sided",
+    block: str | None = None,
 ) -> ProblemPermutationTests:
-    """``max_statistic_test`` for each problem, then BH across problems' p-values.
+    """``max_statistic_test`` for each problem (within ``block`` if given), then BH across
+    problems' p-values.
 
     Each problem's permutations are seeded from (``seed``, problem id), so a problem's p-value
     does not change when other problems are added or removed.
@@ -248,6 +264,7 @@ def max_statistic_by_problem(
             n_permutations=n_permutations,
             seed=problem_seed(seed, name),
             alternative=alternative,
+            block=block,
         )
         table = result.arms
         top = int(np.argmax(_extremeness(table["effect"].to_numpy(), alternative)))

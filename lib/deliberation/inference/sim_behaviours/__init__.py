@@ -4,6 +4,7 @@ modules import ``deliberation.inference.sim_registry`` only, never the sim backe
 
 from deliberation.inference.sim_behaviours import (  # noqa: F401
     crossprofile,
+    dhd,
     hiddenbench,
     plumbing,
 )
