@@ -16,17 +16,34 @@ COMMAND_MODULES = [
     "deliberation.inference.commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
+    "deliberation.memory_runs.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
 # summary for the user (tests check the two agree).
 COMMANDS = {
     "data": "download the DHD benchmark files, verify their checksums, list their sources",
-    "verify": "check CrossProfile templates (default: the whole bank)",
+    "crossprofile": "check the CrossProfile templates (verify) and measure surface cues (audit)",
+    "verify": "old spelling of `crossprofile verify` (kept as an alias)",
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
+    "run": "run an experiment grid through the response cache (crossprofile, hiddenbench)",
 }
+
+
+def command_group(
+    subparsers: argparse._SubParsersAction, name: str, help: str
+) -> argparse._SubParsersAction:
+    """The subparsers of a command that several areas extend (``deliberation run crossprofile``
+    beside ``run dhd``): created by the first area that asks, shared by the others."""
+    parser = subparsers.choices.get(name)
+    if parser is None:
+        parser = subparsers.add_parser(name, help=help)
+        parser.set_defaults(func=lambda args: parser.print_help() or 2)
+        parser._group_subparsers = parser.add_subparsers(dest=f"{name}_command")  # type: ignore[attr-defined]
+    return parser._group_subparsers  # type: ignore[attr-defined]
+
 
 DESCRIPTION = """\
 Reproducible companion to the papers "Rare, Relevant, and Still Wrong" (CrossProfile) and
@@ -38,7 +55,8 @@ inspect what the notebooks use."""
 EPILOG = """\
 examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
-  deliberation verify              check every CrossProfile template
+  deliberation crossprofile verify check every CrossProfile template
+  deliberation run crossprofile --profile sim --out rows.csv   one experiment grid
   deliberation cache stats         what the response caches hold
   deliberation serve-sim --port 0  the sim behind an OpenAI-compatible endpoint
 

@@ -24,7 +24,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -58,6 +58,22 @@ class Sampling(_Strict):
     max_tokens: int = Field(512, gt=0)
 
 
+class MemoryGridOptions(_Strict):
+    """The grid of a memory run (``deliberation run crossprofile|hiddenbench``; the command's
+    options override it). Policy and tag names are checked when the grid is built."""
+
+    policies: tuple[str, ...] | None = Field(
+        None, description="memory policies; none given: every policy the benchmark supports"
+    )
+    budgets: tuple[float, ...] = Field((0.4, 0.6, 0.8), description="budget fractions r")
+    item_limit: int = Field(7, ge=0, description="fixed item count of the control; 0: none")
+    tags: tuple[str, ...] = ("keep", "remove", "shuffle")
+    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
+    limit: int | None = Field(
+        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
+    )
+
+
 class DHDOptions(_Strict):
     """The DHD experiment (``deliberation run dhd``, notebooks 07-08)."""
 
@@ -77,9 +93,11 @@ class DHDOptions(_Strict):
 
 
 class ExperimentOptions(_Strict):
-    """Sizes that differ between a full run and a smoke run."""
+    """Sizes that differ between a full run and a smoke run, and the memory-run grids."""
 
     smoke_items: int = Field(20, gt=0)
+    crossprofile: MemoryGridOptions = MemoryGridOptions()
+    hiddenbench: MemoryGridOptions = MemoryGridOptions()
     dhd: DHDOptions = DHDOptions()
 
 
