@@ -1,0 +1,1 @@
+"""DHD (Wrong-but-Useful) experiment code: prompts now, the experiment stages as they land."""
