@@ -603,3 +603,54 @@ def test_malformed_omnimath_line_names_file_and_record(shared, tmp_path):
         DatasetFormatError, match=r"omni_math_rule\.jsonl, record 20: invalid JSON on line 21"
     ):
         load("omnimath", root)
+
+
+def _blank_question(root: Path, name: str, value: object) -> str:
+    """Set one real record's question to ``value``; returns the 'file, record N' it must name."""
+    if name == "jeebench":
+        path = root / "dataset.json"
+        records = json.loads(path.read_text(encoding="utf-8"))
+        records[7]["question"] = value
+        path.write_text(json.dumps(records), encoding="utf-8")
+        return r"dataset\.json, record 7: field 'question'"
+    if name == "scibench":
+        path = root / "quan.json"
+        records = json.loads(path.read_text(encoding="utf-8"))
+        records[3]["problem_text"] = value
+        path.write_text(json.dumps(records), encoding="utf-8")
+        return r"quan\.json, record 3: field 'problem_text'"
+    if name == "mascqa":
+        path = root / "mascqa-eval.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        first_topic = next(iter(data))
+        data[first_topic]["questions"][2] = value
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return (
+            rf"mascqa-eval\.json, record 2: field '{re.escape(first_topic)}\.questions \(G-[^)]+\)'"
+        )
+    if name == "labbench":
+        path = root / "SeqQA" / "RE-seq-numfrags-v1-public.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        record = json.loads(lines[4])
+        record["question"] = value
+        lines[4] = json.dumps(record)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return r"RE-seq-numfrags-v1-public\.jsonl, record 4: field 'question'"
+    path = root / "omni_math_rule.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[9])
+    record["problem"] = value
+    lines[9] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return r"omni_math_rule\.jsonl, record 9: field 'problem'"
+
+
+@pytest.mark.parametrize("value", [None, "", "   \n"])
+@pytest.mark.parametrize("name", list(datasets.BENCHMARKS))
+def test_an_empty_or_null_question_is_an_error_naming_file_and_record(
+    shared, tmp_path, name, value
+):
+    root = _copy(shared, name, tmp_path)
+    where = _blank_question(root, name, value)
+    with pytest.raises(DatasetFormatError, match=where + r": (expected text, got null|empty)"):
+        load(name, root)

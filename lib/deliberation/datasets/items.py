@@ -76,6 +76,22 @@ class DatasetFormatError(ValueError):
         self.record = record
 
 
+def required_text(
+    value: object, path: str | Path, field: str, record: int | None, label: str = "record"
+) -> str:
+    """A text field that must hold text: null, non-text or blank is an error naming file and record.
+
+    (``str(None)`` would otherwise turn a missing question into the question "None".)
+    """
+    if value is None or not isinstance(value, str | int | float) or isinstance(value, bool):
+        kind = "null" if value is None else type(value).__name__
+        raise DatasetFormatError(path, f"field {field!r}: expected text, got {kind}", record, label)
+    text = str(value).strip()
+    if not text:
+        raise DatasetFormatError(path, f"field {field!r}: empty", record, label)
+    return text
+
+
 def read_json(path: Path) -> Any:
     """A whole JSON file; invalid JSON is a :class:`DatasetFormatError` naming the file."""
     try:

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    Item,
+    make_meta,
+    read_json,
+    required_text,
+)
 
 NAME = "jeebench"
 FILE = "dataset.json"
@@ -48,7 +55,8 @@ def _item(record: object, path: Path, position: int) -> Item:
         raise DatasetFormatError(path, f"field 'type': unknown type {kind!r}", position)
     if record["subject"] not in _SUBJECTS:
         raise DatasetFormatError(path, f"field 'subject': unknown {record['subject']!r}", position)
-    gold = str(record["gold"]).strip()
+    gold = required_text(record["gold"], path, "gold", position)
+    question = required_text(record["question"], path, "question", position)
     answer_type = _TYPES[kind]
     if answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
         if not gold or set(gold) - set("ABCD"):
@@ -64,7 +72,7 @@ def _item(record: object, path: Path, position: int) -> Item:
         id=f"{NAME}:{record['description']}:{record['index']}",
         benchmark=NAME,
         subject=record["subject"],
-        question=str(record["question"]),
+        question=question,
         gold=gold,
         answer_type=answer_type,
         source_file=FILE,

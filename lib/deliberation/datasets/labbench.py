@@ -36,6 +36,7 @@ from deliberation.datasets.items import (
     DatasetNotFoundError,
     Item,
     make_meta,
+    required_text,
 )
 
 NAME = "labbench"
@@ -99,16 +100,16 @@ def _item(record: object, path: Path, position: int, subset: str, root: Path) ->
         raise DatasetFormatError(
             path, "field 'distractors': expected a non-empty list of strings", position
         )
-    ideal = str(record["ideal"])
-    if not ideal.strip():
-        raise DatasetFormatError(path, "field 'ideal': empty", position)
+    required_text(record["ideal"], path, "ideal", position)
+    ideal = str(record["ideal"])  # kept as written: it is an option's text
+    question = required_text(record["question"], path, "question", position)
     item_id = f"lab-bench:{subset}:{record['id']}"
     options, dropped = shuffled_options(item_id, ideal, distractors)
     return Item(
         id=item_id,
         benchmark=NAME,
         subject=subset,
-        question=str(record["question"]).strip(),
+        question=question,
         gold=_letter(options.index(ideal)),
         answer_type=AnswerType.MCQ_SINGLE,
         options=options,

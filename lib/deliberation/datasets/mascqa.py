@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    Item,
+    make_meta,
+    read_json,
+    required_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +151,10 @@ def read_records(root: Path) -> list[tuple[int, str, str, str, str]]:
                 path, f"topic {topic!r}: needs parallel lists 'qids', 'qstr', 'questions'"
             )
         for qid, question_type, text in zip(*lists, strict=True):
-            records.append((len(records), topic, str(qid).strip(), str(question_type), str(text)))
+            record = len(records)
+            qid = required_text(qid, path, f"{topic}.qids", record)
+            text = required_text(text, path, f"{topic}.questions ({qid})", record)
+            records.append((record, topic, qid, str(question_type), text))
     return records
 
 

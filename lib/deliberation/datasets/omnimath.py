@@ -35,6 +35,7 @@ from deliberation.datasets.items import (
     DatasetNotFoundError,
     Item,
     make_meta,
+    required_text,
 )
 from deliberation.dhd.prompts import JUDGE_CHOICES, JUDGE_STAGE, JUDGE_SYSTEM, JUDGE_USER
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
@@ -87,8 +88,8 @@ def _records(path: Path) -> list[tuple[int, dict]]:
             missing = [f for f in _FIELDS if f not in record]
             if missing:
                 raise DatasetFormatError(path, f"missing field(s) {missing}", position)
-            if not str(record["answer"]).strip():
-                raise DatasetFormatError(path, "field 'answer': empty", position)
+            for field in _FIELDS:
+                record[field] = required_text(record[field], path, field, position)
             records.append((position, record))
     return records
 

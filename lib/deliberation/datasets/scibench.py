@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deliberation.datasets.extract import normalize_numeric_text, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    Item,
+    make_meta,
+    read_json,
+    required_text,
+)
 
 NAME = "scibench"
 SOURCES = (
@@ -84,7 +91,7 @@ def _item(record: object, path: Path, position: int, source: str, duplicated: se
     missing = [f for f in _FIELDS if f not in record]
     if missing:
         raise DatasetFormatError(path, f"missing field(s) {missing}", position)
-    gold = str(record["answer_number"]).strip()
+    gold = required_text(record["answer_number"], path, "answer_number", position)
     try:
         float(normalize_numeric_text(gold))
     except ValueError:
@@ -93,7 +100,7 @@ def _item(record: object, path: Path, position: int, source: str, duplicated: se
         ) from None
     unit = str(record["unit"]).strip()
     spoken_unit = prompt_unit(unit)
-    question = str(record["problem_text"]).strip()
+    question = required_text(record["problem_text"], path, "problem_text", position)
     if spoken_unit:
         question = f"{question} The unit of the answer is {spoken_unit}."
     problem_id = str(record["problemid"]).strip()
