@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.datasets.extract import parse_letters, parse_reply_number
+from deliberation.datasets.extract import letters_in, parse_number, read_answer
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
+    Grade,
     Item,
+    grades_timeouts_as_failures,
     make_meta,
     read_json,
     required_text,
@@ -106,15 +108,22 @@ def score_letters(gold: str, chosen: frozenset[str] | None, multiple: bool) -> f
     return 0.0
 
 
-def grade(item: Item, prediction: str) -> float:
+@grades_timeouts_as_failures
+def grade(item: Item, prediction: str) -> Grade:
     """Official JEEBench score of a model reply (see the module docstring)."""
     if item.answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
-        chosen = parse_letters(prediction, "ABCD")
-        return score_letters(item.gold, chosen, item.answer_type is AnswerType.MCQ_MULTIPLE)
-    value = parse_reply_number(prediction)
-    if value is None:
-        return 0.0
-    return 1.0 if abs(float(item.gold) - value) <= TOLERANCE + _FLOAT_SLACK else 0.0
+        found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
+        if found is None:
+            return Grade(0.0)
+        chosen, where = found
+        multiple = item.answer_type is AnswerType.MCQ_MULTIPLE
+        return Grade(score_letters(item.gold, chosen, multiple), where.text)
+    found = read_answer(prediction, parse_number)
+    if found is None:
+        return Grade(0.0)
+    value, where = found
+    correct = abs(float(item.gold) - value) <= TOLERANCE + _FLOAT_SLACK
+    return Grade(1.0 if correct else 0.0, where.text)
 
 
 def render_answer(item: Item) -> str:

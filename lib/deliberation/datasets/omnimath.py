@@ -3,9 +3,19 @@
 Subsets (files under the benchmark root):
 
 - ``rule`` (default): ``omni_math_rule.jsonl``, the authors' 2,821-problem subset whose answers
-  can be checked by rule (KbsdJames/omni-math-rule). Checked by symbolic equivalence with
-  math-verify (see :mod:`deliberation.datasets.symbolic` for its thread-safety handling), so a
-  LaTeX answer equal in value but written differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
+  can be checked by rule (KbsdJames/omni-math-rule). Equivalence is decided by math-verify
+  (HuggingFace) on the reply's final answer (read by :mod:`~deliberation.datasets.extract`, one
+  precedence for every benchmark), run in a worker process with a hard time limit (see
+  :mod:`deliberation.datasets.symbolic`), so a LaTeX answer equal in value but written
+  differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
+
+  **Not the official checker.** Omni-MATH-Rule's own evaluation uses the Qwen2.5-Math
+  ``math_equal`` checker. The two disagree on some answers: on 44 probe cases math-verify was
+  right on 39 and ``math_equal`` on 32; ``math_equal`` accepts ``115441`` for ``115440`` and
+  ``6`` for ``6, -10/3``, both of which math-verify rejects. Scores here are therefore not directly comparable with numbers reported
+  with the official checker: expect slightly lower accuracy on near-miss numbers and partial
+  lists, and slightly higher where math-verify recognises an equivalent form ``math_equal`` does
+  not.
 - ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
   ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
   copy). Their problems that also appear in the rule subset are rule-checked; the others are
@@ -28,12 +38,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deliberation.datasets import symbolic
-from deliberation.datasets.extract import answer_span, final_answer
+from deliberation.datasets.extract import final_answer, join_digit_groups, read_answer
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
     DatasetNotFoundError,
+    Grade,
     Item,
+    grades_timeouts_as_failures,
     make_meta,
     required_text,
 )
@@ -166,23 +178,43 @@ def needs_judge(item: Item) -> bool:
     return item.answer_type is AnswerType.MATH_JUDGE
 
 
-def grade(item: Item, prediction: str) -> float:
+_MATH_SIGN = re.compile(r"[\d\\^_=+\-/()\[\]{}<>|]")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "0123456789-+-")
+_SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+
+
+def math_span(span: str) -> str | None:
+    """An answer span ready for math-verify, or None when it is prose ("independent of n").
+
+    Digit groups (``18 900``, ``115\\,440``) are joined, unicode superscripts become ``^{...}``
+    and the unicode minus ``-``, as math-verify reads none of these.
+    """
+    if not _MATH_SIGN.search(span) and len(span.split()) > 3:
+        return None
+    span = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", span)
+    return join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
+
+
+@grades_timeouts_as_failures
+def grade(item: Item, prediction: str) -> Grade:
     """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
 
     Raises :class:`JudgeRequired` for a ``MATH_JUDGE`` item whose reply states an answer that
     math-verify does not confirm (a confirmed match needs no judge; a non-match might still be
-    equivalent); a reply with no answer scores 0.0 either way.
+    equivalent); a reply with no answer scores 0.0 either way. A comparison that passes the
+    symbolic time limit gives a failed :class:`Grade` (see :mod:`~deliberation.datasets.symbolic`).
     """
-    span = answer_span(prediction)
-    if span is None:
-        return 0.0
+    found = read_answer(prediction, math_span)
+    if found is None:
+        return Grade(0.0)
+    span, where = found
     if symbolic.equivalent(item.gold, span):
-        return 1.0
+        return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(
             f"{item.id}: not rule-checkable; use judge_request() and parse_judge_reply()"
         )
-    return 0.0
+    return Grade(0.0, where.text)
 
 
 def judge_request(item: Item, prediction: str, *, max_tokens: int = 8) -> ChatRequest:
