@@ -16,9 +16,11 @@ Precedence (one rule for every benchmark):
    number for a numeric one, a non-prose span for a math expression): so a later correction
    ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
    remark such as "the answer is rounded to two decimals" keeps the box.
-4. With no readable candidate, the whole reply is the answer only when it is short
-   (``MAX_BARE_CHARS``) and does not just restate the options; otherwise the reply states no
-   answer (graded 0, or "unanswered" where a benchmark counts that).
+4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J")
+   that is not an option with its text ("(C) The third", as a truncated reply ends) is the
+   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
+   restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
+   unreadable).
 
 Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
 "(A), (B) and (D) since ...", "ABD") and takes the clause after a conclusion word ("A is wrong,
@@ -37,11 +39,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-Source = Literal["boxed", "tagged", "final_line", "answer_phrase", "whole", "none"]
+Source = Literal["boxed", "tagged", "final_line", "answer_phrase", "last_line", "whole", "none"]
 T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
 MAX_BARE_CHARS = 60
+# A last line this short that is not an option with its text ("(C) The third") may be the answer.
+MAX_LAST_LINE_CHARS = 30
 # Longer spans are cut before parsing (an answer is short; this bounds the work per reply).
 MAX_SPAN_CHARS = 2000
 
@@ -74,6 +78,14 @@ _ANSWER_PHRASE = re.compile(
     r"\b(?:(?:correct|right|final|best)\s+(?:answers?|options?|choices?)|answers?)"
     r"\s+(?:is|are|should\s+be|must\s+be|would\s+be|will\s+be|becomes)\b[\s:]*"
     rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
+    re.IGNORECASE,
+)
+# "Hence options A, B and D are correct", "Option (C) is the correct one".
+_CORRECT_CLAIM = re.compile(
+    r"\b(?:(?:options|choices|statements)\s+(?P<many>[(\[]?[A-Za-z][)\]]?"
+    r"(?:\s*(?:,|and|&)\s*(?:and\s+)?[(\[]?[A-Za-z][)\]]?)+)\s+are\s+(?:all\s+)?"
+    r"|(?:option|choice)\s+(?P<one>[(\[]?[A-Za-z][)\]]?)\s+is\s+the\s+)"
+    r"(?:correct|right)\b",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
@@ -192,6 +204,8 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         answer = match.group("answer")
         end = _SENTENCE_END.search(answer)
         found.append((match.start(), answer[: end.start()] if end else answer, "answer_phrase"))
+    for match in _CORRECT_CLAIM.finditer(reply):
+        found.append((match.start(), match.group("many") or match.group("one"), "answer_phrase"))
     found.sort(key=lambda c: c[0])
     return found
 
@@ -202,8 +216,19 @@ def candidates(reply: str) -> list[FinalAnswer]:
         return []
     if _THINK_END in reply:
         reply = reply.rsplit(_THINK_END, 1)[1]
-    found = [FinalAnswer(_clean_span(text), source) for _, text, source in _candidates(reply)]
-    found = [c for c in reversed(found) if c.text]
+    marked = _candidates(reply)
+    found = [FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
+    found = [c for c in found if c.text]
+    body = reply.rstrip()
+    last_start = body.rfind("\n") + 1
+    last = _clean_span(body[last_start:])
+    if (
+        last_start > 0
+        and 0 < len(last) <= MAX_LAST_LINE_CHARS
+        and not _OPTION_LABEL.match(last)
+        and not any(start >= last_start for start, _, _ in marked)  # already a candidate
+    ):
+        found.append(FinalAnswer(last, "last_line"))
     whole = _clean_span(reply)
     if whole and len(whole) <= MAX_BARE_CHARS and not _restates_options(whole):
         found.append(FinalAnswer(whole, "whole"))
@@ -266,7 +291,7 @@ _CONCLUSION = re.compile(
 )
 _OPTION_WORD = re.compile(r"\b(?:option|choice)s?\s+", re.IGNORECASE)
 _OPTION_LABEL = re.compile(
-    r"(?:^|\s)(?:\(\s*[A-Za-z]\s*\)|[A-Z][.)])\s+"
+    r"(?:^|(?<=\s))(?:\(\s*[A-Za-z]\s*\)|[A-Z][.)])\s+"
     r"(?!(?:and|or|since|because|as|is|are|so|both|only)\b)[^\s,;]"
 )
 
@@ -420,7 +445,10 @@ def _power_of_ten(exponent: str) -> float:
     digits = exponent.lstrip("+-").split(".")[0]
     if len(digits) > 4 or abs(float(exponent)) > _MAX_EXPONENT:
         return 0.0 if exponent.startswith("-") else float("inf")
-    return 10.0 ** float(exponent)
+    try:
+        return 10.0 ** float(exponent)
+    except OverflowError:
+        return float("inf")
 
 
 def _scaled_value(match: re.Match[str]) -> float:
