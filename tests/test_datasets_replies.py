@@ -7,6 +7,9 @@ discussed along the way) before the answer. Also: inputs that used to crash or h
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from deliberation import datasets
@@ -278,6 +281,15 @@ def test_a_runaway_symbolic_check_is_a_grading_failure_with_its_reason(items, to
 def test_the_symbolic_worker_is_reused_between_comparisons(items):
     found = omni(items, 887)
     assert score(found, "\\boxed{\\frac{1}{25}}") == 1.0
-    first = symbolic._worker.process.pid
+    first = symbolic.worker_pid()
+    assert first is not None and first != os.getpid()
     assert score(found, "\\boxed{0.04}") == 1.0 and score(found, "\\boxed{0.4}") == 0.0
-    assert symbolic._worker.process.pid == first
+    assert symbolic.worker_pid() == first
+
+
+def test_a_worker_that_died_is_replaced(items):
+    found = omni(items, 887)
+    assert score(found, "\\boxed{0.04}") == 1.0
+    os.kill(symbolic.worker_pid(), signal.SIGKILL)
+    assert score(found, "\\boxed{0.04}") == 1.0  # a fresh worker, nothing lost
+    assert score(found, "\\boxed{0.4}") == 0.0

@@ -58,11 +58,13 @@ _TAG = re.compile(
 )
 _MARKUP = r"[ \t>*_#`\-]*"
 # "Final answer:", "**Answer:** B", "Correct option: B" (anywhere on a line, colon required).
+# Patterns start with a literal word so the scan of a 100 KB reply stays fast (no lookbehind).
 _ANSWER_LINE = re.compile(
-    r"(?<![A-Za-z])(?:(?:proposed|correct|my|best)\s+)?(?:final\s+)?"
-    r"(?:answer(?:\s+(?:choice|option)s?)?|(?<=correct )(?:option|choice)s?)"
-    r"[ \t*_]*(?:[:：]|\bis\b\s*:)[ \t*_]*(?P<answer>[^\n]*)",
+    r"answer(?:\s+(?:choice|option)s?)?[ \t*_]*(?:[:：]|\bis\b\s*:)[ \t*_]*(?P<answer>[^\n]*)",
     re.IGNORECASE,
+)
+_CORRECT_OPTION_LINE = re.compile(
+    r"correct\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)", re.IGNORECASE
 )
 # A heading line "### Final Answer" / "**Final Answer**" / "Answer:" with nothing after it.
 _ANSWER_HEADING = re.compile(
@@ -80,7 +82,8 @@ _ANSWER_PHRASE = re.compile(
     rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
     re.IGNORECASE,
 )
-# "Hence options A, B and D are correct", "Option (C) is the correct one".
+# "Hence options A, B and D are correct", "Option (C) is the correct one"; searched only just
+# before each "correct" / "right", which keeps the scan fast.
 _CORRECT_CLAIM = re.compile(
     r"\b(?:(?:options|choices|statements)\s+(?P<many>[(\[]?[A-Za-z][)\]]?"
     r"(?:\s*(?:,|and|&)\s*(?:and\s+)?[(\[]?[A-Za-z][)\]]?)+)\s+are\s+(?:all\s+)?"
@@ -88,6 +91,8 @@ _CORRECT_CLAIM = re.compile(
     r"(?:correct|right)\b",
     re.IGNORECASE,
 )
+_CLAIM_WORD = re.compile(r"correct|right", re.IGNORECASE)
+_CLAIM_REACH = 80  # characters a claim may span before its "correct"
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|suppose|supposing|assume|assuming|unless|check|checking|not|that)\s+"
@@ -191,7 +196,10 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         found.append((start, content, "boxed"))
     for match in _TAG.finditer(reply):
         found.append((match.start(), match.group("answer") or match.group("xml") or "", "tagged"))
-    for match in _ANSWER_LINE.finditer(reply):
+    lines = [*_ANSWER_LINE.finditer(reply), *_CORRECT_OPTION_LINE.finditer(reply)]
+    for match in lines:
+        if match.start() and reply[match.start() - 1].isalpha():  # "unanswered:", "reanswer"
+            continue
         answer = match.group("answer")
         if not answer.strip(" \t*_"):
             answer = _next_line(reply, match.end() + 1)
@@ -204,8 +212,12 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         answer = match.group("answer")
         end = _SENTENCE_END.search(answer)
         found.append((match.start(), answer[: end.start()] if end else answer, "answer_phrase"))
-    for match in _CORRECT_CLAIM.finditer(reply):
-        found.append((match.start(), match.group("many") or match.group("one"), "answer_phrase"))
+    for word in _CLAIM_WORD.finditer(reply):
+        match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
+        if match:
+            found.append(
+                (match.start(), match.group("many") or match.group("one"), "answer_phrase")
+            )
     found.sort(key=lambda c: c[0])
     return found
 

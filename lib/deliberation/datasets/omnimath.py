@@ -195,6 +195,11 @@ def math_span(span: str) -> str | None:
     return join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
 
 
+def _same_text(gold: str, span: str) -> bool:
+    """Identical up to spacing and ``$``: equal without asking sympy (most right answers)."""
+    return re.sub(r"[\s$]", "", gold) == re.sub(r"[\s$]", "", span)
+
+
 @grades_timeouts_as_failures
 def grade(item: Item, prediction: str) -> Grade:
     """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
@@ -208,7 +213,7 @@ def grade(item: Item, prediction: str) -> Grade:
     if found is None:
         return Grade(0.0)
     span, where = found
-    if symbolic.equivalent(item.gold, span):
+    if _same_text(item.gold, span) or symbolic.equivalent(item.gold, span):
         return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(

@@ -130,17 +130,23 @@ class _Worker:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def call(self, operation: str, args: tuple, timeout: float) -> Any:
+        global _cpu_used
         started_cpu, started = self.cpu_seconds(), time.monotonic()
         self.connection.send((operation, args))
-        while not self.connection.poll(_POLL_S):
-            wall = time.monotonic() - started
-            cpu = self.cpu_seconds()
-            used = wall if cpu is None or started_cpu is None else cpu - started_cpu
-            if used > timeout or wall > WALL_TIMEOUT_S:
-                raise SymbolicTimeout(
-                    f"math-verify {operation} passed the {timeout} s limit "
-                    f"({used:.2f} s {'wall' if cpu is None else 'CPU'}, {wall:.2f} s wall)"
-                )
+        try:
+            while not self.connection.poll(_POLL_S):
+                wall = time.monotonic() - started
+                cpu = self.cpu_seconds()
+                used = wall if cpu is None or started_cpu is None else cpu - started_cpu
+                if used > timeout or wall > WALL_TIMEOUT_S:
+                    raise SymbolicTimeout(
+                        f"math-verify {operation} passed the {timeout} s limit "
+                        f"({used:.2f} s {'wall' if cpu is None else 'CPU'}, {wall:.2f} s wall)"
+                    )
+        finally:
+            ended_cpu = self.cpu_seconds()
+            if ended_cpu is not None and started_cpu is not None:
+                _cpu_used += ended_cpu - started_cpu
         status, value = self.connection.recv()
         if status == "error":
             raise RuntimeError(f"math-verify {operation} failed in the worker: {value}")
@@ -154,6 +160,18 @@ class _Worker:
 
 _lock = threading.Lock()
 _worker: _Worker | None = None
+_cpu_used = 0.0
+
+
+def worker_pid() -> int | None:
+    """Process id of the running worker (None before the first call or after a kill)."""
+    worker = _worker
+    return worker.process.pid if worker is not None and worker.process.is_alive() else None
+
+
+def worker_cpu_seconds() -> float:
+    """CPU seconds the workers have spent on calls so far (0 where ``/proc`` is missing)."""
+    return _cpu_used
 
 
 def start() -> None:
@@ -167,19 +185,24 @@ def start() -> None:
 def _call(operation: str, *args: Any) -> Any:
     global _worker
     with _lock:
-        if _worker is None or not _worker.process.is_alive():
-            _worker = _Worker()
-        try:
-            return _worker.call(operation, args, TIMEOUT_S)
-        except SymbolicTimeout:
-            logger.warning("math-verify %s timed out; worker replaced", operation)
-            _worker.stop()
-            _worker = None
-            raise
-        except (EOFError, BrokenPipeError, ConnectionError) as error:  # worker died (e.g. OOM)
-            _worker.stop()
-            _worker = None
-            raise SymbolicTimeout(f"math-verify worker died during {operation}: {error}") from None
+        for attempt in (1, 2):  # a worker found dead (killed, out of memory) is replaced once
+            if _worker is None or not _worker.process.is_alive():
+                _worker = _Worker()
+            try:
+                return _worker.call(operation, args, TIMEOUT_S)
+            except SymbolicTimeout:
+                logger.warning("math-verify %s timed out; worker replaced", operation)
+                _worker.stop()
+                _worker = None
+                raise
+            except (EOFError, OSError) as error:
+                _worker.stop()
+                _worker = None
+                if attempt == 2:
+                    raise SymbolicTimeout(
+                        f"math-verify worker died twice during {operation}: {error!r}"
+                    ) from None
+        raise AssertionError("unreachable")
 
 
 def equivalent(gold_latex: str, predicted_latex: str) -> bool:
