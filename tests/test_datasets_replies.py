@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -280,7 +282,7 @@ def test_a_runaway_symbolic_check_is_a_grading_failure_with_its_reason(items, to
 
 def test_the_symbolic_worker_is_reused_between_comparisons(items):
     found = omni(items, 887)
-    assert score(found, "\\boxed{\\frac{1}{25}}") == 1.0
+    assert score(found, "\\boxed{\\dfrac{1}{25}}") == 1.0  # not the gold's text: math-verify
     first = symbolic.worker_pid()
     assert first is not None and first != os.getpid()
     assert score(found, "\\boxed{0.04}") == 1.0 and score(found, "\\boxed{0.4}") == 0.0
@@ -293,3 +295,22 @@ def test_a_worker_that_died_is_replaced(items):
     os.kill(symbolic.worker_pid(), signal.SIGKILL)
     assert score(found, "\\boxed{0.04}") == 1.0  # a fresh worker, nothing lost
     assert score(found, "\\boxed{0.4}") == 0.0
+
+
+def test_a_script_without_a_main_guard_can_grade(tmp_path):
+    """The worker must not re-run the caller's script (forkserver would import __main__)."""
+    script = tmp_path / "grade_once.py"
+    marker = tmp_path / "runs.txt"
+    script.write_text(
+        "from deliberation.datasets import symbolic\n"
+        f"open({str(marker)!r}, 'a').write('run\\n')\n"
+        "print(symbolic.equivalent('\\\\frac{1}{25}', '0.04'))\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "True"
+    assert marker.read_text(encoding="utf-8") == "run\n"  # the script ran once, not in the worker

@@ -82,16 +82,19 @@ _ANSWER_PHRASE = re.compile(
     rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
     re.IGNORECASE,
 )
-# "Hence options A, B and D are correct", "Option (C) is the correct one"; searched only just
-# before each "correct" / "right", which keeps the scan fast.
+# "Hence options A, B and D are correct", "Both A and C are true", "Option (C) is the correct
+# one" (a single "(C) is correct" is how options are weighed one by one: not a claim); searched
+# only just before each "correct" / "right" / "true", which keeps the scan fast.
+_CLAIM_LETTER = r"(?:[(\[][A-Za-z][)\]]|(?-i:[A-Z])\)?)"  # "(b)", "[B]", "B", "B)"; not "b"
 _CORRECT_CLAIM = re.compile(
-    r"\b(?:(?:options|choices|statements)\s+(?P<many>[(\[]?[A-Za-z][)\]]?"
-    r"(?:\s*(?:,|and|&)\s*(?:and\s+)?[(\[]?[A-Za-z][)\]]?)+)\s+are\s+(?:all\s+)?"
-    r"|(?:option|choice)\s+(?P<one>[(\[]?[A-Za-z][)\]]?)\s+is\s+the\s+)"
-    r"(?:correct|right)\b",
+    r"(?:(?<![A-Za-z])(?:(?:options|choices|statements|both)\s+)?"
+    rf"(?P<many>(?<![A-Za-z]){_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})+)\s+are\s+(?:both\s+|all\s+)?"
+    rf"|(?:option|choice)\s+(?P<one>{_CLAIM_LETTER})\s+is\s+the\s+)"
+    r"(?:correct|right|true)\b",
     re.IGNORECASE,
 )
-_CLAIM_WORD = re.compile(r"correct|right", re.IGNORECASE)
+_CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
 _CLAIM_REACH = 80  # characters a claim may span before its "correct"
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
 _HYPOTHETICAL = re.compile(
@@ -233,11 +236,13 @@ def candidates(reply: str) -> list[FinalAnswer]:
     found = [c for c in found if c.text]
     body = reply.rstrip()
     last_start = body.rfind("\n") + 1
-    last = _clean_span(body[last_start:])
+    raw_last = body[last_start:].strip()
+    last = _clean_span(raw_last)
+    emphasised = raw_last.startswith(("**", "__", "$", "\\"))  # "**C. Increases**"
     if (
         last_start > 0
         and 0 < len(last) <= MAX_LAST_LINE_CHARS
-        and not _OPTION_LABEL.match(last)
+        and (emphasised or not _OPTION_LABEL.match(last))
         and not any(start >= last_start for start, _, _ in marked)  # already a candidate
     ):
         found.append(FinalAnswer(last, "last_line"))
@@ -300,6 +305,9 @@ _CONCLUSION = re.compile(
     r"\b(?:so|therefore|thus|hence|i\.e\.|that\s+is|which\s+means|meaning|leaving|leaves)\b"
     r"|→|=>|⇒",
     re.IGNORECASE,
+)
+_BRACKETED_LIST = re.compile(
+    r"[(\[]\s*([A-Za-z](?:\s*(?:,|;|&|\band\b)\s*(?:and\s+)?[A-Za-z])+)\s*[)\]]"
 )
 _OPTION_WORD = re.compile(r"\b(?:option|choice)s?\s+", re.IGNORECASE)
 _OPTION_LABEL = re.compile(
@@ -374,6 +382,7 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
     The clause after the last conclusion word is read first ("A is wrong, so B" reads B).
     """
     span = _strip_latex(span[:MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
+    span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
     cuts = [m.end() for m in _CONCLUSION.finditer(span)]

@@ -18,13 +18,17 @@ Inputs longer than ``MAX_CHARS`` are not parsed (an answer that long is not a cl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
 import multiprocessing
 import os
+import sys
 import threading
 import time
+import types
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -107,13 +111,30 @@ def _serve(connection: Connection) -> None:
 # ---------------------------------------------------------------- caller side
 
 
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a worker without it re-running the caller's ``__main__`` script.
+
+    forkserver (like spawn) imports the parent's main module in the child, so a script without an
+    ``if __name__ == "__main__"`` guard would run again inside the worker. The worker needs
+    nothing from it, so an empty module stands in while the worker is started.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 class _Worker:
     def __init__(self) -> None:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(child,), daemon=True)
-        self.process.start()
+        with _main_module_hidden():
+            self.process.start()
         child.close()
         if not self.connection.poll(STARTUP_TIMEOUT_S):
             self.stop()
