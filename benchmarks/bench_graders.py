@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     symbolic.start()
     startup = time.perf_counter() - started
 
+    parent_cpu = time.process_time()
     times, cpu_times, outcomes = [], [], Counter()
     per_benchmark: Counter[str] = Counter()
     for index, reply in replies:
@@ -158,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'symbolic worker start-up':28s} {startup:>10.2f} s  (once, not counted below)")
     print(f"{'total grading time':28s} {total:>10.2f} s")
     print(f"{'mean per reply':28s} {1e3 * total / len(times):>10.2f} ms")
+    print(
+        f"{'CPU: this process, worker':28s} {time.process_time() - parent_cpu:>10.2f} s, {symbolic.worker_cpu_seconds():.2f} s"
+    )
     print(
         f"{'slowest reply, CPU':28s} {slowest_cpu[0]:>10.2f} s  ({slowest_cpu[1] / 1e3:.0f} KB, {slowest_cpu[2]})"
     )

@@ -11,14 +11,17 @@ Precedence (one rule for every benchmark):
    (``### Final Answer``, ``**Final Answer**``) whose answer is the next non-empty line; and an
    answer phrase, "the (correct/final) answer/option is ...", "the answer should be ...", unless
    it is hypothetical ("if the answer is ...") or does not start like an answer ("the answer is
-   rounded ..."). Option restatements ("the options are ...") are not candidates.
+   rounded ..."); and a claim about several options or a named one, "options A, B and D are
+   correct", "both A and C are true", "option C is the correct one" (a lone "(C) is correct" is
+   how options are weighed one by one, so it counts only as a last line, step 4). Option
+   restatements ("the options are ...") are not candidates.
 3. The **latest** candidate the grader can read wins (option letters for a choice question, a
    number for a numeric one, a non-prose span for a math expression): so a later correction
    ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
    remark such as "the answer is rounded to two decimals" keeps the box.
-4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J")
-   that is not an option with its text ("(C) The third", as a truncated reply ends) is the
-   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
+4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J",
+   "I'll go with B.") that is not an option with its text ("(C) The third", as a truncated
+   reply ends; "**C. Increases**" in bold is an answer) is the answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
    restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
    unreadable).
 
@@ -98,7 +101,7 @@ _CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
 _CLAIM_REACH = 80  # characters a claim may span before its "correct"
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
 _HYPOTHETICAL = re.compile(
-    r"\b(?:if|whether|suppose|supposing|assume|assuming|unless|check|checking|not|that)\s+"
+    r"\b(?:if|whether|suppose|supposing|assume|assuming|unless|not)\s+"
     r"(?:the\s+)?(?:correct\s+|final\s+)?$",
     re.IGNORECASE,
 )
