@@ -6,13 +6,16 @@ main thread and in whole seconds. So every math-verify call runs in one separate
 reused from call to call (a call costs about a millisecond), with a hard limit of ``TIMEOUT_S``
 seconds of the worker's CPU time (read from ``/proc``; wall time where there is no ``/proc``,
 and ``WALL_TIMEOUT_S`` of wall time in any case): past it the worker is killed, a fresh one is
-forked, and the call raises :class:`SymbolicTimeout`. CPU time rather than wall time, so a
-loaded machine slows grading down but does not turn hard-but-fine comparisons into failures. Graders turn that into a failed :class:`~deliberation.datasets.items.Grade`
-(a grading failure with its reason, never a wrong answer).
+forked, and the call raises :class:`SymbolicTimeout`, which graders turn into a failed
+:class:`~deliberation.datasets.items.Grade` (a grading failure with its reason, never a wrong
+answer). CPU time rather than wall time, so a loaded machine slows grading down but does not
+turn hard-but-fine comparisons into failures.
 
 Workers are forked from a ``forkserver`` that has math-verify and sympy imported, so the first
 call pays that import once (about a second) and a replacement after a timeout starts in
-milliseconds. Calls from several threads are serialised on one worker (safe from any thread).
+milliseconds; the caller's ``__main__`` script is not re-run in the worker, so scripts need no
+``if __name__ == "__main__"`` guard. Calls from several threads are serialised on one worker
+(safe from any thread).
 Inputs longer than ``MAX_CHARS`` are not parsed (an answer that long is not a closed form).
 """
 
