@@ -185,7 +185,7 @@ NUMERIC_CASES = [
     ("jeebench", "jeebench:JEE Adv 2022 Paper 1:6", "18900", ["18 900", "18\u2009900", "18\u202f900", "18\\,900", "18{,}900", "18,900"]),
     ("mascqa", "mascqa:G-META-21-23", "840000", ["840 000", "840\u2009000", "840\\,000", "8.4 × 10⁵"]),
     ("scibench", "scibench:fund:1.01", "2", ["2 000 000 m", "2\u2009000\u2009000 m", "2 × 10⁶ m"]),
-    ("omnimath", 0, "115440", ["115 440", "115\\,440", "115\u2009440", "115{,}440"]),
+    ("omnimath", 0, "115440", ["115 440", "115\\,440", "115\u2009440", "115{,}440", "1.1544 × 10⁵", "1.1544 \\times 10^{5}"]),
 ]  # fmt: skip
 
 
@@ -205,6 +205,13 @@ def test_omnimath_does_not_accept_a_near_miss_or_a_partial_list(items):
     assert listed.gold == "6,-\\frac{10}{3}"
     assert score(listed, REASONING + "\\boxed{6, -\\frac{10}{3}}") == 1.0
     assert score(listed, REASONING + "\\boxed{6}") == 0.0
+
+
+def test_omnimath_gold_in_scientific_notation_equals_the_plain_number(items):
+    found = next(it for it in items["omnimath"].values() if it.gold == "4.8 \\times 10^{8}")
+    for form in ("480000000", "480 000 000", "4.8 × 10⁸", "4.8e8", "4.8 \\times 10^{8}"):
+        assert score(found, f"{REASONING}Final answer: {form}") == 1.0, form
+    assert score(found, f"{REASONING}Final answer: 4.8 × 10⁹") == 0.0
 
 
 def test_unicode_superscript_powers_of_ten_in_scibench(items):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 
 from deliberation.datasets import symbolic
@@ -178,6 +179,10 @@ def needs_judge(item: Item) -> bool:
     return item.answer_type is AnswerType.MATH_JUDGE
 
 
+_SCIENTIFIC = re.compile(
+    r"(?P<mantissa>[+-]?\d+(?:\.\d+)?)\s*"
+    r"(?:(?:\\times|\\cdot)\s*10\s*\^\s*\{?\s*(?P<exp>[+-]?\d{1,4})\s*\}?|[eE](?P<e>[+-]?\d{1,4}))"
+)
 _MATH_SIGN = re.compile(r"[\d\\^_=+\-/()\[\]{}<>|]")
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "0123456789-+-")
 _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
@@ -192,7 +197,19 @@ def math_span(span: str) -> str | None:
     if not _MATH_SIGN.search(span) and len(span.split()) > 3:
         return None
     span = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", span)
-    return join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
+    span = join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
+    return _plain_decimal(span) or span
+
+
+def _plain_decimal(span: str) -> str | None:
+    """``1.1544 \\times 10^{5}`` / ``1.1544e5`` as the exact decimal ``115440`` (math-verify
+    leaves a float times a power of ten unevaluated, so it would not equal ``115440``)."""
+    match = _SCIENTIFIC.fullmatch(span.strip().strip("$").strip())
+    if not match:
+        return None
+    exponent = int(match.group("exp") or match.group("e"))
+    value = Decimal(match.group("mantissa")).scaleb(exponent)
+    return format(value.normalize(), "f") if abs(exponent) <= 400 else None
 
 
 def _same_text(gold: str, span: str) -> bool:
@@ -213,7 +230,8 @@ def grade(item: Item, prediction: str) -> Grade:
     if found is None:
         return Grade(0.0)
     span, where = found
-    if _same_text(item.gold, span) or symbolic.equivalent(item.gold, span):
+    gold = _plain_decimal(item.gold) or item.gold  # compared in the same form as the reply
+    if _same_text(gold, span) or symbolic.equivalent(gold, span):
         return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(
