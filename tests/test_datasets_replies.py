@@ -7,6 +7,7 @@ discussed along the way) before the answer. Also: inputs that used to crash or h
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -321,3 +322,14 @@ def test_a_script_without_a_main_guard_can_grade(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "True"
     assert marker.read_text(encoding="utf-8") == "run\n"  # the script ran once, not in the worker
+
+
+def test_labbench_an_option_written_out_beats_reading_its_text_as_letters(items):
+    real = next(iter(items["labbench"].values()))
+    options = ("GAC", "TTA", "CAG", labbench.REFUSAL)  # a sequence made of option letters
+    found = dataclasses.replace(
+        real, options=options, gold="A", meta=(("refusal_letter", "D"), ("task", "probe"))
+    )
+    assert labbench.read_choice(found, "Answer: GAC") == ("correct", "GAC")
+    assert labbench.read_choice(found, "Answer: CAG") == ("incorrect", "CAG")
+    assert labbench.read_choice(found, "Answer: (C)") == ("incorrect", "(C)")

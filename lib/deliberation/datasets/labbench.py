@@ -169,12 +169,12 @@ def _normalize(text: str) -> str:
 
 
 def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
-    """The options an answer span picks, by letter or by an option's full text."""
-    letters = letters_in(span, item.letters)
-    if letters is not None:
-        return letters
+    """The options an answer span picks: by an option's full text first (a sequence such as
+    "GAC" is an option, not letters G, A, C), else by letter."""
     by_text = [i for i, text in enumerate(item.options) if _normalize(text) == _normalize(span)]
-    return frozenset({_letter(by_text[0])}) if by_text else None
+    if by_text:
+        return frozenset({_letter(by_text[0])})
+    return letters_in(span, item.letters)
 
 
 def read_choice(item: Item, prediction: str) -> tuple[Outcome, str | None]:
