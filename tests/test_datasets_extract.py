@@ -171,6 +171,12 @@ def test_numbers_after_reasoning_in_forms_models_use(ending, value):
     assert parse_reply_number(REASONING + ending) == pytest.approx(value, rel=1e-12)
 
 
+def test_a_reply_cut_off_mid_sentence_states_no_number():
+    assert parse_reply_number(REASONING + "Substituting, v = 2.5 m/s and the energy") is None
+    assert parse_reply_number(REASONING + "v = 2.5 m/s and then the") is None
+    assert parse_reply_number(REASONING + "So v = 2.5 m/s.") == 2.5
+
+
 def test_ranges_are_read_as_ranges_not_subtractions():
     assert parse_range("0.85\u20130.89") == (0.85, 0.89)
     assert parse_range("from 12 to 15 K") == (12.0, 15.0)

@@ -20,8 +20,10 @@ Precedence (one rule for every benchmark):
    ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
    remark such as "the answer is rounded to two decimals" keeps the box.
 4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J",
-   "I'll go with B.") that is not an option with its text ("(C) The third", as a truncated
-   reply ends; "**C. Increases**" in bold is an answer) is the answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
+   "I'll go with B.") that is complete (ending in punctuation, markup, a number or a unit-like
+   token: not "v = 2.5 m/s and the energy", where a truncated reply stopped) and is not an
+   option with its text ("(C) The third"; "**C. Increases**" in bold is an answer) is the
+   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
    restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
    unreadable).
 
@@ -228,6 +230,50 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
     return found
 
 
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "get",
+        "has",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "then",
+        "this",
+        "thus",
+        "to",
+        "we",
+        "with",
+    ]
+)
+
+
+def _ends_like_an_answer(line: str) -> bool:
+    """True when a line ends in a number or a unit-like token ("4.47", "J", "m/s", "B").
+
+    A reply cut off by the token limit ends mid-phrase ("... and the energy", "... of the").
+    """
+    tokens = line.split()
+    last = tokens[-1].strip(",;:") if tokens else ""
+    if any(c.isdigit() for c in last):
+        return True
+    return 0 < len(last) <= 4 and last.lower() not in _FUNCTION_WORDS
+
+
 def candidates(reply: str) -> list[FinalAnswer]:
     """Every answer the reply states, latest first; then the whole reply if it is short."""
     if not reply or not reply.strip():
@@ -242,8 +288,11 @@ def candidates(reply: str) -> list[FinalAnswer]:
     raw_last = body[last_start:].strip()
     last = _clean_span(raw_last)
     emphasised = raw_last.startswith(("**", "__", "$", "\\"))  # "**C. Increases**"
+    # A complete line, not where a truncated reply stopped ("v = 2.5 m/s and the energy").
+    complete = raw_last.endswith((".", "!", ")", "*", "$", "}")) or _ends_like_an_answer(raw_last)
     if (
         last_start > 0
+        and complete
         and 0 < len(last) <= MAX_LAST_LINE_CHARS
         and (emphasised or not _OPTION_LABEL.match(last))
         and not any(start >= last_start for start, _, _ in marked)  # already a candidate
