@@ -217,6 +217,18 @@ def _same_text(gold: str, span: str) -> bool:
     return re.sub(r"[\s$]", "", gold) == re.sub(r"[\s$]", "", span)
 
 
+_PLAIN_DECIMAL = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
+def _plainly_different(gold: str, span: str) -> bool:
+    """Two plain decimals that differ beyond math-verify's rounding: unequal without sympy."""
+    gold, span = gold.strip().strip("$ "), span.strip().strip("$ ")
+    if not (_PLAIN_DECIMAL.fullmatch(gold) and _PLAIN_DECIMAL.fullmatch(span)):
+        return False
+    a, b = Decimal(gold), Decimal(span)
+    return abs(a - b) > Decimal("1e-6") * max(Decimal(1), abs(a))
+
+
 @grades_timeouts_as_failures
 def grade(item: Item, prediction: str) -> Grade:
     """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
@@ -231,7 +243,9 @@ def grade(item: Item, prediction: str) -> Grade:
         return Grade(0.0)
     span, where = found
     gold = _plain_decimal(item.gold) or item.gold  # compared in the same form as the reply
-    if _same_text(gold, span) or symbolic.equivalent(gold, span):
+    if _same_text(gold, span) or (
+        not _plainly_different(gold, span) and symbolic.equivalent(gold, span)
+    ):
         return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(
