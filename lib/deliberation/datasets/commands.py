@@ -92,7 +92,7 @@ def _check(args: argparse.Namespace) -> int:
         except DatasetNotFoundError:
             missing.append(name)
             continue
-        misses = [it.id for it in items if grade(it, render_answer(it)) != 1.0]
+        misses = [it.id for it in items if grade(it, render_answer(it)).score != 1.0]
         failed += len(misses)
         print(f"{name:9s} {len(items):5d} items, {len(misses)} rendered golds not graded correct")
         for item_id in misses[:10]:

@@ -203,8 +203,11 @@ def grade_reply(item: Item, reply: str) -> Grade:
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
         return Grade(int(synthetic.grade(item, reply) == 1.0), None)
-    score = datasets.grade(item, reply)
-    return Grade(int(score >= 1.0), None)
+    graded = datasets.grade(item, reply)
+    if graded.failed:
+        return Grade(None, f"grading failed: {graded.failure}")
+    # Partial credit (JEEBench multiple-answer) counts as not fully correct in the 0/1 label.
+    return Grade(int(graded.score >= 1.0), None)
 
 
 def run_replays(
