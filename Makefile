@@ -51,8 +51,9 @@ TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
 lint: setup
 	@$(TIMED) $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
+# Run from tests/, not the root, so a test that depends on the working directory fails here.
 unit: setup
-	@$(TIMED) $(VENV)/bin/pytest -q --durations=10
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10
 
 # Notebooks run as-is under nbval with the smoke profile injected through the environment;
 # outputs and caches go to a temporary folder, never into the working tree.

@@ -1,4 +1,5 @@
-"""Pinned public sources of the DHD benchmarks: repository, commit, path, sha256 and size per file.
+"""Pinned public sources of the benchmarks (DHD's five, and HiddenBench for paper 1): repository,
+commit, path, sha256 and size per file.
 
 ``deliberation data fetch`` downloads each file from its raw GitHub URL at the pinned commit
 into ``data/external/<benchmark>/<local path>`` (the same layout as ``../shared/data``) and
@@ -259,6 +260,21 @@ SOURCES: tuple[BenchmarkSource, ...] = (
                 "benchmarks/LAB-Bench/SeqQA/RE-seq-numfrags-v1-public.jsonl",
                 "3e66bea302788b6172327dfbc69be3ec0509bad2ddf9f5b088de800dc56e0bfc",
                 54_929,
+            ),
+        ),
+    ),
+    BenchmarkSource(
+        name="hiddenbench",
+        repository="Yassellee/HiddenBench",
+        commit="8c5b54c2601a5c1e26dec5644dde0d7141b14968",
+        licence="no licence file in the repository (data licence not stated; not redistributed)",
+        note="65 hidden-profile tasks (paper 1); loaded by deliberation.hiddenbench.",
+        files=(
+            _pin(
+                "benchmark_all_clean.json",
+                "benchmark_all_clean.json",
+                "2815afffca4e470d1dfbc81e625160447df1109ce371968181c9e1e6b90443a3",
+                220_086,
             ),
         ),
     ),

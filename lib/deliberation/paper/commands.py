@@ -47,6 +47,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.set_defaults(func=_bench)
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that name a file and field: printed as one line, never as a traceback."""
+    from deliberation.paper.manifest import ManifestError
+    from deliberation.paper.outputs import OutputListError
+    from deliberation.params import ProfileError
+
+    return (ManifestError, OutputListError, ProfileError)
+
+
+def _reported(command):  # noqa: ANN001, ANN202
+    """Run a command; a user error is printed with the command's name and exits with 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _user_errors() as error:
+            print(f"deliberation {args.command}: {error}")
+            return 2
+
+    return run
+
+
+@_reported
 def _paper(args: argparse.Namespace) -> int:
     from deliberation.paper.build import build_paper
 
@@ -56,6 +79,7 @@ def _paper(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+@_reported
 def _plan(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -82,6 +106,7 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+@_reported
 def _report(args: argparse.Namespace) -> int:
     from deliberation.paper.report import build_report
 
@@ -93,5 +118,9 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from deliberation.paper.bench import run_benchmarks
 
-    run_benchmarks(only=args.only, out=args.out)
+    try:
+        run_benchmarks(only=args.only, out=args.out)
+    except ValueError as error:
+        print(f"deliberation bench: {error}")
+        return 2
     return 0

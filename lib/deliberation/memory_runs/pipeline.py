@@ -1,0 +1,310 @@
+"""The shared pipeline of a memory run (CrossProfile and HiddenBench alike).
+
+task -> scripted discussion -> memory candidates -> labelling calls (relevance, balance; one
+per task) and summary calls (one per task and budget) -> memories for every grid cell ->
+decision calls (one per cell and tag mode) -> parsed answers.
+
+Each stage's requests go through the cache in one batch: identical prompts are sent once, and
+the counts (requests built, unique prompts, already cached, sent) are kept for the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from deliberation import prompts
+from deliberation.decision import parse_choice, render_decision_prompt
+from deliberation.discussion import (
+    MemoryCandidate,
+    Transcript,
+    memory_candidates,
+    scripted_discussion,
+)
+from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
+from deliberation.inference.client import CachedClient
+from deliberation.inference.generation import StageSettings, stage_request
+from deliberation.memory import (
+    Capacity,
+    Memory,
+    MemoryPool,
+    budget_tokens,
+    build_memory,
+    policy_spec,
+)
+from deliberation.memory.labels import read_balance, read_relevance
+from deliberation.memory_runs.grid import Cell, Grid
+
+log = logging.getLogger(__name__)
+
+# Stage suffixes; the full tag is "<benchmark>.<suffix>" (e.g. "crossprofile.decision").
+DECISION, RELEVANCE, BALANCE, SUMMARY = "decision", "relevance", "balance", "summary"
+# JSON labels for every statement of a long HiddenBench task need room; a summary may be as long
+# as its budget (up to 0.8 x all statement tokens).
+LONG_ANSWER_TOKENS = 2048
+
+
+def stage_settings(
+    stage: str, structured: StructuredOutput | None = None, max_tokens: int | None = None
+) -> StageSettings:
+    """What a stage fixes about its requests (everything else comes from the profile): the
+    structured answer it needs, and room for long answers where the stage needs it."""
+    return StageSettings(stage, structured=structured, max_tokens=max_tokens)
+
+
+@dataclass(frozen=True)
+class StageCounts:
+    stage: str
+    built: int
+    unique: int
+    cached: int
+    sent: int
+
+    def line(self) -> str:
+        return (
+            f"{self.stage}: {self.built} requests built, {self.unique} unique prompts,"
+            f" {self.cached} already cached, {self.sent} sent"
+        )
+
+
+@dataclass
+class RunReport:
+    """What a run did, beyond its rows: per-stage counts and the counted problems."""
+
+    stages: list[StageCounts] = field(default_factory=list)
+    summaries: int = 0
+    summaries_cut: int = 0
+    label_errors: int = 0
+    decisions: int = 0
+    invalid: int = 0
+    synthetic: bool = False
+
+    def lines(self) -> list[str]:
+        out = [s.line() for s in self.stages]
+        if self.summaries:
+            out.append(f"summaries cut to their budget: {self.summaries_cut} of {self.summaries}")
+        if self.label_errors:
+            out.append(f"labelling answers with problems: {self.label_errors}")
+        out.append(f"decisions: {self.decisions}, invalid answers: {self.invalid} (counted wrong)")
+        if self.synthetic:
+            out.append("synthetic (sim backend): not evidence about language models")
+        return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision call: which task, cell and tag mode, the memory read, and the outcome."""
+
+    task: Any
+    cell: Cell
+    tags: str
+    memory: Memory
+    budget_tokens: int | None
+    answer: str | None
+    error: str
+    key: str
+
+
+def send(
+    client: CachedClient, requests: Sequence[ChatRequest], stage: str, report: RunReport
+) -> tuple[list[ChatResponse], list[str]]:
+    """One batch through the cache; records the stage's counts in ``report``."""
+    keys = [client.key(r) for r in requests]
+    unique = list(dict.fromkeys(keys))
+    cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
+    responses = client.generate(requests, desc=stage) if requests else []
+    counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)
+    report.stages.append(counts)
+    log.info(counts.line())
+    return responses, keys
+
+
+@dataclass
+class _Prepared:
+    task: Any
+    transcript: Transcript
+    pool: MemoryPool
+    summaries: dict[float, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
+
+
+def _call_error(what: str, response: ChatResponse) -> str | None:
+    return None if response.ok else f"{what} call failed: {response.error}"
+
+
+def _statements(candidates: Sequence[MemoryCandidate]) -> list[str]:
+    return [c.text for c in candidates]
+
+
+def prepare(
+    tasks: Sequence[Any],
+    grid: Grid,
+    *,
+    stage_prefix: str,
+    profile: Any,
+    client: CachedClient,
+    seed: int,
+    truth: Callable[[Any], Mapping[str, Any] | None],
+    report: RunReport,
+) -> list[_Prepared]:
+    """Discussion, candidates and the model calls policies need before any memory is built."""
+    prepared = []
+    for task in tasks:
+        transcript = scripted_discussion(task, seed)
+        candidates = memory_candidates(transcript)
+        pool = MemoryPool(
+            task_id=task.id,
+            seed=seed,
+            candidates=candidates,
+            options=tuple(task.options),
+            truth=truth(task),
+        )
+        prepared.append(_Prepared(task, transcript, pool))
+    needs = grid.needs()
+
+    if "relevance" in needs:
+        requests = [
+            stage_request(
+                profile,
+                stage_settings(
+                    f"{stage_prefix}.{RELEVANCE}",
+                    StructuredOutput(json_schema=prompts.RELEVANCE_SCHEMA),
+                ),
+                prompts.relevance_prompt(
+                    p.task.description,
+                    p.task.criteria,
+                    p.task.options,
+                    _statements(p.pool.candidates),
+                ),
+            )
+            for p in prepared
+        ]
+        responses, _ = send(client, requests, f"{stage_prefix}.{RELEVANCE}", report)
+        for p, response in zip(prepared, responses, strict=True):
+            ids = [c.fact_id for c in p.pool.candidates]
+            reading = read_relevance(response.text if response.ok else "", ids)
+            error = _call_error("relevance", response) or reading.error
+            p.pool = dataclasses.replace(p.pool, relevance=reading.labels)
+            if error:
+                p.errors["relevance"] = error
+                report.label_errors += 1
+
+    if "balance" in needs:
+        requests = [
+            stage_request(
+                profile,
+                stage_settings(
+                    f"{stage_prefix}.{BALANCE}",
+                    StructuredOutput(json_schema=prompts.balance_schema(p.task.options)),
+                    LONG_ANSWER_TOKENS,
+                ),
+                prompts.balance_prompt(
+                    p.task.description,
+                    p.task.criteria,
+                    p.task.options,
+                    _statements(p.pool.candidates),
+                ),
+            )
+            for p in prepared
+        ]
+        responses, _ = send(client, requests, f"{stage_prefix}.{BALANCE}", report)
+        for p, response in zip(prepared, responses, strict=True):
+            ids = [c.fact_id for c in p.pool.candidates]
+            reading = read_balance(response.text if response.ok else "", ids, p.task.options)
+            error = _call_error("balance", response) or reading.error
+            p.pool = dataclasses.replace(p.pool, balance=reading.labels)
+            if error:
+                p.errors["balance"] = error
+                report.label_errors += 1
+
+    budgets = grid.summary_budgets()
+    summary_stage = stage_settings(f"{stage_prefix}.{SUMMARY}", None, LONG_ANSWER_TOKENS)
+    if budgets:
+        requests, index = [], []
+        for p in prepared:
+            lines = [(s.agent, s.text) for s in p.transcript.statements()]
+            for r in budgets:
+                limit = budget_tokens(p.pool.candidates, r)
+                prompt = prompts.summary_prompt(
+                    p.task.description, p.task.criteria, p.task.options, lines, limit
+                )
+                requests.append(stage_request(profile, summary_stage, prompt))
+                index.append((p, r))
+        responses, _ = send(client, requests, f"{stage_prefix}.{SUMMARY}", report)
+        for (p, r), response in zip(index, responses, strict=True):
+            p.summaries[r] = response.text if response.ok else ""
+            if not response.ok:
+                p.errors[f"summary {r}"] = _call_error("summary", response)
+    return prepared
+
+
+def _memory(p: _Prepared, cell: Cell) -> tuple[Memory, int | None]:
+    if cell.item_limit is not None:
+        return build_memory(cell.policy, p.pool, Capacity.items(cell.item_limit)), None
+    if cell.budget is None:
+        return build_memory(cell.policy, p.pool, None), None
+    limit = budget_tokens(p.pool.candidates, cell.budget)
+    pool = p.pool
+    if cell.budget in p.summaries:
+        pool = dataclasses.replace(pool, summary=p.summaries[cell.budget])
+    return build_memory(cell.policy, pool, Capacity.tokens(limit)), limit
+
+
+def _cell_errors(p: _Prepared, cell: Cell, needs: Sequence[str]) -> list[str]:
+    errors = [p.errors[n] for n in needs if n in p.errors]
+    if "summary" in needs and cell.budget is not None:
+        errors += [p.errors[k] for k in (f"summary {cell.budget}",) if k in p.errors]
+    return errors
+
+
+def decide(
+    prepared: Sequence[_Prepared],
+    grid: Grid,
+    *,
+    stage_prefix: str,
+    profile: Any,
+    client: CachedClient,
+    seed: int,
+    report: RunReport,
+    progress: bool = True,
+) -> list[Decision]:
+    """Every cell x tag mode of every task: build the memory, send the decisions, parse them."""
+    stage = f"{stage_prefix}.{DECISION}"
+    plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
+    requests: list[ChatRequest] = []
+    cells = grid.cells()
+    for p in tqdm(prepared, desc="memories", disable=not progress or len(prepared) < 50):
+        for cell in cells:
+            memory, limit = _memory(p, cell)
+            if memory.summary is not None:
+                report.summaries += 1
+                report.summaries_cut += int(memory.summary_cut)
+            for tags in grid.tags:
+                prompt = render_decision_prompt(p.task, memory, tags, seed)  # type: ignore[arg-type]
+                choices = StructuredOutput(choices=tuple(p.task.options))
+                requests.append(stage_request(profile, stage_settings(stage, choices), prompt))
+                plans.append((p, cell, tags, memory, limit))
+    responses, keys = send(client, requests, stage, report)
+    decisions = []
+    for (p, cell, tags, memory, limit), response, key in zip(plans, responses, keys, strict=True):
+        errors = _cell_errors(p, cell, policy_spec(cell.policy).needs)
+        answer = None
+        if not response.ok:
+            errors.insert(0, f"call failed: {response.error}")
+        else:
+            options = tuple(p.task.options)
+            parsed = response.parsed if response.parsed in options else None
+            answer = parsed or parse_choice(response.text, options)
+            if answer is None:
+                errors.insert(0, "answer names no single option")
+        report.decisions += 1
+        report.invalid += int(answer is None)
+        decisions.append(
+            Decision(p.task, cell, tags, memory, limit, answer, "; ".join(errors), key)
+        )
+    return decisions
