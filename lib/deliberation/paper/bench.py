@@ -65,11 +65,13 @@ def run_benchmarks(
             done = subprocess.run(
                 [sys.executable, str(script), "--rows", str(rows_file)], check=False
             )
-            if done.returncode != 0 or not rows_file.is_file():
+            if not rows_file.is_file():  # crashed before writing its rows
                 failed.append(script.name)
                 rows.append({"benchmark": script.stem, "measure": "FAILED", "value": "",
                              "side by side": f"exit status {done.returncode}", "goal": ""})  # fmt: skip
                 continue
+            if done.returncode != 0:
+                print(f"   {script.name} exited with status {done.returncode} (a goal not met?)")
             for row in json.loads(rows_file.read_text()):
                 rows.append(
                     {"benchmark": script.stem.removeprefix("bench_"), "measure": row["measure"],
