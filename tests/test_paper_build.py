@@ -96,8 +96,10 @@ def test_second_build_runs_nothing_and_changes_rerun_only_what_they_touch(projec
     fourth, text = run(project)
     assert fourth.executed == ["00_a.ipynb"] and "outputs missing or changed" in text
 
+    tables = {p: p.read_bytes() for p in table.parent.glob("*")}
     forced, text = run(project, force=True)
     assert forced.executed == ["00_a.ipynb", "01_b.ipynb"] and "FORCE=1" in text
+    assert {p: p.read_bytes() for p in table.parent.glob("*")} == tables  # byte-identical
 
 
 def test_each_input_part_changes_the_hash(project, tmp_path):
