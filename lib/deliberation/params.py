@@ -19,6 +19,7 @@ must (see :mod:`deliberation.inference.generation`).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -299,8 +300,10 @@ def _converted(given: Any, validated: Any, path: str = "") -> list[str]:
         ]
     if given is None or validated is None or isinstance(given, dict | list):
         return []
-    same = type(given) is type(validated) or (
-        type(given) is int and type(validated) is float  # 180 for a float field
+    same = (
+        type(given) is type(validated)
+        or (type(given) is int and type(validated) is float)  # 180 for a float field
+        or (isinstance(given, dt.date) and validated == given.isoformat())  # a YAML date
     )
     if same:
         return []
