@@ -51,6 +51,11 @@ class CostModel(_Strict):
     price: APIPrice | None = None
 
 
+def amount(value: float) -> str:
+    """Hours or money, with enough digits to show a small value."""
+    return f"{value:,.2f}" if value >= 1 else f"{value:.4f}"
+
+
 @dataclass(frozen=True)
 class CostEstimate:
     """Cost of sending ``prompt_tokens`` and ``completion_tokens`` (None where the profile has no
@@ -65,9 +70,6 @@ class CostEstimate:
     price_date: dt.date | None = None
 
     def lines(self) -> list[str]:
-        def amount(value: float) -> str:
-            return f"{value:,.2f}" if value >= 1 else f"{value:.4f}"
-
         out = []
         if self.gpu_hours is not None:
             out.append(

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.cost import estimate
+from deliberation.cost import amount, estimate
 from deliberation.inference import cache_path
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, backend_class
 from deliberation.inference.cache import ResponseCache, request_key
@@ -264,12 +264,12 @@ def summary_row(plan: Plan) -> dict[str, str]:
         money = "none (sim, CPU)"
     elif cost.gpu_hours is not None:
         money = (
-            f"{cost.wall_hours:,.1f} h wall, {cost.gpu_hours:,.1f} GPU h"
-            f" (at most {cost.gpu_hours_ceiling:,.1f})"
+            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} GPU h"
+            f" (at most {amount(cost.gpu_hours_ceiling)})"
         )
     elif cost.money is not None:
         money = (
-            f"{cost.money:,.2f} {cost.currency} (at most {cost.money_ceiling:,.2f};"
+            f"{amount(cost.money)} {cost.currency} (at most {amount(cost.money_ceiling)};"
             f" prices of {cost.price_date.isoformat()})"
         )
     else:
