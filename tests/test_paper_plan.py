@@ -208,3 +208,17 @@ def test_a_notebook_that_cannot_be_planned_is_named_with_its_reason_and_the_rest
         line.startswith("NOT PLANNED 05_broken.ipynb") and "make data" in line
         for line in format_plan(plan)
     )
+
+
+def test_a_request_that_cannot_be_sent_is_counted_invalid_not_planned(tmp_path):
+    from deliberation.inference.base import ChatRequest
+    from deliberation.paper.plan import PlanningClient
+
+    profile = load_profile("smoke")
+    sim = planning_answerer(profile)
+    client = PlanningClient(sim, ResponseCache(tmp_path / "c.sqlite"), sim, profile="smoke")
+    good = ChatRequest.from_prompt("What is 1 + 2?", stage="smoke.arithmetic")
+    bad = ChatRequest.from_prompt("What is \ud800?", stage="smoke.arithmetic")  # lone surrogate
+    responses = client.generate([good, bad, good])
+    assert responses[1].error and "cannot send" in responses[1].error
+    assert [c.state for c in client.calls] == ["send", "invalid", "repeat"]

@@ -29,7 +29,13 @@ import pandas as pd
 
 from deliberation.cost import amount, estimate
 from deliberation.inference import cache_path
-from deliberation.inference.base import Backend, ChatRequest, ChatResponse, backend_class
+from deliberation.inference.base import (
+    Backend,
+    ChatRequest,
+    ChatResponse,
+    InvalidRequestError,
+    backend_class,
+)
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
@@ -48,6 +54,7 @@ PLAN_COLUMNS = [
     "unique",
     "cached",
     "to_send",
+    "invalid",
     "prompt_tokens",
     "completion_tokens",
     "completion_ceiling",
@@ -59,7 +66,9 @@ class PlannedCall:
     notebook: str
     stage: str
     key: str
-    state: str  # "cached" (in the profile's cache), "send" (first time), "repeat" (sent earlier)
+    # "cached" (in the profile's cache), "send" (first time), "repeat" (sent earlier in this
+    # plan), "invalid" (cannot be sent; the run records it as failed)
+    state: str
     prompt_tokens: int
     completion_tokens: int
     max_tokens: int
@@ -86,18 +95,27 @@ class PlanningClient:
         return request_key(self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
-        keys = [self.key(r) for r in requests]
-        fresh = [k for k in dict.fromkeys(keys) if k not in self._answered]
-        cached = self.cache.get_many(fresh)
+        keys: list[str | None] = []  # None: cannot be sent, as CachedClient decides
+        invalid: dict[int, ChatResponse] = {}
+        for index, request in enumerate(requests):
+            try:
+                keys.append(self.key(request))
+            except InvalidRequestError as exc:
+                keys.append(None)
+                invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
+        fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
+        cached = self.cache.get_many(fresh, count_hits=False)
         first: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):
-            if key not in self._answered and key not in cached:
+            if key is not None and key not in self._answered and key not in cached:
                 first.setdefault(key, request)
         answers = self.answerer.generate(list(first.values())) if first else []
         new = dict(zip(first, answers, strict=True))
         out = []
-        for key, request in zip(keys, requests, strict=True):
-            if key in cached:
+        for index, (key, request) in enumerate(zip(keys, requests, strict=True)):
+            if key is None:
+                state, response = "invalid", invalid[index]
+            elif key in cached:
                 state, response = "cached", cached[key]
             elif key in new:
                 state, response = "send", new.pop(key)
@@ -108,7 +126,7 @@ class PlanningClient:
                 PlannedCall(
                     self.notebook,
                     request.stage,
-                    key,
+                    key or "",
                     state,
                     response.prompt_tokens,
                     response.completion_tokens,
@@ -163,14 +181,16 @@ class Plan:
         send = frame["state"] == "send"
         frame["to_send"] = send.astype(int)
         frame["cached_"] = (frame["state"] == "cached").astype(int)
+        frame["invalid_"] = (frame["state"] == "invalid").astype(int)
         for column in ("prompt_tokens", "completion_tokens", "max_tokens"):
             frame[column] = frame[column].where(send, 0)
         grouped = frame.groupby(["notebook", "stage"], sort=False)
         table = grouped.agg(
             requests=("key", "size"),
-            unique=("key", "nunique"),
+            unique=("key", lambda keys: keys[keys != ""].nunique()),
             cached=("cached_", "sum"),
             to_send=("to_send", "sum"),
+            invalid=("invalid_", "sum"),
             prompt_tokens=("prompt_tokens", "sum"),
             completion_tokens=("completion_tokens", "sum"),
             completion_ceiling=("max_tokens", "sum"),
