@@ -73,7 +73,7 @@ def test_a_message_whose_reasoning_states_its_answer_is_flagged_not_masked():
     )
     flagged = masking.flag_answer_leaks(pools, cases)
     assert flagged["answer_leak"].tolist() == ["reasoning_direction", "", "key_idea"]
-    replays = masking.masking_replays(pools, flagged, replicates=2)
+    replays = masking.masking_replays(pools, cases, replicates=2)  # checks the pool itself
     answer_masked = {r.message for r in replays if r.arm == "masking-answer"}
     assert answer_masked == {2}
     assert masking.cases_summary(flagged)["flagged"].tolist() == [2]
@@ -209,3 +209,76 @@ def test_masking_the_reasoning_of_planted_helpful_messages_removes_their_help(tm
     answer = helpful.loc["masking-answer"]
     assert answer["minus_full_low"] <= 0 <= answer["minus_full_high"]
     assert abs(answer["minus_full"]) < abs(reasoning["minus_full"])
+
+
+def test_cases_are_chosen_by_cell_strongest_first_across_benchmarks():
+    values = pd.DataFrame(
+        {
+            "problem": ["a1", "a2", "a3", "b1", "b2", "c1", "c2"],
+            "benchmark": ["A", "A", "A", "B", "B", "C", "C"],
+            "message": [1, 1, 1, 2, 2, 3, 3],
+            "value": [1.0, 0.75, 0.5, 0.6, -1.0, 0.25, -0.5],
+            "blocks": 4,
+        }
+    )
+    proposals = pd.DataFrame(
+        {
+            "problem": values["problem"],
+            "message": values["message"],
+            "proposal_correct": pd.array([0, 0, 0, 0, 1, 0, None], dtype="Int64"),
+        }
+    )
+    cases = masking.choose_cases(values, proposals, per_cell=3)
+    helpful = cases[cases["cell"] == "wrong-helpful"]
+    # Strongest of each benchmark first (a1, then b1), then A's next strongest.
+    assert helpful["problem"].tolist() == ["a1", "b1", "a2"]
+    assert cases.loc[cases["cell"] == "correct-harmful", "problem"].tolist() == ["b2"]
+    assert "c1" not in set(cases["problem"]), "below min_value: no cell"
+    assert "c2" not in set(cases["problem"]), "unreadable proposal: no cell"
+    assert list(cases.columns) == masking.CASE_COLUMNS
+    tests = pd.DataFrame(
+        {"problem": ["a1", "b1", "a2"], "message": [1, 2, 1], "p_adjusted": [0.01, 0.2, 0.04]}
+    )
+    repeatable = masking.choose_cases(values, proposals, per_cell=3, tests=tests, max_p=0.05)
+    assert repeatable["problem"].tolist() == ["a1", "a2"]
+
+
+def test_masking_table_compares_each_arm_with_full_on_the_cases_that_ran_it():
+    records = []
+    for problem, answer_runs in (("p", True), ("q", False)):
+        for _ in range(4):
+            outcomes = {
+                "masking-full": 1,
+                "masking-answer": 0,
+                "masking-reasoning": int(problem == "q"),
+            }
+            for arm, correct in outcomes.items():
+                if arm == "masking-answer" and not answer_runs:
+                    continue
+                records.append(
+                    {
+                        "problem": problem,
+                        "message": 1,
+                        "cell": "wrong-helpful",
+                        "arm": arm,
+                        "valid": 1,
+                        "correct": correct,
+                    }
+                )
+    records.append(
+        {
+            "problem": "q",
+            "message": 1,
+            "cell": "wrong-helpful",
+            "arm": "masking-full",
+            "valid": 0,
+            "correct": None,
+        }
+    )
+    table = masking.masking_table(pd.DataFrame(records), n_resamples=200).set_index("arm")
+    assert table.loc["masking-full", "invalid"] == 1 and table.loc["masking-full", "events"] == 8
+    assert table.loc["masking-answer", "cases"] == 1
+    assert table.loc["masking-answer", "minus_full"] == pytest.approx(-1.0)
+    assert table.loc["masking-reasoning", "success"] == pytest.approx(0.5)
+    assert table.loc["masking-reasoning", "minus_full"] == pytest.approx(-0.5)
+    assert table.loc["masking-full", "condition"] == "full"

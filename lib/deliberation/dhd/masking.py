@@ -69,7 +69,6 @@ CASE_COLUMNS = [
     "proposal_correct",
     "value",
     "blocks",
-    "answer_leak",
 ]
 
 
@@ -88,14 +87,13 @@ def mentions(text: str, answer: str) -> int:
 
 
 def answer_leaks(hypothesis: Hypothesis) -> list[str]:
-    """The fields other than the answer that state the proposed answer (masking the answer of
-    such a message would not hide it)."""
+    """The fields other than the answer (the role included: it is shown in the message header)
+    that state the proposed answer; masking the answer of such a message would not hide it."""
     answer_fields = set(COMPONENTS["answer"])
     return [
         name
         for name in LABELS
         if name not in answer_fields
-        and name != "role_name"
         and mentions(getattr(hypothesis, name), hypothesis.proposed_answer)
     ]
 
@@ -152,8 +150,7 @@ def choose_cases(
             ["turn", "strength"], ascending=[True, False], kind="stable"
         )
         chosen.append(ordered.head(per_cell))
-    cases = pd.concat(chosen, ignore_index=True) if chosen else frame.head(0)
-    cases = cases.assign(answer_leak="")
+    cases = pd.concat(chosen, ignore_index=True)
     return cases[CASE_COLUMNS].reset_index(drop=True)
 
 
@@ -223,10 +220,11 @@ def masking_replays(
     pools: Mapping[str, Pool], cases: pd.DataFrame, replicates: int = 5, seed: int = 0
 ) -> list[Replay]:
     """Every case's arms, replicate-major (all cases' replicate 0, then replicate 1, ...).
-    A case with a non-empty ``answer_leak`` gets no answer-masked arm."""
+    A case whose answer is stated in its other fields gets no answer-masked arm (checked here on
+    the stored pool, whatever the ``cases`` frame says)."""
+    cases = flag_answer_leaks(pools, cases)
     designs = []
     for case in cases.itertuples(index=False):
-        _case_hypothesis(pools, case.problem, int(case.message))
         designs.append(
             masking_design(
                 pools[case.problem],
