@@ -1,6 +1,6 @@
 """Speed of the CrossProfile verifier and task derivation on the shipped bank.
 
-Goal: ``deliberation verify`` on the whole bank (70 templates) in under 3 seconds, end to end
+Goal: ``deliberation crossprofile verify`` on the whole bank (70 templates) in under 3 seconds, end to end
 (process start and imports included). Run: ``python benchmarks/bench_crossprofile.py``.
 """
 
@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.crossprofile.loader import load_bank
 from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
-from deliberation.crossprofile.verifier import verify_paths
+from deliberation.crossprofile.verifier import load_bank, verify_paths
 
 GOAL_VERIFY_CLI_S = 3.0
 REPEATS = 3
@@ -32,11 +31,11 @@ def _median_seconds(action) -> float:
 
 def main() -> int:
     report = verify_paths()
-    cli = [sys.executable, "-m", "deliberation", "verify", "--quiet"]
+    cli = [sys.executable, "-m", "deliberation", "crossprofile", "verify", "--quiet"]
     rows = [
         ("verify_paths() (library)", _median_seconds(verify_paths)),
         (
-            "deliberation verify (CLI)",
+            "crossprofile verify (CLI)",
             _median_seconds(lambda: subprocess.run(cli, capture_output=True)),
         ),
     ]
@@ -57,7 +56,9 @@ def main() -> int:
         print(f"{name:32s} {seconds:9.3f}")
     cli_seconds = rows[1][1]
     verdict = "met" if cli_seconds < GOAL_VERIFY_CLI_S else "MISSED"
-    print(f"goal: deliberation verify < {GOAL_VERIFY_CLI_S:.0f} s end to end -> {verdict}")
+    print(
+        f"goal: deliberation crossprofile verify < {GOAL_VERIFY_CLI_S:.0f} s end to end -> {verdict}"
+    )
     return 0
 
 

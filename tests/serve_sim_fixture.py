@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from deliberation.inference.base import ChatRequest, ChatResponse
-from deliberation.params import OpenAIOptions, Profile
+from deliberation.inference.openai_api import OpenAIOptions
+from deliberation.params import Profile
 
 SIM_MODEL = "sim-mechanism"  # the model id params/sim.yaml serves
 

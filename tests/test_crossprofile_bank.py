@@ -1,16 +1,19 @@
-"""The shipped bank (templates/crossprofile/): it passes the verifier and yields 480 + 80 tasks."""
+"""The shipped bank (templates/crossprofile/): it passes the verifier (bank v2 design included),
+the cue audit finds no meaning-free heuristic far above chance, and it yields 480 + 80 tasks."""
 
 from __future__ import annotations
 
 import pytest
 
-from deliberation.crossprofile.loader import load_bank
+from deliberation.crossprofile.audit import audit, format_audit
+from deliberation.crossprofile.loader import bank_dir, read_template, template_files
 from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
 from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS
 from deliberation.crossprofile.verifier import (
     correct_positions,
     format_report,
     length_by_role,
+    load_bank,
     verify_paths,
 )
 
@@ -66,3 +69,16 @@ def test_roles_have_similar_mean_length(report):
     """Budgets are in tokens: a systematically longer role would bias every memory policy."""
     means = length_by_role(report).set_index("role")["tokens_mean"]
     assert means.max() - means.min() <= 2.0, means.to_string()
+
+
+def test_cue_audit_passes_on_the_shipped_bank():
+    """Every main template that parses, whether or not it verifies: a cue is a cue."""
+    templates = [read_template(p)[0] for p in template_files([bank_dir()])]
+    report = audit([t for t in templates if t is not None])
+    assert report.n_templates == 60
+    assert report.ok, format_audit(report)
+
+
+def test_first_fact_names_the_correct_option_in_a_third_of_main_tasks(bank_tasks):
+    main = [t for t in bank_tasks if not t.pilot and t.variant == "SP-DS-IP"]
+    assert sum(t.facts[0].option == t.correct for t in main) == 20

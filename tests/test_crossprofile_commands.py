@@ -1,4 +1,5 @@
-"""The ``deliberation verify`` and ``deliberation tasks crossprofile`` commands, end to end."""
+"""The ``deliberation crossprofile verify`` (and its old alias ``deliberation verify``) and
+``deliberation tasks crossprofile`` commands, end to end."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
 
 
 def test_verify_passes_valid_files_with_exit_zero(capsys):
-    assert main(["verify", str(FIXTURES / "valid")]) == 0
+    assert main(["crossprofile", "verify", str(FIXTURES / "valid")]) == 0
     out = capsys.readouterr().out
     assert "verified 2 template files" in out and "OK" in out
     assert "fact length by role" in out and "position of the correct option" in out
@@ -19,7 +20,7 @@ def test_verify_passes_valid_files_with_exit_zero(capsys):
 
 def test_verify_fails_broken_files_with_exit_one_and_names_them(capsys):
     paths = [str(FIXTURES / "broken" / case) for case in ("score_tie", "missing_field")]
-    assert main(["verify", "--quiet", *paths]) == 1
+    assert main(["crossprofile", "verify", "--quiet", *paths]) == 1
     out = capsys.readouterr().out
     assert "broken/score_tie/hiring-01.yaml: scores:" in out
     assert "broken/missing_field/hiring-01.yaml: d2.criterion: missing required field" in out
@@ -27,12 +28,25 @@ def test_verify_fails_broken_files_with_exit_one_and_names_them(capsys):
 
 
 def test_verify_with_composition_flags_a_partial_bank(capsys):
-    assert main(["verify", "--quiet", "--composition", str(FIXTURES / "valid")]) == 1
+    assert (
+        main(["crossprofile", "verify", "--quiet", "--composition", str(FIXTURES / "valid")]) == 1
+    )
     assert "expected 60 main templates, found 1" in capsys.readouterr().out
 
 
+def test_old_verify_spelling_is_an_alias_that_says_so(capsys):
+    assert main(["verify", str(FIXTURES / "valid")]) == 0
+    captured = capsys.readouterr()
+    assert "now `deliberation crossprofile verify`" in captured.err
+    assert "verified 2 template files" in captured.out and "OK" in captured.out
+    paths = [str(FIXTURES / "broken" / "score_tie")]
+    assert main(["verify", "--quiet", *paths]) == main(
+        ["crossprofile", "verify", "--quiet", *paths]
+    )
+
+
 def test_verify_an_empty_folder_is_a_usage_error(tmp_path, capsys):
-    assert main(["verify", str(tmp_path)]) == 2
+    assert main(["crossprofile", "verify", str(tmp_path)]) == 2
     assert "no template files" in capsys.readouterr().out
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from deliberation.crossprofile.variants import (
     ALL_VARIANTS,
     CLASSIC,
     OwnershipVariant,
-    derive_seed,
     group_rng,
     private_holders,
 )
@@ -68,12 +66,6 @@ def test_private_assignment_varies_with_seed_and_covers_every_agent():
         doubled[Counter(holders).most_common(1)[0][0]] += 1
     assert set(doubled) == set(AGENTS)
     assert min(doubled.values()) > 20
-
-
-def test_derive_seed_is_sha256_of_the_parts():
-    expected = int.from_bytes(hashlib.sha256(b"a\x1f1\x1fb").digest()[:8], "big")
-    assert derive_seed("a", 1, "b") == expected
-    assert derive_seed("a", 1, "b") != derive_seed("a", 2, "b")
 
 
 def test_group_rng_does_not_depend_on_python_hash_randomisation():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deliberation.crossprofile.characters import text_problems
 from deliberation.crossprofile.errors import TemplateError
 from deliberation.crossprofile.loader import load_template, parse_template
 from deliberation.crossprofile.schema import DOMAINS
@@ -41,7 +42,7 @@ BROKEN_CASES = [
     ("fact_names_two_options", "s1.text", ["names another option 'Ben Okafor'"]),
     ("irrelevant_is_criterion", "i3.attribute", ["'Mentoring' is a stated criterion"]),
     ("duplicate_fact_id", "d1", ["duplicate fact id", "facts[5], facts[6]"]),
-    ("malformed_yaml", "line 10, column 8", ["malformed YAML", "started at line 9"]),
+    ("malformed_yaml", "line 11, column 8", ["malformed YAML", "started at line 10"]),
     ("missing_field", "d2.criterion", ["missing required field"]),
     ("support_favours_wrong", "s3", ["favours (polarity +1) the wrong option 'Ben Okafor'"]),
     ("two_sentences", "s2.text", ["one sentence"]),
@@ -52,6 +53,24 @@ BROKEN_CASES = [
     ("tone_imbalance", "facts", ["3 x +1 and 1 x -1"]),
     ("wrong_type", "s1.polarity", ["integer 1 or -1"]),
     ("unknown_field", "author", ["unknown field"]),
+    # bank v2 design (templates/README.md, "Why the bank looks like this")
+    ("decoys_not_split", "facts", ["decoys must be placed 2 + 1", "3 on 'Ben Okafor'"]),
+    (
+        "irrelevant_misplaced",
+        "facts",
+        ["0 on the two-decoy option 'Ben Okafor'", "X 'Ben Okafor' 1 (i2)"],
+    ),
+    ("decoy_rebutted", "d3.criterion", ["support fact s5", "share the criterion 'on-call"]),
+    ("token_imbalance", "facts", ["differ by 20.5% of their mean", "limit 10%", "Ana Ruiz 110"]),
+    ("weak_wording", "d1.text", ["weak or self-reported wording 'claims'"]),
+    ("description_missing_option", "description", ["does not name the option 'Chen Wei'"]),
+    ("description_one_sentence", "description", ["has 1 sentences", "2-4"]),
+    ("title_names_option", "title", ["names the option 'Ana Ruiz'"]),
+    ("foreign_option_name", "description", ["'Quarry Flats', an option of housing-p1"]),
+    # characters (issue 9)
+    ("confusable_name", "options[1]", ["mixes scripts (CYRILLIC, LATIN)", "confusable"]),
+    ("zero_width_text", "s2.text", ["zero-width character U+200B"]),
+    ("bidi_control", "title", ["bidi-control character U+202E (RIGHT-TO-LEFT OVERRIDE)"]),
 ]
 
 
@@ -85,6 +104,18 @@ def test_broken_fixture_fails_naming_file_and_fact_or_field(case, where, needles
         "duplicate_fact_id",
         "malformed_yaml",
         "missing_field",
+        "decoys_not_split",
+        "irrelevant_misplaced",
+        "decoy_rebutted",
+        "token_imbalance",
+        "weak_wording",
+        "description_missing_option",
+        "description_one_sentence",
+        "title_names_option",
+        "foreign_option_name",
+        "confusable_name",
+        "zero_width_text",
+        "bidi_control",
     ],
 )
 def test_single_flaw_fixtures_report_exactly_that_flaw(case):
@@ -98,7 +129,7 @@ def test_all_violations_are_reported_not_just_the_first(tmp_path):
     text = text.replace('polarity: -1\n    text: "Incident', 'polarity: 1\n    text: "Incident')
     (tmp_path / "hiring-01.yaml").write_text(text)
     wheres = {v.where for v in verify_paths([tmp_path]).violations}
-    assert {"s1.text", "i3.attribute", "s3", "scores"} <= wheres
+    assert {"s1.text", "i4.attribute", "s3", "scores"} <= wheres
 
 
 def test_schema_errors_in_several_facts_are_all_reported():
@@ -107,7 +138,7 @@ def test_schema_errors_in_several_facts_are_all_reported():
     template, problems = parse_template(text, "x.yaml")
     assert template is None
     wheres = {p.where for p in problems}
-    assert {"i1.tone", "i3.tone", "d1"} <= wheres
+    assert {"i1.tone", "i4.tone", "d1"} <= wheres
 
 
 def test_duplicate_yaml_key_is_malformed_with_its_line():
@@ -209,19 +240,40 @@ def test_mentions_matches_whole_names_only():
 # ------------------------------------------------------------------ bank-level checks
 
 
-def _write_copy(directory: Path, template_id: str, domain: str, *, pilot: bool, tag: str) -> None:
-    """A valid template derived from the hiring fixture, with every text made unique by ``tag``."""
+def _write_copy(
+    directory: Path, template_id: str, domain: str, *, pilot: bool, tag: str, tone: int = 2
+) -> None:
+    """A valid template derived from the hiring fixture, with every text made unique by ``tag``
+    and the correct option's irrelevant tones summing to ``tone`` (-2, 0 or +2)."""
     data = load_template(VALID / "hiring-01.yaml").model_dump(mode="json")
     data.update(id=template_id, domain=domain, pilot=pilot)
+    on_correct = {2: (1, 1), 0: (1, -1), -2: (-1, -1)}[tone]
+    irrelevant = [f for f in data["facts"] if f["role"] == "irrelevant"]
+    for fact, sign in zip(
+        [f for f in irrelevant if f["option"] == data["correct"]], on_correct, strict=True
+    ):
+        fact["tone"] = sign
+    for fact, sign in zip(
+        [f for f in irrelevant if f["option"] != data["correct"]], on_correct, strict=True
+    ):
+        fact["tone"] = -sign
     for fact in data["facts"]:
         fact["text"] = fact["text"][:-1] + f" (record {tag})."
     (directory / f"{template_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def _write_full_bank(directory: Path) -> None:
-    for domain in DOMAINS:
+def _write_full_bank(directory: Path, tones=lambda d, k: (-2, 0, 2)[(5 * d + k) % 3]) -> None:
+    """60 main + 10 pilot copies; ``tones(domain index, k)`` sets the correct option's tone sum."""
+    for d, domain in enumerate(DOMAINS):
         for k in range(1, 6):
-            _write_copy(directory, f"{domain}-0{k}", domain, pilot=False, tag=f"{domain} {k}")
+            _write_copy(
+                directory,
+                f"{domain}-0{k}",
+                domain,
+                pilot=False,
+                tag=f"{domain} {k}",
+                tone=tones(d, k),
+            )
     for k, domain in enumerate(DOMAINS[:10], start=1):
         _write_copy(directory, f"{domain}-p1", domain, pilot=True, tag=f"{domain} p{k}")
 
@@ -231,6 +283,24 @@ def test_complete_bank_passes_composition(tmp_path):
     report = verify_paths([tmp_path], composition=True)
     assert report.ok, format_report(report)
     assert len(report.templates) == 70
+
+
+def test_tone_balance_is_checked_over_the_main_templates(tmp_path):
+    # every main template with the correct option's irrelevant facts sounding good: a tone rule
+    # ("pick the option whose trivia sounds best") would find the key
+    _write_full_bank(tmp_path, tones=lambda d, k: 2)
+    report = verify_paths([tmp_path], composition=True)
+    assert [v.where for v in report.violations] == ["bank.tone"]
+    assert "found -2: 0, +0: 0, +2: 60" in report.violations[0].message
+    assert not verify_paths([tmp_path]).violations  # bank-level: only with the composition
+
+
+@pytest.mark.parametrize(("n_minus", "ok"), [(17, True), (16, False), (23, True), (24, False)])
+def test_tone_balance_tolerance_is_a_third_plus_or_minus_a_twentieth(tmp_path, n_minus, ok):
+    """60 main templates: each tone sum may hold 17-23 of them (20 +- 3)."""
+    sums = [-2] * n_minus + [0] * 20 + [2] * (40 - n_minus)
+    _write_full_bank(tmp_path, tones=lambda d, k: sums[5 * d + k - 1])
+    assert verify_paths([tmp_path], composition=True).ok is ok
 
 
 def test_incomplete_bank_names_the_missing_template(tmp_path):
@@ -295,3 +365,78 @@ def test_suspect_words_are_warnings_not_failures(tmp_path):
     report = verify_paths([tmp_path])
     assert report.ok
     assert [w.where for w in report.warnings] == ["s5"]
+
+
+# ------------------------------------------------------------------ bank v2 wording and names
+
+
+def test_a_risk_word_in_an_irrelevant_fact_is_a_warning(tmp_path):
+    text = (
+        (VALID / "hiring-01.yaml").read_text().replace("sang three songs", "sang late, three songs")
+    )
+    (tmp_path / "hiring-01.yaml").write_text(text)
+    report = verify_paths([tmp_path])
+    assert report.ok
+    assert [(w.where, "'late'" in w.message) for w in report.warnings] == [("i3.text", True)]
+
+
+def test_weak_wording_is_allowed_in_irrelevant_facts_only():
+    template = load_template(VALID / "hiring-01.yaml")
+    facts = list(template.facts)
+    for index in (2, 9):  # s3 (support) and i2 (irrelevant)
+        old = facts[index]
+        facts[index] = old.model_copy(update={"text": old.text[:-1] + " as she says."})
+    found = verify_template(template.model_copy(update={"facts": tuple(facts)}), "f")
+    assert [v.where for v in found] == ["s3.text"]
+
+
+def test_an_option_name_inside_the_templates_own_option_is_not_foreign(tmp_path):
+    housing = (VALID / "housing-p1.yaml").read_text()
+    (tmp_path / "housing-p1.yaml").write_text(housing)
+    hiring = (VALID / "hiring-01.yaml").read_text()
+    # another template whose option "Quarry" is part of housing-p1's own "Quarry Flats"
+    hiring = hiring.replace("Chen Wei", "Quarry")
+    (tmp_path / "hiring-01.yaml").write_text(hiring)
+    violations = verify_paths([tmp_path]).violations
+    assert not [v for v in violations if v.file.endswith("housing-p1.yaml")], violations
+
+
+def test_names_are_nfkc_normalised_so_spellings_that_render_alike_are_one_name():
+    text = (VALID / "hiring-01.yaml").read_text()
+    odd = text.replace("options: [Ana Ruiz,", "options: [Ana\u00a0Ruiz,")  # no-break space
+    odd = odd.replace("correct: Ana Ruiz", "correct: \uff21na Ruiz")  # full-width A
+    template, problems = parse_template(odd, "x.yaml")
+    assert problems == [] and template is not None
+    assert template.options[0] == template.correct == "Ana Ruiz"
+    assert verify_template(template, "x.yaml") == []
+
+
+def test_a_look_alike_name_in_a_fact_text_is_refused():
+    text = (VALID / "hiring-01.yaml").read_text()
+    # s1 names a second option with a Cyrillic "e", which the name match would not see
+    odd = text.replace("forty minutes.", "forty minutes, unlike B\u0435n Okafor.")
+    template, problems = parse_template(odd, "x.yaml")
+    assert template is None
+    assert [p.where for p in problems] == ["s1.text"] and "'Bеn'" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("Ana\u00adRuiz", "zero-width character U+00AD"),  # soft hyphen: invisible
+        ("Ana Ruiz\u2066", "bidi-control character U+2066"),
+        ("Ana\x07Ruiz", "control character U+0007"),
+        ("Ana Ruiz\u2062", "invisible format character U+2062"),
+        ("Αna Ruiz", "mixes scripts (GREEK, LATIN)"),  # Greek capital alpha
+    ],
+)
+def test_character_rules_name_the_character(text, needle):
+    problems = text_problems(text)
+    assert problems and needle in problems[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["Zoë Brandt", "Chen Wei", "北京 Office", "Ana Ruiz\n", "São Paulo"]
+)
+def test_names_in_one_script_pass(name):
+    assert text_problems(name) == []

@@ -14,6 +14,9 @@ from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
+from deliberation.params import load_profile
+
+PROFILE = load_profile("sim")
 
 
 class FailingSim(SimBackend):
@@ -42,9 +45,9 @@ def _run_loo(tmp_path, n: int, **parameters):
     client = _client(tmp_path, **parameters)
     items = synthetic.synthetic_bank(n, seed=11)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in leave_one_out_design(pool)]
-    rows = run_replays(client, by_id, pools, replays)
+    rows = run_replays(client, PROFILE, by_id, pools, replays)
     cells = labels.six_cells(labels.leave_one_out_effects(rows), proposal_rows(by_id, pools))
     return labels.helpful_share(cells).set_index(["benchmark", "proposal"])
 
@@ -54,10 +57,10 @@ def test_pools_are_built_once_and_a_second_run_sends_nothing(tmp_path):
     client = _client(tmp_path, backend)
     items = synthetic.synthetic_bank(6, seed=1)
     store = PoolStore(tmp_path / "pools")
-    pools, counts = build_pools(client, items, store)
+    pools, counts = build_pools(client, PROFILE, items, store)
     assert counts.problems == 6 and counts.messages == 30
     sent = backend.sent
-    again, _ = build_pools(client, items, store)
+    again, _ = build_pools(client, PROFILE, items, store)
     assert again == pools and backend.sent == sent
     assert len({m.role.name for m in pools[items[0].id].messages}) == 5
 
@@ -65,7 +68,7 @@ def test_pools_are_built_once_and_a_second_run_sends_nothing(tmp_path):
 def test_unparseable_replies_are_kept_as_they_came_back_and_counted(tmp_path):
     client = _client(tmp_path, dhd_format_error=1.0)
     items = synthetic.synthetic_bank(3, seed=2)
-    pools, counts = build_pools(client, items, PoolStore(tmp_path / "pools"))
+    pools, counts = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
     assert counts.parse_failures == 15
     message = pools[items[0].id].messages[0]
     assert message.present and message.hypothesis is None and "Key idea" in message.parse_error
@@ -78,7 +81,7 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
     items = synthetic.synthetic_bank(2, seed=5)
     by_id = {item.id: item for item in items}
     build = _client(tmp_path)
-    pools, _ = build_pools(build, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(build, PROFILE, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in repeated_design(pool, blocks=3)]
     # Fail the second full call of block 1 (replicate 3) and message 2's removal in block 2.
     failing = {(r.problem_id, r.arm, r.replicate) for r in replays}
@@ -93,7 +96,7 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
             _matches(request, pools[r.problem_id], r, by_id) for r in targets.values()
         )
     )
-    rows = run_replays(_client(tmp_path / "second", backend), by_id, pools, replays)
+    rows = run_replays(_client(tmp_path / "second", backend), PROFILE, by_id, pools, replays)
     assert rows["valid"].eq(0).sum() == 2
     assert set(rows.loc[rows["valid"] == 0, "error"].str[:23]) == {"integrator call failed:"}
     # Recompute by hand: pair each removal with the valid full calls of its own block.
@@ -142,20 +145,68 @@ def test_an_integrator_that_ignores_reasoning_gets_no_help_from_wrong_messages(t
     assert wrong["helpful"] == 0
 
 
-def test_real_benchmark_items_run_through_the_whole_protocol_as_labelled_noise(tmp_path):
+@pytest.mark.parametrize("benchmark", ["jeebench", "scibench", "mascqa", "labbench", "omnimath"])
+def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, benchmark):
+    """Loader, prompts, sim and grader together on three real items (the sim's answers to real
+    problems are noise; only the plumbing is checked)."""
     from deliberation import paths
-    from deliberation.datasets import load
+    from deliberation.dhd.run import load_problems
 
     shared = paths.shared_data_dir()
-    if shared is None or not (shared / "jeebench").exists():
-        pytest.skip("../shared/data/jeebench not present")
-    items = load("jeebench", shared / "jeebench")[:3]
+    if shared is None or not (shared / benchmark).exists():
+        pytest.skip(f"../shared/data/{benchmark} not present")
+    items = load_problems(benchmark, 3, root=shared / benchmark)
     by_id = {item.id: item for item in items}
     client = _client(tmp_path)
-    pools, counts = build_pools(client, items, PoolStore(tmp_path / "pools"))
-    assert counts.problems == 3 and counts.call_failures == 0
-    rows = run_replays(
-        client, by_id, pools, [r for p in pools.values() for r in leave_one_out_design(p)]
+    pools, counts = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    assert counts.problems == 3 and counts.call_failures == 0 and counts.recruiter_failures == 0
+    replays = [r for p in pools.values() for r in leave_one_out_design(p)]
+    rows = run_replays(client, PROFILE, by_id, pools, replays)
+    assert len(rows) == 3 * sum(k + 1 for k in (2, 3, 4, 5))  # one full call + K removals
+    graded = rows[rows["valid"] == 1]
+    assert set(graded["correct"].dropna()) <= {0, 1}
+    # Anything the grader could not decide is an operational failure with its reason.
+    assert (rows.loc[rows["valid"] == 0, "error"] != "").all()
+    assert len(graded) >= len(rows) // 2
+
+
+def test_a_second_run_of_the_whole_experiment_sends_no_model_call(tmp_path, monkeypatch):
+    from deliberation.dhd.run import run_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    profile = load_profile("smoke")
+    backend = FailingSim(fail_when=lambda r: False, parameters=profile.options.parameters)
+    client = _client(tmp_path, backend)
+    first = run_profile(client, profile)
+    sent = backend.sent
+    assert sent > 0 and len(first.replays) > 0
+    assert set(first.replays["arm"]) >= {"solo", "single", "full", "loo", "drop-1"}
+    second = run_profile(client, profile)
+    assert backend.sent == sent
+    pd.testing.assert_frame_equal(first.replays, second.replays)
+    pd.testing.assert_frame_equal(first.proposals, second.proposals)
+
+
+def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkeypatch):
+    """What notebook 07 publishes (rows and proposals as CSV) is enough to rebuild its tables."""
+    from deliberation.dhd import report
+    from deliberation.dhd.run import run_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    profile = load_profile("smoke")
+    results = run_profile(_client(tmp_path), profile, limit=20)
+    results.replays.to_csv(tmp_path / "rows.csv", index=False)
+    results.proposals.to_csv(tmp_path / "proposals.csv", index=False)
+    rows = pd.read_csv(tmp_path / "rows.csv", dtype={"message": "Int64", "block": "Int64"})
+    proposals = pd.read_csv(tmp_path / "proposals.csv", dtype={"proposal_correct": "Int64"})
+    live = report.flip_share_table(
+        report.labelled_effects(results.replays, results.proposals), n_resamples=100
     )
-    assert rows["valid"].all() and set(rows["correct"].dropna()) <= {0, 1}
-    assert isinstance(rows, pd.DataFrame)
+    again = report.flip_share_table(report.labelled_effects(rows, proposals), n_resamples=100)
+    pd.testing.assert_frame_equal(live, again, check_dtype=False)
+    counts = report.cells_table(report.labelled_effects(rows, proposals))
+    loo = counts[counts["design"] == "loo"]
+    assert (
+        loo[["helpful", "neutral", "harmful", "unscored"]].to_numpy().sum()
+        == (rows["arm"] == "loo").sum()
+    )

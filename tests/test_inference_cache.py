@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from deliberation.inference.base import (
+    Backend,
     BackendIdentity,
     ChatRequest,
     ChatResponse,
@@ -14,10 +15,34 @@ from deliberation.inference.base import (
     StructuredOutput,
 )
 from deliberation.inference.cache import ResponseCache, request_key
+from deliberation.inference.sim import sent_fields
 
 IDENTITY = BackendIdentity(
     backend="openai", model="m", revision="r1", base_url="http://127.0.0.1:1/v1"
 )
+
+
+class FixedBackend(Backend):
+    """A backend with a given identity that sends what the sim reads (no generation)."""
+
+    def __init__(self, identity: BackendIdentity) -> None:
+        self._identity = identity
+
+    @property
+    def identity(self) -> BackendIdentity:
+        return self._identity
+
+    def request_payload(self, request):
+        return sent_fields(request)
+
+    def generate(self, requests, on_response=None):
+        raise AssertionError("never called")
+
+
+def key_for(identity, request):
+    return request_key(FixedBackend(identity), request)
+
+
 REQUEST = ChatRequest(
     messages=(Message("system", "be brief"), Message("user", "pick one")),
     stage="crossprofile.decision",
@@ -51,19 +76,19 @@ IDENTITY_CHANGES = {
 
 def test_equal_requests_share_a_key():
     copy = dataclasses.replace(REQUEST)
-    assert request_key(IDENTITY, REQUEST) == request_key(IDENTITY, copy)
+    assert key_for(IDENTITY, REQUEST) == key_for(IDENTITY, copy)
 
 
 @pytest.mark.parametrize("field", sorted(REQUEST_CHANGES))
 def test_changing_any_request_field_misses_the_cache(field):
     changed = dataclasses.replace(REQUEST, **REQUEST_CHANGES[field])
-    assert request_key(IDENTITY, changed) != request_key(IDENTITY, REQUEST)
+    assert key_for(IDENTITY, changed) != key_for(IDENTITY, REQUEST)
 
 
 @pytest.mark.parametrize("field", sorted(IDENTITY_CHANGES))
 def test_changing_any_backend_field_misses_the_cache(field):
     changed = dataclasses.replace(IDENTITY, **IDENTITY_CHANGES[field])
-    assert request_key(changed, REQUEST) != request_key(IDENTITY, REQUEST)
+    assert key_for(changed, REQUEST) != key_for(IDENTITY, REQUEST)
 
 
 def _answer(text="A", **kw):
@@ -80,7 +105,7 @@ def _answer(text="A", **kw):
 
 def test_round_trip_flags_hits_and_counts_them(tmp_path):
     path = tmp_path / "c.sqlite"
-    key = request_key(IDENTITY, REQUEST)
+    key = key_for(IDENTITY, REQUEST)
     with ResponseCache(path) as cache:
         assert cache.get_many([key]) == {}
         cache.put(key, REQUEST, _answer(), profile="p", identity=IDENTITY)
@@ -94,7 +119,7 @@ def test_round_trip_flags_hits_and_counts_them(tmp_path):
 
 
 def test_failures_are_recorded_with_reason_and_never_served(tmp_path):
-    key = request_key(IDENTITY, REQUEST)
+    key = key_for(IDENTITY, REQUEST)
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         failed = ChatResponse(text="", error="HTTP 500 after 3 attempts", attempts=3)
         with pytest.raises(ValueError):
@@ -120,10 +145,8 @@ def test_cache_stats_command_prints_calls_and_hits_by_stage(tmp_path, capsys):
 
     path = tmp_path / "c.sqlite"
     with ResponseCache(path) as cache:
-        cache.put(
-            request_key(IDENTITY, REQUEST), REQUEST, _answer(), profile="p", identity=IDENTITY
-        )
-        cache.get_many([request_key(IDENTITY, REQUEST)])
+        cache.put(key_for(IDENTITY, REQUEST), REQUEST, _answer(), profile="p", identity=IDENTITY)
+        cache.get_many([key_for(IDENTITY, REQUEST)])
     assert main(["cache", "stats", str(path)]) == 0
     out = capsys.readouterr().out
     assert "crossprofile.decision" in out and "calls" in out and "hits" in out

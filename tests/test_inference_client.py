@@ -28,6 +28,9 @@ class CountingBackend(Backend):
     def identity(self):
         return BackendIdentity(backend="counting", model="upper")
 
+    def request_payload(self, request):
+        return {"messages": request.messages_as_dicts()}
+
     def generate(self, requests: Sequence[ChatRequest], on_response=None):
         out = []
         for index, request in enumerate(requests):

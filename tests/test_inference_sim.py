@@ -6,7 +6,8 @@ import numpy as np
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.sim import SimBackend, find_behaviour, registered_stages
-from deliberation.smoke import arithmetic_requests, parse_answer
+from deliberation.params import load_profile
+from deliberation.smoke import arithmetic_items, arithmetic_requests, parse_answer
 
 
 def test_same_request_same_answer_across_instances():
@@ -53,14 +54,25 @@ def test_max_tokens_truncates_by_the_project_token_counter_and_reports_length():
 
 def test_planted_accuracy_is_recovered():
     """Parameter recovery: the smoke accuracy parameter shows up in the measured accuracy."""
-    requests = arithmetic_requests(3000, seed=11)
+    items = arithmetic_items(3000, seed=11)
+    requests = arithmetic_requests(load_profile("sim"), items)
     for planted in (0.6, 0.95):
         responses = SimBackend(parameters={"smoke_accuracy": planted}).generate(requests)
-        truths = [
-            sum(map(int, r.messages[-1].content.split("What is ")[1].split("?")[0].split(" + ")))
-            for r in requests
-        ]
         correct = np.mean(
-            [parse_answer(x.text) == t for x, t in zip(responses, truths, strict=True)]
+            [parse_answer(x.text) == t for x, t in zip(responses, items["truth"], strict=True)]
         )
         assert abs(correct - planted) < 0.03
+
+
+def test_behaviours_and_their_registry_import_without_the_sim_backend():
+    """No import cycle: behaviour modules depend on the registry, never on the backend."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, deliberation.inference.sim_behaviours as b; "
+        "from deliberation.inference.sim_registry import registered_stages; "
+        "print('deliberation.inference.sim' in sys.modules, 'echo' in registered_stages())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -224,10 +224,11 @@ def test_no_spec_means_no_structured_kwargs():
 
 
 def test_schema_handed_to_vllm_is_a_plain_copy():
-    spec = StructuredOutput(json_schema=MappingProxyType({"type": "array", "items": ("x",)}))
+    items = MappingProxyType({"enum": ("x",)})
+    spec = StructuredOutput(json_schema=MappingProxyType({"type": "array", "items": items}))
     sent = vllm_structured_kwargs(spec, fake_sampling_params_module("structured_outputs"))
     schema = sent["structured_outputs"].kwargs["json"]
-    assert type(schema) is dict and schema == {"type": "array", "items": ["x"]}
+    assert type(schema) is dict and schema == {"type": "array", "items": {"enum": ["x"]}}
     json.dumps(schema)  # serialisable
 
 
@@ -372,18 +373,15 @@ def test_sampling_kwargs_carry_the_structured_constraint():
 def test_engine_kwargs_carry_parallelism_and_pin_generation_config():
     options = VLLMOptions.from_options(
         {
-            "model": "Qwen/Qwen2.5-7B-Instruct",
-            "revision": "abc123",
             "tensor_parallel_size": 4,
             "pipeline_parallel_size": 2,
             "distributed_executor_backend": "ray",
             "max_model_len": 8192,
             "dtype": "bfloat16",
-            "seed": 3,
             "engine_extra": {"quantization": "awq"},
         }
     )
-    kwargs = options.engine_kwargs()
+    kwargs = options.engine_kwargs("Qwen/Qwen2.5-7B-Instruct", "abc123", 3)
     assert kwargs["generation_config"] == "vllm"
     assert kwargs["tensor_parallel_size"] == 4
     assert kwargs["pipeline_parallel_size"] == 2
@@ -394,7 +392,7 @@ def test_engine_kwargs_carry_parallelism_and_pin_generation_config():
 
 
 def test_unset_optional_engine_settings_are_left_to_vllm():
-    kwargs = VLLMOptions(model="m").engine_kwargs()
+    kwargs = VLLMOptions().engine_kwargs("m")
     for key in ("revision", "tokenizer", "max_model_len", "distributed_executor_backend"):
         assert key not in kwargs
     assert kwargs["tensor_parallel_size"] == 1 and kwargs["pipeline_parallel_size"] == 1
@@ -403,15 +401,14 @@ def test_unset_optional_engine_settings_are_left_to_vllm():
 @pytest.mark.parametrize(
     "options, field",
     [
-        ({"model": "m", "tensor_parallel_size": 0}, "tensor_parallel_size"),
-        ({"model": "m", "pipeline_parallel_size": 1.5}, "pipeline_parallel_size"),
-        ({"model": "m", "distributed_executor_backend": "slurm"}, "distributed_executor_backend"),
-        ({"model": "m", "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
-        ({"model": "m", "enforce_eager": "yes"}, "enforce_eager"),
-        ({"model": "m", "engine_extra": {"seed": 1}}, "engine_extra"),
-        ({"model": "m", "tensor_parallel": 2}, "tensor_parallel"),
-        ({"model": ""}, "model"),
-        ({"dtype": "auto"}, "model"),
+        ({"tensor_parallel_size": 0}, "tensor_parallel_size"),
+        ({"pipeline_parallel_size": 1.5}, "pipeline_parallel_size"),
+        ({"distributed_executor_backend": "slurm"}, "distributed_executor_backend"),
+        ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+        ({"enforce_eager": "yes"}, "enforce_eager"),
+        ({"engine_extra": {"seed": 1}}, "engine_extra"),
+        ({"tensor_parallel": 2}, "tensor_parallel"),
+        ({"model": "m"}, "model"),  # the model comes from the profile's top level
     ],
 )
 def test_bad_profile_options_are_rejected_naming_the_field(options, field):
@@ -542,13 +539,15 @@ def test_output_without_completions_becomes_an_error_response():
     assert not response.ok and response.text == "" and response.latency_s == 0.5
 
 
-def test_identity_names_model_revision_and_output_affecting_engine_settings(fake_vllm):
+def test_identity_names_model_and_revision(fake_vllm):
     identity = VLLMBackend(model="org/model", revision="r1").identity
-    assert (identity.backend, identity.model) == ("vllm", "org/model")
-    assert identity.revision.startswith("r1|")
+    assert (identity.backend, identity.model, identity.revision) == ("vllm", "org/model", "r1")
     assert VLLMBackend(model="org/model", revision="r2").identity != identity
-    for change in ({"dtype": "bfloat16"}, {"seed": 7}, {"engine_extra": {"quantization": "awq"}}):
-        assert VLLMBackend(model="org/model", revision="r1", **change).identity != identity
+
+
+def test_an_empty_model_id_is_rejected(fake_vllm):
+    with pytest.raises(ValueError, match="model"):
+        VLLMBackend(model=" ")
 
 
 def test_close_drops_the_engine_and_a_later_call_builds_a_new_one(fake_vllm):
@@ -623,6 +622,6 @@ def test_profile_builds_the_backend_with_its_parallelism(fake_vllm):
 
     profile = load_profile("gpt-oss-120b-vllm")
     backend = VLLMBackend.from_profile(profile)
-    kwargs = backend.options.engine_kwargs()
-    assert kwargs["tensor_parallel_size"] == profile.vllm.tensor_parallel_size == 2
+    kwargs = backend.options.engine_kwargs(backend.model)
+    assert kwargs["tensor_parallel_size"] == profile.options.tensor_parallel_size == 2
     assert kwargs["generation_config"] == "vllm" and kwargs["model"] == profile.model

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from deliberation import paths
 from deliberation.params import ProfileError, available_profiles, load_profile
 
 
@@ -31,9 +32,9 @@ def test_every_shipped_profile_loads_and_names_its_backend_options():
         profile = load_profile(name)
         assert profile.name == name
         if profile.backend == "openai":
-            assert profile.openai is not None
+            assert profile.options.base_url
         if profile.backend == "vllm":
-            assert profile.vllm is not None
+            assert profile.options is not None
 
 
 def test_only_the_sim_profiles_are_synthetic():
@@ -66,7 +67,7 @@ def test_malformed_yaml_reports_the_line(tmp_path):
 
 def test_openai_backend_requires_its_options(tmp_path):
     path = _write(tmp_path, "api", "name: api\nbackend: openai\nmodel: m\n")
-    with pytest.raises(ProfileError, match="openai: required"):
+    with pytest.raises(ProfileError, match=r"openai\.base_url: Field required"):
         load_profile(path)
 
 
@@ -88,7 +89,7 @@ def test_extends_merges_child_over_parent(tmp_path):
     )
     child = _write(tmp_path, "child", "extends: base\nname: child\nsim: {parameters: {b: 5.0}}\n")
     profile = load_profile(child)
-    assert profile.sim.parameters == {"a": 1.0, "b": 5.0}
+    assert profile.options.parameters == {"a": 1.0, "b": 5.0}
     assert profile.model == "m"
 
 
@@ -115,3 +116,62 @@ def test_params_hash_tracks_results_not_descriptions(tmp_path):
     )
     assert one.params_hash != two.params_hash
     assert one.params_hash == same.params_hash
+
+
+# -- names ----------------------------------------------------------------------------------------
+
+
+def test_a_profile_without_a_name_is_named_after_its_file_not_its_parent(tmp_path):
+    _write(tmp_path, "parent", "name: parent\nbackend: sim\nmodel: m\n")
+    child = load_profile(_write(tmp_path, "my-child_1.0", "extends: parent\n"))
+    assert child.name == "my-child_1.0"
+    named = load_profile(_write(tmp_path, "other", "extends: parent\nname: chosen\n"))
+    assert named.name == "chosen"
+
+
+@pytest.mark.parametrize("name", ["../../../x", "a/b", "..", ".", "with space", "", "ünï"])
+def test_names_that_could_leave_the_output_folder_are_rejected(tmp_path, name):
+    path = _write(tmp_path, "bad", f"name: {name!r}\nbackend: sim\nmodel: m\n")
+    with pytest.raises(ProfileError, match=r"bad\.yaml: name"):
+        load_profile(path)
+
+
+def test_the_synthetic_marker_cannot_be_set_or_cleared_from_yaml(tmp_path):
+    path = _write(tmp_path, "p", "backend: sim\nmodel: m\nserved_by_sim: false\n")
+    with pytest.raises(ProfileError, match="served_by_sim"):
+        load_profile(path)
+
+
+def test_a_real_model_profile_pointed_at_serve_sim_is_labelled_synthetic(tmp_path):
+    from deliberation.inference import open_run
+    from deliberation.inference.serve_sim import sim_server_in_thread
+    from deliberation.provenance import output_label
+
+    with sim_server_in_thread() as server:
+        path = _write(
+            tmp_path,
+            "flash-on-sim",
+            "extends: deepseek-v4.1-flash-api\n"
+            f"openai: {{base_url: '{server.base_url}', api_key_env: null}}\n",
+        )
+        (tmp_path / "deepseek-v4.1-flash-api.yaml").write_text(
+            (paths.params_dir() / "deepseek-v4.1-flash-api.yaml").read_text()
+        )
+        profile = load_profile(path)
+        assert profile.name == "flash-on-sim" and not profile.synthetic
+        labelled, client = open_run(profile, cache_file=tmp_path / "c.sqlite", progress=False)
+    assert labelled.synthetic and "synthetic" in output_label(labelled)
+
+
+def test_a_server_that_does_not_answer_is_not_labelled_synthetic(tmp_path):
+    from deliberation.inference import open_run
+
+    profile = load_profile(
+        _write(
+            tmp_path,
+            "down",
+            "backend: openai\nmodel: m\nopenai: {base_url: 'http://127.0.0.1:9/v1', timeout_s: 1}\n",
+        )
+    )
+    labelled, _ = open_run(profile, cache_file=tmp_path / "c.sqlite", progress=False)
+    assert not labelled.synthetic

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import deliberation.stats as stats
+from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.stats.simulate import (
     population_value,
     simulate_results_frame,
-    variant_id,
 )
 
 POLICIES = ("R1", "B4", "Random", "R1-rel")
@@ -46,8 +46,15 @@ def test_public_names_import_from_deliberation_stats():
 
 
 def test_variant_ids_follow_the_paper_notation():
-    assert variant_id("private", "shared", "private") == "SP-DS-IP"  # the classic cell
-    assert variant_id("shared", "private", "shared") == "SS-DP-IS"
+    assert OwnershipVariant("private", "shared", "private").id == "SP-DS-IP"  # the classic cell
+    assert OwnershipVariant("shared", "private", "shared").id == "SS-DP-IS"
+
+
+def test_simulated_frames_label_variants_with_the_one_crossprofile_label():
+    frame = simulate_results_frame(planted, POLICIES, np.random.default_rng(0))
+    for row in frame[["support", "decoy", "irrelevant", "variant"]].drop_duplicates().itertuples():
+        assert row.variant == OwnershipVariant(row.support, row.decoy, row.irrelevant).id
+    assert frame["variant"].nunique() == 8
 
 
 def test_h1_to_h3_recover_the_planted_effects_in_one_call():

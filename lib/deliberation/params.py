@@ -2,22 +2,41 @@
 
 A profile names the backend, the model and every option the run depends on. Loading validates
 it strictly: an unknown key or a wrong type is an error naming the file and the key. A profile
-may ``extends:`` another (by name); the child's keys are merged over the parent's.
+may ``extends:`` another (by name); the child's keys are merged over the parent's, except
+``name``, which is never inherited: it is the file stem unless the file gives one, and only
+letters, digits, ``.``, ``_`` and ``-`` (it names output folders).
+
+The backend's own section (``openai:``, ``vllm:``, ``sim:``: the key is the backend's name) is
+validated by that backend's options model (``Backend.Options``) and available as
+``profile.options``; sections for other backends (inherited through ``extends:``) are ignored.
+``sampling`` holds the profile's defaults for every request; a stage overrides them where it
+must (see :mod:`deliberation.inference.generation`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from deliberation import paths
+from deliberation.inference.base import backend_class, registered_backends
+from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
 
-BackendName = Literal["sim", "openai", "vllm"]
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class _Strict(BaseModel):
@@ -25,81 +44,114 @@ class _Strict(BaseModel):
 
 
 class Sampling(_Strict):
+    """The profile's request defaults; :func:`deliberation.inference.generation.stage_settings`
+    merges a stage's own values over them."""
+
     temperature: float = Field(0.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(512, gt=0)
 
 
-class OpenAIOptions(_Strict):
-    base_url: str
-    api_key_env: str | None = Field(
-        None, description="name of the environment variable holding the key (never the key)"
+class DHDOptions(_Strict):
+    """The DHD experiment (``deliberation run dhd``, notebooks 07-08)."""
+
+    benchmarks: tuple[str, ...] = Field(
+        ("synthetic",), description="synthetic (the sim's bank) or the five DHD benchmarks"
     )
-    concurrency: int = Field(16, gt=0)
-    max_retries: int = Field(6, ge=0)
-    timeout_s: float = Field(120.0, gt=0)
-    backoff_base_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(60.0, ge=0)
-    # How structured outputs travel (see inference/structured.py): vLLM >= 0.10.2 servers take
-    # "structured_outputs"; older vLLM "guided"; OpenAI-style APIs "response_format"; APIs with
-    # only JSON mode (DeepSeek) "json_object"; "none" leaves the format to the prompt.
-    structured_output: Literal[
-        "structured_outputs", "guided", "response_format", "json_object", "none"
-    ] = "structured_outputs"
-    send_seed: bool = True
-
-
-class VLLMOptions(_Strict):
-    tensor_parallel_size: int = Field(1, gt=0)
-    pipeline_parallel_size: int = Field(1, gt=0)
-    distributed_executor_backend: Literal["mp", "ray"] | None = None
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
-    max_model_len: int | None = None
-    dtype: str = "auto"
-    trust_remote_code: bool = False
-    enforce_eager: bool = False
-
-
-class SimOptions(_Strict):
-    """Mechanism parameters of the sim backend (see ``inference/sim.py``); each experiment's
-    behaviour documents the names it reads."""
-
-    parameters: dict[str, float] = Field(default_factory=dict)
+    problems: int | None = Field(
+        200, gt=0, description="problems per benchmark, stratified by subject; null: all"
+    )
+    repeated_problems: int | None = Field(
+        60, gt=0, description="problems with repeated replays (paper 2: 1,000 per model)"
+    )
+    blocks: int = Field(5, gt=0, description="repeated-replay blocks per problem (paper 2: 5)")
+    sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
+    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
+    n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
 
 
 class ExperimentOptions(_Strict):
     """Sizes that differ between a full run and a smoke run."""
 
-    n_resamples: int = Field(10_000, gt=0)
     smoke_items: int = Field(20, gt=0)
+    dhd: DHDOptions = DHDOptions()
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """``a.b: message; c: message`` for every problem pydantic found."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+        message = err["msg"]
+        if err["type"] == "value_error":  # our own validators already name the field
+            message = str(err.get("ctx", {}).get("error", message))
+        parts.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(parts)
 
 
 class Profile(_Strict):
     name: str
     description: str = ""
-    backend: BackendName
+    backend: str
     model: str
     revision: str = ""
     seed: int = 0
     smoke: bool = False
     sampling: Sampling = Sampling()
-    openai: OpenAIOptions | None = None
-    vllm: VLLMOptions | None = None
-    sim: SimOptions = SimOptions()
+    options: SerializeAsAny[BaseModel] = Field(
+        description="the backend's own section (validated by backend_class(backend).Options)"
+    )
     experiments: ExperimentOptions = ExperimentOptions()
+    served_by_sim: bool = Field(
+        False,
+        description="set by make_client when the server says it is serve-sim; never from YAML",
+    )
     source: str = Field("", description="file the profile was loaded from")
 
-    @field_validator("openai")
+    @model_validator(mode="before")
     @classmethod
-    def _openai_key_is_a_name(cls, value: OpenAIOptions | None) -> OpenAIOptions | None:
-        if value is not None and value.api_key_env and value.api_key_env.startswith("sk-"):
-            raise ValueError("api_key_env must name an environment variable, not hold a key")
+    def _backend_section(cls, data: Any) -> Any:
+        """Validate the section named after the backend with that backend's options model;
+        drop sections of other registered backends (inherited from an ``extends:`` parent)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        backend = data.get("backend")
+        if not isinstance(backend, str) or backend not in registered_backends():
+            raise ValueError(f"backend: {backend!r} is not one of {registered_backends()}")
+        for other in registered_backends():
+            if other != backend:
+                data.pop(other, None)
+        section = data.pop(backend, None)
+        if section is None:  # built in code: Profile(..., options=<the backend's Options>)
+            section = data.pop("options", None)
+        options_model = backend_class(backend).Options
+        if isinstance(section, options_model):
+            data["options"] = section
+            return data
+        if section is not None and not isinstance(section, dict):
+            raise ValueError(f"{backend}: expected a mapping of options")
+        try:
+            data["options"] = options_model.model_validate(section or {})
+        except ValidationError as exc:
+            raise ValueError(format_validation_error(exc, backend)) from None
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not NAME_PATTERN.fullmatch(value) or set(value) == {"."}:
+            raise ValueError(
+                f"{value!r} is not a profile name: use letters, digits, '.', '_' and '-' only"
+                " (it names output folders)"
+            )
         return value
 
     @property
     def synthetic(self) -> bool:
-        """True when results come from the sim mechanism model, not a language model."""
-        return self.backend == "sim"
+        """True when results come from the sim mechanism model, not a language model: the
+        backend is synthetic (``sim``) or the server said it is serve-sim."""
+        return bool(backend_class(self.backend).synthetic) or self.served_by_sim
 
     @property
     def params_hash(self) -> str:
@@ -127,15 +179,18 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ProfileError(f"{path}:{where}: not valid YAML: {exc}") from None
+        raise ProfileError(
+            f"{path}: {yaml_error_location(exc)}: not valid YAML: {describe_yaml_error(exc)}"
+        ) from None
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: expected a mapping of keys at the top level")
     return data
 
 
 def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The file's keys merged over its parents' (``name`` never comes from a parent)."""
     if path in seen:
         raise ProfileError(f"{path}: extends: cycle through {[str(p) for p in seen]}")
     data = _read_yaml(path)
@@ -145,7 +200,9 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     parent_path = path.parent / f"{parent}.yaml"
     if not parent_path.is_file():
         raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
-    return _deep_merge(_resolve(parent_path, (*seen, path)), data)
+    inherited = _resolve(parent_path, (*seen, path))
+    inherited.pop("name", None)
+    return _deep_merge(inherited, data)
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
@@ -157,25 +214,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
         available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
         raise ProfileError(f"{candidate}: no such profile; available: {available}")
     data = _resolve(candidate)
+    if "served_by_sim" in data or "options" in data:
+        key = "served_by_sim" if "served_by_sim" in data else "options"
+        raise ProfileError(f"{candidate}: {key}: not a profile key")
     data.setdefault("name", candidate.stem)
     data["source"] = str(candidate)
     try:
-        profile = Profile.model_validate(data)
+        return Profile.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ProfileError(f"{candidate}: {problems}") from None
-    _check_backend_options(profile, candidate)
-    return profile
-
-
-def _check_backend_options(profile: Profile, path: Path) -> None:
-    if profile.backend == "openai" and profile.openai is None:
-        raise ProfileError(f"{path}: openai: required when backend is 'openai'")
-    if profile.backend == "vllm" and profile.vllm is None:
-        raise ProfileError(f"{path}: vllm: required when backend is 'vllm'")
+        raise ProfileError(f"{candidate}: {format_validation_error(exc)}") from None
 
 
 def available_profiles() -> list[str]:

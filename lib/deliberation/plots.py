@@ -12,7 +12,6 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from deliberation import paths  # noqa: E402
 from deliberation.atomic import atomic_path  # noqa: E402
@@ -21,12 +20,6 @@ from deliberation.provenance import SYNTHETIC_LABEL, write_sidecar  # noqa: E402
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}
-
-
-def apply_style() -> None:
-    """One look for every figure."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
-    plt.rcParams["svg.hashsalt"] = "deliberation"
 
 
 def figure_dir(profile: Profile) -> Path:

@@ -1,31 +1,43 @@
 """The plumbing experiment behind ``notebooks/00_smoke.ipynb``: add two numbers.
 
 It exercises every layer (params -> requests -> backend -> cache -> parsed answers -> table
-with provenance) with a task whose right answer is known, and counts invalid answers.
+with provenance) with a task whose right answer is known, and counts invalid answers. The items
+(the two numbers and their sum) are data; scoring reads the truth from them, never from prompts.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest
+from deliberation.inference.generation import StageSettings, stage_request
 
-STAGE = "smoke.arithmetic"
+if TYPE_CHECKING:
+    from deliberation.params import Profile
+
 PROMPT = "What is {a} + {b}? Reply in the form 'Answer: N'."
+# The answer is a few tokens: the stage caps max_tokens; the profile sets everything else.
+STAGE = StageSettings("smoke.arithmetic", max_tokens=16)
 _ANSWER = re.compile(r"Answer:\s*(-?\d+)\s*$")
 
 
-def arithmetic_requests(n: int, *, seed: int, max_tokens: int = 16) -> list[ChatRequest]:
-    rng = np.random.default_rng(seed)
-    pairs = rng.integers(0, 100, size=(n, 2))
+def arithmetic_items(n: int, *, seed: int) -> pd.DataFrame:
+    """``n`` questions: columns ``a``, ``b`` and ``truth`` (= a + b), drawn from ``seed``."""
+    pairs = np.random.default_rng(seed).integers(0, 100, size=(n, 2))
+    items = pd.DataFrame({"a": pairs[:, 0], "b": pairs[:, 1]}).astype(int)
+    items["truth"] = items["a"] + items["b"]
+    return items
+
+
+def arithmetic_requests(profile: Profile, items: pd.DataFrame) -> list[ChatRequest]:
+    """One request per item, with the profile's sampling merged under :data:`STAGE`."""
     return [
-        ChatRequest.from_prompt(
-            PROMPT.format(a=int(a), b=int(b)), stage=STAGE, seed=seed, max_tokens=max_tokens
-        )
-        for a, b in pairs
+        stage_request(profile, STAGE, PROMPT.format(a=int(a), b=int(b)))
+        for a, b in zip(items["a"], items["b"], strict=True)
     ]
 
 
@@ -35,22 +47,21 @@ def parse_answer(text: str) -> int | None:
     return None if match is None else int(match.group(1))
 
 
-def score(requests: list[ChatRequest], results: pd.DataFrame) -> pd.DataFrame:
-    """One row per call: the question's true sum, the parsed answer, validity and correctness."""
-    truths = []
-    for request in requests:
-        a, b = map(int, re.findall(r"-?\d+", request.messages[-1].content)[:2])
-        truths.append(a + b)
+def score(items: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """One row per call (``results`` in item order): the item's true sum, the parsed answer,
+    validity and correctness."""
+    if len(items) != len(results):
+        raise ValueError(f"{len(items)} items but {len(results)} results")
     answers = [
         None if pd.notna(err) else parse_answer(text)
         for text, err in zip(results["text"], results["error"], strict=True)
     ]
     frame = pd.DataFrame(
         {
-            "key": results["key"],
-            "truth": truths,
+            "key": results["key"].to_numpy(),
+            "truth": items["truth"].to_numpy(),
             "answer": pd.array(answers, dtype="Int64"),
-            "failed": results["error"].notna(),
+            "failed": results["error"].notna().to_numpy(),
         }
     )
     frame["valid"] = frame["answer"].notna()

@@ -1,11 +1,12 @@
-"""CrossProfile: template schema, loader, verifier, ownership variants and task derivation.
+"""CrossProfile: template schema, loader, verifier, cue audit, ownership variants and tasks.
 
 Templates live in ``templates/crossprofile/<id>.yaml`` (format: ``templates/README.md``);
-``deliberation verify`` checks them and ``deliberation tasks crossprofile`` derives the tasks.
+``deliberation crossprofile verify`` checks them, ``deliberation crossprofile audit`` looks for
+surface cues to the answer, and ``deliberation tasks crossprofile`` derives the tasks.
 """
 
 from deliberation.crossprofile.errors import TemplateError, Violation
-from deliberation.crossprofile.loader import bank_dir, load_bank, load_template
+from deliberation.crossprofile.loader import bank_dir, load_template
 from deliberation.crossprofile.schema import DOMAINS, ROLES, Template
 from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, score_options
 from deliberation.crossprofile.tasks import (
@@ -17,7 +18,7 @@ from deliberation.crossprofile.tasks import (
     write_tasks_jsonl,
 )
 from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS, CLASSIC, OwnershipVariant
-from deliberation.crossprofile.verifier import VerificationReport, verify_paths
+from deliberation.crossprofile.verifier import VerificationReport, load_bank, verify_paths
 
 __all__ = [
     "AGENTS",

@@ -1,57 +1,95 @@
-"""CLI: ``deliberation verify [PATHS]`` and ``deliberation tasks crossprofile --out FILE``."""
+"""CLI: ``deliberation crossprofile verify [PATHS]``, ``deliberation crossprofile audit
+[PATHS]`` and ``deliberation tasks crossprofile --out FILE``.
+
+``deliberation verify`` is the old spelling of ``crossprofile verify``, kept as an alias that
+says so (it was easy to confuse with ``deliberation data verify``). Library imports happen
+inside the handlers, so ``deliberation --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import sys
 from pathlib import Path
 
-from deliberation.crossprofile.errors import TemplateError
-from deliberation.crossprofile.loader import bank_dir, load_bank
-from deliberation.crossprofile.tasks import DEFAULT_SEED, derive_tasks, write_tasks_jsonl
-from deliberation.crossprofile.verifier import format_report, verify_paths
+_VERIFY_DESCRIPTION = (
+    "Check CrossProfile template files against the format, the answer-key rules and the bank-v2 "
+    "balance design. With no PATHS the whole bank (templates/crossprofile/) is verified, "
+    "including its composition (60 main + 10 pilot, 5 main per domain) and tone balance. With "
+    "PATHS (files or folders), every file gets the per-template checks and the files are "
+    "checked against each other for duplicate ids and texts and borrowed option names; add "
+    "--composition to also check the bank-level rules."
+)
 
-log = logging.getLogger(__name__)
 
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    verify = subparsers.add_parser(
-        "verify",
-        help="check CrossProfile templates (default: the whole bank); exit 0 only if all pass",
-        description=(
-            "Check CrossProfile template files against the format and the answer-key rules. "
-            "With no PATHS the whole bank (templates/crossprofile/) is verified, including its "
-            "composition (60 main + 10 pilot, 5 main per domain). With PATHS (files or "
-            "folders), every file gets the per-template checks and the files are checked "
-            "against each other for duplicate ids and texts; add --composition to also check "
-            "the bank's composition."
-        ),
-    )
-    verify.add_argument("paths", nargs="*", type=Path, help="template files or folders")
-    verify.add_argument(
+def _add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", type=Path, help="template files or folders")
+    parser.add_argument(
         "--composition",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="check 60 main + 10 pilot over 12 domains (default: only when PATHS is empty)",
+        help="check 60 main + 10 pilot over 12 domains and the bank's tone balance "
+        "(default: only when PATHS is empty)",
     )
-    verify.add_argument(
+    parser.add_argument(
         "--quiet", action="store_true", help="print only violations and the summary line"
     )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    crossprofile = subparsers.add_parser(
+        "crossprofile", help="CrossProfile bank: verify the templates, audit them for cues"
+    )
+    sub = crossprofile.add_subparsers(dest="crossprofile_command", required=True)
+
+    verify = sub.add_parser(
+        "verify",
+        help="check CrossProfile templates (default: the whole bank); exit 0 only if all pass",
+        description=_VERIFY_DESCRIPTION,
+    )
+    _add_verify_arguments(verify)
     verify.set_defaults(func=run_verify)
 
-    crossprofile = _tasks_subparsers(subparsers).add_parser(
+    audit = sub.add_parser(
+        "audit",
+        help="meaning-free heuristics vs chance over the main templates; exit 1 if one is "
+        "more than 10 points above chance",
+        description=(
+            "Run the cue audit (deliberation.crossprofile.audit) over the main templates of "
+            "PATHS (default: the bank). Templates need only parse, not pass the verifier, so "
+            "an old bank can be audited too."
+        ),
+    )
+    audit.add_argument("paths", nargs="*", type=Path, help="template files or folders")
+    audit.add_argument(
+        "--seed", type=int, default=None, help="task seed of the fact order (default: 0)"
+    )
+    audit.set_defaults(func=run_audit)
+
+    old = subparsers.add_parser(
+        "verify",
+        help="old spelling of `deliberation crossprofile verify` (kept as an alias)",
+        description=_VERIFY_DESCRIPTION + " (Alias of `deliberation crossprofile verify`.)",
+    )
+    _add_verify_arguments(old)
+    old.set_defaults(func=run_old_verify)
+
+    tasks = _tasks_subparsers(subparsers).add_parser(
         "crossprofile",
         help="derive the CrossProfile tasks (template x 8 ownership variants) as JSONL",
     )
-    crossprofile.add_argument("--out", type=Path, required=True, help="output .jsonl file")
-    crossprofile.add_argument("--seed", type=int, default=DEFAULT_SEED, help="holder seed")
-    crossprofile.add_argument(
+    tasks.add_argument("--out", type=Path, required=True, help="output .jsonl file")
+    tasks.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the private holders and the fact order (default: 0)",
+    )
+    tasks.add_argument(
         "--templates", type=Path, default=None, help="template folder (default: the bank)"
     )
-    crossprofile.add_argument(
-        "--no-pilot", action="store_true", help="main templates only (480 tasks)"
-    )
-    crossprofile.set_defaults(func=run_tasks)
+    tasks.add_argument("--no-pilot", action="store_true", help="main templates only (480 tasks)")
+    tasks.set_defaults(func=run_tasks)
 
 
 def _tasks_subparsers(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
@@ -65,7 +103,16 @@ def _tasks_subparsers(subparsers: argparse._SubParsersAction) -> argparse._SubPa
     return parser._benchmark_subparsers  # type: ignore[attr-defined]
 
 
+def _seed(args: argparse.Namespace) -> int:
+    from deliberation.crossprofile.tasks import DEFAULT_SEED
+
+    return DEFAULT_SEED if args.seed is None else args.seed
+
+
 def run_verify(args: argparse.Namespace) -> int:
+    from deliberation.crossprofile.loader import bank_dir
+    from deliberation.crossprofile.verifier import format_report, verify_paths
+
     report = verify_paths(args.paths or None, composition=args.composition)
     if not report.files:
         where = ", ".join(map(str, args.paths)) if args.paths else str(bank_dir())
@@ -75,13 +122,52 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def run_old_verify(args: argparse.Namespace) -> int:
+    print(
+        "note: `deliberation verify` is now `deliberation crossprofile verify` (this alias "
+        "will go); running it.",
+        file=sys.stderr,
+    )
+    return run_verify(args)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from deliberation.crossprofile.audit import audit, format_audit
+    from deliberation.crossprofile.loader import bank_dir, read_template, template_files
+
+    files = template_files(args.paths or [bank_dir()])
+    templates, problems = [], []
+    for path in files:
+        template, found = read_template(path)
+        problems += found
+        if template is not None:
+            templates.append(template)
+    if problems:
+        print("\n".join(map(str, problems)))
+        print("templates that do not parse cannot be audited; fix them first")
+        return 2
+    if not any(not t.pilot for t in templates):
+        print(f"no main templates found in {', '.join(map(str, args.paths or [bank_dir()]))}")
+        return 2
+    report = audit(templates, seed=_seed(args))
+    print(format_audit(report))
+    return 0 if report.ok else 1
+
+
 def run_tasks(args: argparse.Namespace) -> int:
+    from deliberation.crossprofile.errors import TemplateError
+    from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
+    from deliberation.crossprofile.verifier import load_bank
+
     try:
         templates = load_bank(args.templates, include_pilot=not args.no_pilot)
     except TemplateError as exc:
-        print(f"templates fail verification; fix them first (deliberation verify):\n{exc}")
+        print(
+            "templates fail verification; fix them first (deliberation crossprofile verify):"
+            f"\n{exc}"
+        )
         return 1
-    tasks = derive_tasks(templates, seed=args.seed)
+    tasks = derive_tasks(templates, seed=_seed(args))
     write_tasks_jsonl(tasks, args.out)
     n_pilot = sum(t.pilot for t in tasks)
     print(

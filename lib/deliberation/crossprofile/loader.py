@@ -2,11 +2,12 @@
 
 Parsing problems come back as :class:`~.errors.Violation` records naming the file and the
 fact or field (malformed YAML names the line), so the verifier can report every file at once.
+This module only parses; :func:`deliberation.crossprofile.verifier.load_bank` loads and
+verifies a whole bank.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,7 @@ from pydantic import ValidationError
 from deliberation import paths
 from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.schema import Template
-
-log = logging.getLogger(__name__)
+from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
 
@@ -77,16 +77,7 @@ def template_files(paths_or_dirs: Iterable[Path]) -> list[Path]:
 
 
 def _yaml_problem(name: str, exc: yaml.YAMLError) -> Violation:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    context_mark = getattr(exc, "context_mark", None)
-    if context and context_mark is not None:
-        problem = f"{problem} ({context} started at line {context_mark.line + 1})"
-    elif context:
-        problem = f"{problem} ({context})"
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "yaml"
-    return Violation(name, where, f"malformed YAML: {problem}")
+    return Violation(name, yaml_error_location(exc), f"malformed YAML: {describe_yaml_error(exc)}")
 
 
 _MESSAGES = {
@@ -148,22 +139,3 @@ def load_template(path: Path) -> Template:
     if problems or template is None:
         raise TemplateError(problems)
     return template
-
-
-def load_bank(directory: Path | None = None, *, include_pilot: bool = True) -> list[Template]:
-    """Load and verify every template in ``directory`` (default: the shipped bank), sorted by id.
-
-    Raises :class:`TemplateError` listing every violation if any template breaks a rule, so
-    tasks are never derived from an unverified template.
-    """
-    from deliberation.crossprofile.verifier import verify_paths
-
-    directory = bank_dir() if directory is None else Path(directory)
-    report = verify_paths([directory], composition=False)
-    if report.violations:
-        raise TemplateError(report.violations)
-    if not report.templates:
-        raise TemplateError([Violation(display_name(directory), "bank", "no template files")])
-    templates = sorted(report.templates, key=lambda t: t.id)
-    log.debug("loaded %d templates from %s", len(templates), directory)
-    return [t for t in templates if include_pilot or not t.pilot]

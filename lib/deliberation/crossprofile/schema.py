@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from deliberation.crossprofile.characters import clean_name, clean_text
 
 Domain = Literal[
     "hiring",
@@ -28,13 +37,35 @@ Domain = Literal[
 # The 12 domains, in the order the bank and its reports list them.
 DOMAINS: tuple[str, ...] = get_args(Domain)
 
+# Main templates per domain (ids <domain>-01 .. <domain>-05); the verifier checks the bank has them.
+MAIN_PER_DOMAIN = 5
+
+
+def main_slot(template_id: str, domain: str) -> int | None:
+    """The main template's place in the full bank, 0..59: 5 x (domain index) + number - 1
+    (``hiring-01`` -> 0, ``marketing-agency-05`` -> 59); None for pilots and other ids."""
+    prefix = f"{domain}-0"
+    if domain not in DOMAINS or not template_id.startswith(prefix):
+        return None
+    number = template_id.removeprefix(prefix)
+    if not (number.isdigit() and 1 <= int(number) <= MAIN_PER_DOMAIN):
+        return None
+    return MAIN_PER_DOMAIN * DOMAINS.index(domain) + int(number) - 1
+
+
 Role = Literal["support", "decoy", "irrelevant"]
 ROLES: tuple[str, ...] = get_args(Role)
+# Facts per role in every template (the verifier checks it).
+ROLE_COUNTS: dict[str, int] = {"support": 5, "decoy": 3, "irrelevant": 4}
 Sign = Literal[1, -1]
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+# Names are compared by the verifier, so they are NFKC-normalised; names and texts refuse
+# invisible and look-alike characters (see :mod:`.characters`).
+Name = Annotated[NonEmpty, AfterValidator(clean_name)]
+Text = Annotated[NonEmpty, AfterValidator(clean_text)]
 # YAML gives lists; the tuple itself is validated leniently (list -> tuple), its items strictly.
-NameList = Annotated[tuple[NonEmpty, ...], Field(strict=False)]
+NameList = Annotated[tuple[Name, ...], Field(strict=False)]
 
 
 def _exact_sign(value: object) -> object:
@@ -55,10 +86,10 @@ class EvidenceFact(_Record):
 
     id: NonEmpty
     role: Literal["support", "decoy"]
-    option: NonEmpty
-    criterion: NonEmpty
+    option: Name
+    criterion: Name
     polarity: Sign
-    text: NonEmpty
+    text: Text
 
     _check_polarity = field_validator("polarity", mode="before")(_exact_sign)
 
@@ -68,10 +99,10 @@ class IrrelevantFact(_Record):
 
     id: NonEmpty
     role: Literal["irrelevant"]
-    option: NonEmpty
-    attribute: NonEmpty
+    option: Name
+    attribute: Name
     tone: Sign
-    text: NonEmpty
+    text: Text
 
     _check_tone = field_validator("tone", mode="before")(_exact_sign)
 
@@ -85,11 +116,11 @@ class Template(_Record):
     id: NonEmpty
     domain: Domain
     pilot: bool
-    title: NonEmpty
-    description: NonEmpty
+    title: Text
+    description: Text
     criteria: NameList
     options: NameList
-    correct: NonEmpty
+    correct: Name
     facts: Annotated[tuple[Fact, ...], Field(strict=False)]
 
     @property

@@ -1,10 +1,26 @@
 """Task derivation: one task per (template, ownership variant), with every fact's holders.
 
 A task is what a run needs: the decision (description, criteria, options in presentation
-order, the key) and the 12 facts with the agents that hold them. Options are presented in the
-template's order; the bank balances the position of the correct option across templates, so
-no per-task shuffle is needed (and every variant of a template reads identically).
-Ids are ``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
+order, the key) and the 12 facts with the agents that hold them.
+
+Facts are presented in a seeded order, never in the template's role order (support, decoy,
+irrelevant), which put the correct option first in 43 of 60 old templates. The order depends
+on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
+read the same sequence and differ only in who holds what (a paired design, like the holders).
+
+The first fact names the correct option in exactly a third of the main templates, for every
+seed: main template ``<domain>-0k`` has the slot 5 x (domain index) + k - 1 (0..59); a
+permutation of the 60 slots drawn from the seed alone gives each template a number, and the
+templates whose number is divisible by 3 (20 of 60) open with a fact on the correct option,
+the others with a fact on a wrong option. A plain uniform shuffle would give a third only on
+average: over 60 templates its share swings by +-6 points from seed to seed, enough to fail
+the cue audit's 10-point bar at some seeds. Which fact opens (among those allowed) and the
+order of the other eleven are uniform draws from (template id, seed). Pilot templates (and
+any id outside the main scheme) open with the correct option with probability 1/3.
+
+Options are presented in the template's order; the bank balances the position of the
+correct option across templates (the cue audit checks it). Ids are
+``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
 """
 
 from __future__ import annotations
@@ -15,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deliberation.atomic import atomic_path
-from deliberation.crossprofile.schema import Template
+from deliberation.crossprofile.schema import DOMAINS, MAIN_PER_DOMAIN, Template, main_slot
 from deliberation.crossprofile.variants import (
     AGENTS,
     ALL_VARIANTS,
@@ -25,6 +43,7 @@ from deliberation.crossprofile.variants import (
     group_rng,
     private_holders,
 )
+from deliberation.seeds import stable_seed
 
 DEFAULT_SEED = 0
 
@@ -88,7 +107,7 @@ class Task:
         return AGENTS
 
     def held_by(self, agent: str) -> tuple[TaskFact, ...]:
-        """The facts ``agent`` holds, in template order."""
+        """The facts ``agent`` holds, in the task's (seeded) presentation order."""
         return tuple(f for f in self.facts if agent in f.holders)
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,9 +158,44 @@ def assign_holders(
     return holders
 
 
+N_MAIN_SLOTS = MAIN_PER_DOMAIN * len(DOMAINS)
+
+
+def fact_order_rng(*parts: object) -> np.random.Generator:
+    """The generator for fact order, seeded from ``parts`` (the one place its seed is derived)."""
+    return np.random.default_rng(stable_seed("crossprofile-fact-order", *parts))
+
+
+def opens_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
+    """Whether the task's first fact is about the correct option (see the module docstring:
+    exactly a third of the main templates for every seed)."""
+    slot = main_slot(template.id, template.domain)
+    if slot is None:
+        return bool(fact_order_rng(template.id, seed, "opens").random() < 1 / 3)
+    numbers = fact_order_rng("main-slots", seed).permutation(N_MAIN_SLOTS)
+    return int(numbers[slot]) % 3 == 0
+
+
+def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[int, ...]:
+    """Indices into ``template.facts`` in the order a task presents them, the same for every
+    ownership variant: a first fact on the correct option or not (:func:`opens_with_correct`),
+    drawn uniformly among those facts, then the other facts uniformly shuffled."""
+    rng = fact_order_rng(template.id, seed)
+    on_correct = opens_with_correct(template, seed)
+    allowed = [
+        i for i, f in enumerate(template.facts) if (f.option == template.correct) == on_correct
+    ]
+    if not allowed:  # a template without such facts (never in a verified bank)
+        allowed = list(range(len(template.facts)))
+    first = allowed[int(rng.integers(len(allowed)))]
+    rest = [i for i in range(len(template.facts)) if i != first]
+    return (first, *(rest[int(i)] for i in rng.permutation(len(rest))))
+
+
 def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED) -> Task:
-    """The task for one template under one ownership variant."""
+    """The task for one template under one ownership variant, facts in presentation order."""
     holders = assign_holders(template, variant, seed)
+    ordered = [template.facts[i] for i in presentation_order(template, seed)]
     facts = tuple(
         TaskFact(
             id=f.id,
@@ -154,7 +208,7 @@ def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAU
             polarity=getattr(f, "polarity", 0),
             tone=getattr(f, "tone", 0),
         )
-        for f in template.facts
+        for f in ordered
     )
     return Task(
         id=f"{template.id}/{variant.id}",

@@ -8,18 +8,20 @@ irrelevant private (the classic hidden-profile cell).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
+from deliberation.seeds import stable_seed
+
 Ownership = Literal["shared", "private"]
+OWNERSHIP_LEVELS: tuple[str, ...] = get_args(Ownership)
 AGENTS: tuple[str, ...] = ("A1", "A2", "A3", "A4")
 GROUPS: tuple[str, ...] = ("support", "decoy", "irrelevant")
 _LETTER = {"shared": "S", "private": "P"}
-_WORD = {"S": "shared", "P": "private"}
+_WORD = {letter: word for word, letter in _LETTER.items()}
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,9 @@ class OwnershipVariant:
 # Fixed order: support, then decoy, then irrelevant, shared before private (SS-DS-IS first).
 ALL_VARIANTS: tuple[OwnershipVariant, ...] = tuple(
     OwnershipVariant(*combo)  # type: ignore[arg-type]
-    for combo in itertools.product(("shared", "private"), repeat=len(GROUPS))
+    for combo in itertools.product(OWNERSHIP_LEVELS, repeat=len(GROUPS))
 )
 CLASSIC = OwnershipVariant(support="private", decoy="shared", irrelevant="private")
-
-
-def derive_seed(*parts: object) -> int:
-    """A stable 64-bit seed from ``parts`` (sha256 of their text; never Python's ``hash``)."""
-    text = "\x1f".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
 def private_holders(n_facts: int, rng: np.random.Generator) -> tuple[str, ...]:
@@ -94,4 +90,4 @@ def group_rng(template_id: str, group: str, seed: int) -> np.random.Generator:
     is private in two variants has the same holders in both: variants differ only in the
     groups whose ownership differs (a paired design for the contrasts).
     """
-    return np.random.default_rng(derive_seed("crossprofile-holders", template_id, group, seed))
+    return np.random.default_rng(stable_seed("crossprofile-holders", template_id, group, seed))

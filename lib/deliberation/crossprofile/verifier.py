@@ -1,27 +1,37 @@
 """The CrossProfile verifier: proves every template's answer key and format, and reports the
 bank's shape.
 
-Per-template checks (always): schema and types; 3 distinct criteria and options; the key is an
-option; 12 facts s1..s5, d1..d3, i1..i4 in that order; each support fact favours the correct
+Per-template checks (always): schema and types (names NFKC-normalised; invisible and
+look-alike characters refused, :mod:`.characters`); 3 distinct criteria and options; the key is
+an option; 12 facts s1..s5, d1..d3, i1..i4 in that order; each support fact favours the correct
 option or disfavours a wrong one, each decoy favours a wrong option, on a stated criterion;
 irrelevant attributes are not criteria and their tones are two +1 and two -1; all-facts scores
 are +2 for the key and 0 for each competitor; each text is one sentence of 14-28 words naming
-its own option and no other.
+its own option and no other; support and decoy facts use no weak or self-reported wording
+(:mod:`.wording`); the description has 2-4 sentences and names all three options, the title
+none; and the v2
+balance design (:mod:`.design`: decoys 2 + 1, irrelevant facts 2 / 0 / 2, no decoy sharing a
+criterion with a support fact on its option, option token totals within 10%).
 
 Cross-file checks (always, across the files verified together): unique template ids, no fact
-text used twice. Composition checks (only with ``composition=True``, the default when the whole
-bank is verified): 60 main + 10 pilot templates, 5 main templates (``-01``..``-05``) in each
-of the 12 domains.
+text used twice, no title or description naming an option of another template. Composition
+checks (only with ``composition=True``, the default when the whole bank is verified): 60 main
++ 10 pilot templates, 5 main templates (``-01``..``-05``) in each of the 12 domains, and the
+bank's tone balance (the correct option's summed irrelevant tone -2, 0, +2 a third each).
 
-Reported, not failed: length by role (words and tokens), the correct option's position, and
-warnings for wording a reader should look at (a role word, an attribute sharing a word with a
-criterion, a description outside 2-4 sentences).
+Reported, not failed: length by role (words and tokens), the correct option's position,
+source-citing words by role, and warnings for wording a reader should look at (a role word,
+an attribute sharing a word with a criterion, a possible
+risk signal in an irrelevant fact).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +39,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.crossprofile.errors import Violation
+from deliberation.crossprofile import design, wording
+from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.loader import bank_dir, display_name, read_template, template_files
 from deliberation.crossprofile.schema import (
     DOMAINS,
+    MAIN_PER_DOMAIN,
+    ROLE_COUNTS,
     ROLES,
     EvidenceFact,
     IrrelevantFact,
@@ -41,12 +54,12 @@ from deliberation.crossprofile.schema import (
 from deliberation.crossprofile.scoring import score_options
 from deliberation.tokens import count_tokens
 
+log = logging.getLogger(__name__)
+
 N_OPTIONS = 3
 N_CRITERIA = 3
-ROLE_COUNTS: dict[str, int] = {"support": 5, "decoy": 3, "irrelevant": 4}
 IRRELEVANT_TONES: dict[int, int] = {1: 2, -1: 2}
 MIN_WORDS, MAX_WORDS = 14, 28
-MAIN_PER_DOMAIN = 5
 N_PILOT = 10
 CORRECT_SCORE, COMPETITOR_SCORE = 2, 0
 
@@ -150,14 +163,26 @@ def sentence_problems(text: str) -> list[str]:
     return problems
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_pattern(name: str, *, ignore_case: bool) -> re.Pattern[str]:
     flags = re.IGNORECASE if ignore_case else 0
     return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags)
 
 
 def mentions(text: str, name: str, *, ignore_case: bool) -> bool:
-    """Whether ``name`` occurs in ``text`` as a whole word or phrase (not inside a longer word)."""
+    """Whether ``name`` occurs in ``text`` as a whole word or phrase (not inside a longer word).
+
+    Both are compared in NFKC, so a compatibility spelling (full-width letters, a no-break
+    space) still counts as naming."""
+    text, name = unicodedata.normalize("NFKC", text), unicodedata.normalize("NFKC", name)
     return _name_pattern(name, ignore_case=ignore_case).search(text) is not None
+
+
+def mention_count(text: str, name: str, *, ignore_case: bool) -> int:
+    """How many times ``name`` occurs in ``text`` as a whole word or phrase (NFKC, as
+    :func:`mentions`)."""
+    text, name = unicodedata.normalize("NFKC", text), unicodedata.normalize("NFKC", name)
+    return len(_name_pattern(name, ignore_case=ignore_case).findall(text))
 
 
 def _content_words(phrase: str) -> set[str]:
@@ -331,6 +356,35 @@ def _check_fact(t: Template, file: str, fact: EvidenceFact | IrrelevantFact) -> 
     for word in LEAKING_WORDS:
         if mentions(text, word, ignore_case=True):
             bad(f"text uses the word {word!r}, which gives the fact's role away", ".text")
+    if fact.role in ("support", "decoy") and (weak := wording.weak_wording(text)):
+        bad(
+            f"weak or self-reported wording {weak!r}: support and decoy facts must be verified "
+            "observations (records, audits, measured results, dated events), not promises, "
+            "offers, plans, claims or hedges",
+            ".text",
+        )
+    return out
+
+
+def _check_title_and_description(t: Template, file: str) -> list[Violation]:
+    out = []
+    sentences = len(_SENTENCE_END.findall(t.description.strip()))
+    if not 2 <= sentences <= 4:
+        out.append(
+            Violation(file, "description", f"has {sentences} sentences; the format asks for 2-4")
+        )
+    for option in t.options:
+        if not mentions(t.description, option, ignore_case=False):
+            out.append(
+                Violation(
+                    file,
+                    "description",
+                    f"does not name the option {option!r} (exact case); the description names "
+                    "all three options",
+                )
+            )
+        if mentions(t.title, option, ignore_case=False):
+            out.append(Violation(file, "title", f"names the option {option!r}; a title names none"))
     return out
 
 
@@ -379,16 +433,13 @@ def verify_template(template: Template, file: str, path: Path | None = None) -> 
         out += _check_fact(template, file, fact)
     out += _check_tones(template, file)
     out += _check_scores(template, file)
+    out += _check_title_and_description(template, file)
+    out += design.check_design(template, file)
     return out
 
 
 def _warnings(t: Template, file: str) -> list[Violation]:
     out = []
-    sentences = len(_SENTENCE_END.findall(t.description.strip()))
-    if not 2 <= sentences <= 4:
-        out.append(
-            Violation(file, "description", f"has {sentences} sentences; the format asks for 2-4")
-        )
     criteria_words = {c: _content_words(c) for c in t.criteria}
     for fact in t.facts:
         for word in SUSPECT_WORDS:
@@ -396,6 +447,15 @@ def _warnings(t: Template, file: str) -> list[Violation]:
                 out.append(
                     Violation(file, fact.id, f"text uses {word!r}; check it does not hint a role")
                 )
+        if fact.role == "irrelevant" and (risk := wording.risk_word(fact.text)):
+            out.append(
+                Violation(
+                    file,
+                    f"{fact.id}.text",
+                    f"possible risk signal {risk!r}: check that a risk-minded reader would not "
+                    "count this irrelevant fact",
+                )
+            )
         if fact.role == "irrelevant":
             for criterion, words in criteria_words.items():
                 shared = _content_words(fact.attribute) & words
@@ -444,9 +504,49 @@ def verify_bank(entries: Sequence[tuple[str, Template]], *, composition: bool) -
             else:
                 first_text[key] = (file, fact.id)
 
+    out += _check_names_of_other_templates(entries)
     if composition:
         out += _check_composition([t for _, t in entries])
+        out += design.check_tone_balance([t for _, t in entries], display_name(bank_dir()))
     return out
+
+
+def _check_names_of_other_templates(entries: Sequence[tuple[str, Template]]) -> list[Violation]:
+    """A title or description naming another template's option (exact case, whole words) is
+    a stale or borrowed name: the reader would look for an option that is not there."""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for _, t in entries:
+        for option in t.options:
+            owners[option].append(t.id)
+    if not owners:
+        return []
+    out = []
+    for file, t in entries:
+        own = _names_pattern(tuple(t.options))
+        for where in ("title", "description"):
+            # Blank out the template's own options first: "Harbor" must not be found inside
+            # the own option "Harbor View".
+            text = own.sub(" ", unicodedata.normalize("NFKC", getattr(t, where)))
+            # a substring test first: the whole-word pattern runs only on the few candidates
+            candidates = tuple(n for n in owners if n in text and n not in t.options)
+            if not candidates:
+                continue
+            for name in dict.fromkeys(_names_pattern(candidates).findall(text)):
+                out.append(
+                    Violation(
+                        file,
+                        where,
+                        f"names {name!r}, an option of {', '.join(owners[name])} and not of "
+                        f"this template",
+                    )
+                )
+    return out
+
+
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern matching any of ``names`` as whole words (exact case), longest first."""
+    ordered = sorted(set(names), key=len, reverse=True)
+    return re.compile("|".join(rf"(?<!\w){re.escape(n)}(?!\w)" for n in ordered))
 
 
 def _check_composition(templates: Sequence[Template]) -> list[Violation]:
@@ -532,6 +632,24 @@ def verify_paths(
     )
 
 
+def load_bank(directory: Path | None = None, *, include_pilot: bool = True) -> list[Template]:
+    """Load and verify every template in ``directory`` (default: the shipped bank), sorted by id.
+
+    Raises :class:`TemplateError` listing every violation if any template breaks a rule, so
+    tasks are never derived from an unverified template. (It lives here, not in the loader,
+    so that the loader only parses and the verifier builds on it: no import cycle.)
+    """
+    directory = bank_dir() if directory is None else Path(directory)
+    report = verify_paths([directory], composition=False)
+    if report.violations:
+        raise TemplateError(report.violations)
+    if not report.templates:
+        raise TemplateError([Violation(display_name(directory), "bank", "no template files")])
+    templates = sorted(report.templates, key=lambda t: t.id)
+    log.debug("loaded %d templates from %s", len(templates), directory)
+    return [t for t in templates if include_pilot or not t.pilot]
+
+
 # ---------------------------------------------------------------- report tables
 
 
@@ -568,6 +686,32 @@ def correct_positions(report: VerificationReport) -> pd.DataFrame:
     return frame
 
 
+def source_words_by_role(report: VerificationReport) -> pd.DataFrame:
+    """Share of support and decoy facts citing a source (audit, records, ...): the two roles
+    should cite sources about equally often (old bank: 36% vs 19%)."""
+    rows = []
+    for role in ("support", "decoy"):
+        facts = [f for t in report.templates for f in t.facts if f.role == role]
+        cited = sum(wording.cites_source(f.text) for f in facts)
+        rows.append(
+            {
+                "role": role,
+                "n": len(facts),
+                "cite a source": cited,
+                "share": round(cited / len(facts), 3) if facts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tone_balance(report: VerificationReport) -> pd.DataFrame:
+    """Main templates by the correct option's summed irrelevant tone (-2, 0, +2: a third each)."""
+    counts = design.tone_sum_counts([t for t in report.templates if not t.pilot])
+    return pd.DataFrame(
+        [{"tone sum on correct": s, "main templates": c} for s, c in counts.items()]
+    )
+
+
 def format_report(report: VerificationReport, *, details: bool = True) -> str:
     """The verifier's human-readable output: violations, then (optionally) the reported tables."""
     lines = [str(v) for v in report.violations]
@@ -581,6 +725,10 @@ def format_report(report: VerificationReport, *, details: bool = True) -> str:
         if report.templates:
             lines.append("\nposition of the correct option in `options`:")
             lines.append(correct_positions(report).to_string(index=False))
+            lines.append("\nsupport and decoy facts citing a source (should be about equal):")
+            lines.append(source_words_by_role(report).to_string(index=False))
+            lines.append("\ncorrect option's summed irrelevant tone (main templates):")
+            lines.append(tone_balance(report).to_string(index=False))
     scope = "bank composition checked" if report.composition_checked else "composition not checked"
     status = (
         "OK"

@@ -41,7 +41,8 @@ def _valid(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _outcomes(rows: pd.DataFrame, arm: str, keys: list[str]) -> pd.DataFrame:
-    picked = rows[rows["arm"] == arm]
+    """Rows of one arm outside repeated-replay blocks (those pair within their block)."""
+    picked = rows[(rows["arm"] == arm) & rows["block"].isna()]
     return picked[keys + ["valid", "correct"]]
 
 

@@ -10,13 +10,12 @@ see the same messages.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deliberation.atomic import atomic_write_text
 from deliberation.dhd.messages import Hypothesis, parse_hypothesis
 
 
@@ -148,16 +147,7 @@ class PoolStore:
                     "are never edited (delete the file to rebuild it on purpose)"
                 )
             return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_text(path, text)
 
     def __iter__(self) -> Iterator[Pool]:
         for path in sorted(self.root.glob("*/*.json")):

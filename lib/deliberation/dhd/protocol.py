@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,11 @@ from deliberation.dhd.prompts import (
     RECRUITER_USER,
 )
 from deliberation.dhd.replay import Replay, integrator_messages
-from deliberation.inference.base import ChatRequest, ChatResponse, Message, StructuredOutput
+from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import CachedClient
+from deliberation.inference.generation import StageSettings, stage_request
+from deliberation.params import Profile
+from deliberation.seeds import stable_seed
 
 log = logging.getLogger(__name__)
 
@@ -74,41 +77,18 @@ PROPOSAL_COLUMNS = [
 ]
 _FINAL_LINE = re.compile(r"final answer\s*[:=]\s*(.+)", re.IGNORECASE)
 
-# What each stage needs from its requests; the profile supplies the rest (max_tokens, top_p...).
-STAGE_TEMPERATURE = {
-    RECRUITER_STAGE: 0.0,
-    HYPOTHESIZER_STAGE: 0.7,
-    INTEGRATOR_STAGE: 0.0,
-}
-
-RequestBuilder = Callable[..., ChatRequest]
-
-
-def default_request(
-    stage: str,
-    system: str,
-    user: str,
-    *,
-    seed: int | None = None,
-    sample: int = 0,
-    structured: StructuredOutput | None = None,
-) -> ChatRequest:
-    """A request for ``stage`` with the stage's own temperature."""
-    return ChatRequest(
-        messages=(Message("system", system), Message("user", user)),
-        stage=stage,
-        temperature=STAGE_TEMPERATURE.get(stage, 0.0),
-        seed=seed,
-        sample=sample,
-        structured=structured,
-    )
+# What each stage fixes about its requests; the profile supplies the rest (max_tokens, top_p,
+# seed). The recruiter's structured output is its JSON schema.
+RECRUITER = StageSettings(
+    RECRUITER_STAGE, temperature=0.0, structured=StructuredOutput(json_schema=RECRUITER_SCHEMA)
+)
+HYPOTHESIZER = StageSettings(HYPOTHESIZER_STAGE, temperature=0.7)
+INTEGRATOR = StageSettings(INTEGRATOR_STAGE, temperature=0.0)
 
 
 def hypothesizer_seed(seed: int, problem_id: str, index: int) -> int:
     """The seed of hypothesizer ``index`` on a problem: one draw each, reproducible."""
-    from deliberation.crossprofile.variants import derive_seed
-
-    return derive_seed("dhd-hypothesizer", seed, problem_id, index)
+    return stable_seed("dhd-hypothesizer", seed, problem_id, index)
 
 
 def problem_text(item: Item) -> str:
@@ -146,12 +126,7 @@ class PoolStageCounts:
 
 
 def build_pools(
-    client: CachedClient,
-    items: Sequence[Item],
-    store: PoolStore,
-    *,
-    seed: int = 0,
-    request: RequestBuilder = default_request,
+    client: CachedClient, profile: Profile, items: Sequence[Item], store: PoolStore
 ) -> tuple[dict[str, Pool], PoolStageCounts]:
     """Recruit, hypothesize and store a pool for every item (a stored pool is reused as is)."""
     pools: dict[str, Pool] = {}
@@ -163,11 +138,11 @@ def build_pools(
         else:
             todo.append(item)
     recruit_requests = [
-        request(
-            RECRUITER_STAGE,
-            RECRUITER_SYSTEM,
+        stage_request(
+            profile,
+            RECRUITER,
             RECRUITER_USER.format(problem=problem_text(item)),
-            structured=StructuredOutput(json_schema=RECRUITER_SCHEMA),
+            system=RECRUITER_SYSTEM,
         )
         for item in todo
     ]
@@ -179,11 +154,12 @@ def build_pools(
         plans.append((item, client.key(req), roles, error))
         for index, role in enumerate(roles or [], start=1):
             hyp_requests.append(
-                request(
-                    HYPOTHESIZER_STAGE,
-                    HYPOTHESIZER_SYSTEM.format(role=role.name, focus=role.focus),
+                stage_request(
+                    profile,
+                    HYPOTHESIZER,
                     HYPOTHESIZER_USER.format(problem=problem_text(item)),
-                    seed=hypothesizer_seed(seed, item.id, index),
+                    system=HYPOTHESIZER_SYSTEM.format(role=role.name, focus=role.focus),
+                    seed=hypothesizer_seed(profile.seed, item.id, index),
                 )
             )
     hyp_responses = iter(
@@ -233,11 +209,11 @@ def grade_reply(item: Item, reply: str) -> Grade:
 
 def run_replays(
     client: CachedClient,
+    profile: Profile,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     replays: Sequence[Replay],
     *,
-    request: RequestBuilder = default_request,
     desc: str = "dhd integrator",
 ) -> pd.DataFrame:
     """Send every replay's integrator call in one batch, grade it, and return replay rows."""
@@ -245,7 +221,9 @@ def run_replays(
     for replay in replays:
         item = items[replay.problem_id]
         system, user = integrator_messages(problem_text(item), pools[replay.problem_id], replay)
-        requests.append(request(INTEGRATOR_STAGE, system, user, sample=replay.replicate))
+        requests.append(
+            stage_request(profile, INTEGRATOR, user, system=system, sample=replay.replicate)
+        )
     responses = client.generate(requests, desc=desc)
     grades: list[Grade | None] = []
     judge_needed: list[tuple[int, ChatRequest]] = []

@@ -1,12 +1,12 @@
 """Inference layer: request/response types, backends (``sim``, ``openai``, ``vllm``), the
 response cache and the client that puts them together.
 
-``make_client(profile)`` is what notebooks and runners call.
+Notebooks and runners call ``open_run(profile)`` (or ``make_client(profile)``) for the client,
+and build each stage's requests with :mod:`deliberation.inference.generation`.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,24 +41,15 @@ __all__ = [
     "build_backend",
     "cache_path",
     "make_client",
+    "open_run",
     "register_backend",
     "registered_backends",
     "request_key",
 ]
 
 
-# Where each backend registers itself; imported only when a profile asks for it, so the sim
-# path never imports an HTTP client and nothing imports vllm until it is needed.
-BACKEND_MODULES = {
-    "sim": "deliberation.inference.sim",
-    "openai": "deliberation.inference.openai_api",
-    "vllm": "deliberation.inference.vllm_offline",
-}
-
-
 def build_backend(profile: Profile) -> Backend:
-    """Construct the backend a profile names (each backend reads its own options)."""
-    importlib.import_module(BACKEND_MODULES[profile.backend])
+    """Construct the backend a profile names (imported on first use; it reads its own options)."""
     return backend_class(profile.backend).from_profile(profile)
 
 
@@ -72,3 +63,15 @@ def make_client(
     backend = build_backend(profile)
     cache = ResponseCache(cache_file or cache_path(profile))
     return CachedClient(backend, cache, profile=profile.name, progress=progress)
+
+
+def open_run(
+    profile: Profile, *, cache_file: str | Path | None = None, progress: bool = True
+) -> tuple[Profile, CachedClient]:
+    """The client for a run and the profile its outputs must carry: marked synthetic
+    (``served_by_sim``) when the server says it is serve-sim, whatever the profile says.
+    Notebooks call this, then pass the returned profile to ``write_table``/``save_figure``."""
+    client = make_client(profile, cache_file=cache_file, progress=progress)
+    if not profile.synthetic and client.backend.server_is_synthetic():
+        profile = profile.model_copy(update={"served_by_sim": True})
+    return profile, client

@@ -1,17 +1,21 @@
 """The one backend interface: a batch of chat requests in, one response per request out.
 
-Every backend (``sim``, ``openai``, ``vllm``) implements :class:`Backend` and registers itself
-by name with :func:`register_backend`, so a profile picks its backend with one string and tests
-use the same plumbing as real runs.
+Every backend (``sim``, ``openai``, ``vllm``) implements :class:`Backend` and is listed by name
+in the one registry here (:func:`register_backend` adds more), so a profile picks its backend with
+one string and tests use the same plumbing as real runs.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field
 
 from deliberation.inference.seeds import derive_seed
 
@@ -20,6 +24,31 @@ Role = Literal["system", "user", "assistant"]
 # The stage tag travels over HTTP in this header: real servers ignore it; serve-sim dispatches
 # the sim's behaviour on it (as the in-process sim dispatches on ``ChatRequest.stage``).
 STAGE_HEADER = "X-Deliberation-Stage"
+
+
+# Marks a backend option that changes how requests travel (timeouts, concurrency, progress
+# bars), never what a model answers; only such options stay out of the cache key.
+_TRANSPORT_ONLY = "transport_only"
+
+
+def transport_only(default: Any = ..., **kwargs: Any) -> Any:
+    """``pydantic.Field`` for an option that never changes an answer (see :func:`request_key`)."""
+    return Field(default, json_schema_extra={_TRANSPORT_ONLY: True}, **kwargs)
+
+
+def transport_only_fields(options_model: type[BaseModel]) -> frozenset[str]:
+    """The options of a backend's options model declared with :func:`transport_only`."""
+    return frozenset(
+        name
+        for name, info in options_model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get(_TRANSPORT_ONLY)
+    )
+
+
+def output_options(options: BaseModel) -> dict[str, Any]:
+    """Every option that may change an answer (all but the transport-only ones), JSON-able."""
+    neutral = transport_only_fields(type(options))
+    return options.model_dump(mode="json", exclude=set(neutral))
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,15 @@ class StructuredOutput:
             raise ValueError("StructuredOutput needs exactly one of choices or json_schema")
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("StructuredOutput.choices must not be empty")
+        if self.json_schema is not None:
+            from deliberation.inference.structured import schema_validator
+
+            try:
+                schema_validator(self.json_schema)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(
+                    f"StructuredOutput.json_schema is not a JSON schema: {exc.message}"
+                ) from None
 
     def to_dict(self) -> dict[str, Any]:
         if self.choices is not None:
@@ -81,7 +119,8 @@ class ChatRequest:
         return derive_seed(self.seed or 0, self.sample)
 
     def sampling_fields(self) -> dict[str, Any]:
-        """Every field that changes what a model may return (the cache key uses all of them)."""
+        """The request's sampling fields as recorded beside each cached answer (the key itself
+        hashes what the backend sends: ``Backend.request_payload``)."""
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -128,7 +167,8 @@ OnResponse = Callable[[int, ChatResponse], None]
 
 @dataclass(frozen=True)
 class BackendIdentity:
-    """What a cached answer depends on besides the request itself."""
+    """Which backend and model answered: recorded with each cached row, and hashed into the key
+    beside what :meth:`Backend.request_payload` says is sent."""
 
     backend: str
     model: str
@@ -136,15 +176,36 @@ class BackendIdentity:
     base_url: str = ""
 
 
+class NoOptions(BaseModel):
+    """Options model of a backend that takes none (its profile section must be empty)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class Backend(abc.ABC):
     """Batch-first interface. ``on_response(index, response)`` is called as each response
-    arrives (possibly out of order) so the cache can commit it before the batch ends."""
+    arrives (possibly out of order) so the cache can commit it before the batch ends.
 
-    name: str = ""
+    A backend owns its profile section: ``Options`` is the pydantic model that validates it
+    (mark options that never change an answer with :func:`transport_only`), and
+    :meth:`from_profile` builds the backend from ``profile.options``. ``synthetic`` is True for
+    backends whose answers do not come from a language model.
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    synthetic: ClassVar[bool] = False
 
     @property
     @abc.abstractmethod
     def identity(self) -> BackendIdentity: ...
+
+    @abc.abstractmethod
+    def request_payload(self, request: ChatRequest) -> dict[str, Any]:
+        """``request`` exactly as this backend sends it (JSON-able, never a secret): the HTTP
+        body, or the prompt plus every sampling and engine setting that changes the answer.
+        The cache key hashes this (``inference/cache.py: request_key``), so a setting that is
+        sent but missing here would serve stale answers."""
 
     @abc.abstractmethod
     def generate(
@@ -153,46 +214,57 @@ class Backend(abc.ABC):
 
     @classmethod
     def from_profile(cls, profile: Any) -> Backend:
-        """Build the backend from a :class:`deliberation.params.Profile`."""
+        """Build the backend from a :class:`deliberation.params.Profile` (its ``options`` are
+        an instance of ``cls.Options``)."""
         raise NotImplementedError(f"{cls.__name__} cannot be built from a profile")
+
+    def server_is_synthetic(self) -> bool:
+        """Whether the server behind this backend says its answers are synthetic (serve-sim
+        does, in ``/v1/models``); backends without a server answer ``synthetic``."""
+        return self.synthetic
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections or engines; the default has nothing to release."""
 
 
-_REGISTRY: dict[str, Callable[..., Backend]] = {}
+# The one backend registry: name -> "module:Class" (imported on first use, so the sim path never
+# imports an HTTP client and nothing imports vllm until a profile asks for it) or a class.
+_REGISTRY: dict[str, str | type[Backend]] = {
+    "sim": "deliberation.inference.sim:SimBackend",
+    "openai": "deliberation.inference.openai_api:OpenAIBackend",
+    "vllm": "deliberation.inference.vllm_offline:VLLMBackend",
+}
 
 
-def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
-    """Class decorator: make a backend constructible by name from a profile."""
-
-    def decorate(cls: type[Backend]) -> type[Backend]:
-        if name in _REGISTRY:
-            raise ValueError(f"backend {name!r} registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
+def register_backend(name: str, target: str | type[Backend]) -> None:
+    """Make a backend available to profiles as ``backend: <name>``: ``target`` is its class or
+    ``"package.module:ClassName"`` (imported the first time a profile uses it)."""
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"backend name {name!r}: use letters, digits, '_' and '-'")
+    if name in _REGISTRY and _REGISTRY[name] != target:
+        raise ValueError(f"backend {name!r} registered twice")
+    if isinstance(target, str) and ":" not in target:
+        raise ValueError(f"backend {name!r}: target {target!r} is not 'module:Class'")
+    _REGISTRY[name] = target
 
 
 def registered_backends() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def backend_class(name: str) -> Callable[..., Backend]:
+def backend_class(name: str) -> type[Backend]:
+    """The class registered as ``name``, importing its module on first use."""
     try:
-        return _REGISTRY[name]
+        target = _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown backend {name!r}; registered: {registered_backends()}") from None
-
-
-@dataclass
-class FailureRecord:
-    """A request that ended without an answer, with its reason (kept, never dropped)."""
-
-    key: str
-    stage: str
-    reason: str
-    attempts: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    if isinstance(target, str):
+        module_name, _, class_name = target.partition(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        if not (isinstance(cls, type) and issubclass(cls, Backend)):
+            raise TypeError(f"backend {name!r}: {target} is not a Backend subclass")
+        _REGISTRY[name] = cls
+        target = cls
+    if target.name != name:
+        target.name = name
+    return target

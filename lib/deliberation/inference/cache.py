@@ -9,18 +9,18 @@ The key is :func:`request_key`; its fields are written down there and nowhere el
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from deliberation.inference.base import BackendIdentity, ChatRequest, ChatResponse
+from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 
 SCHEMA_VERSION = 1
 
@@ -53,22 +53,22 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-def request_key(identity: BackendIdentity, request: ChatRequest) -> str:
-    """SHA-256 over everything an answer depends on.
+def request_key(backend: Backend, request: ChatRequest) -> str:
+    """SHA-256 of what an answer depends on: the request as the backend sends it.
 
-    Fields: backend name, model id, model revision, base URL, the messages (role and content),
-    the stage tag, temperature, top_p, max_tokens, seed, the structured-output spec and the
-    sample index. Never an API key. The stage is included because the sim backend dispatches
-    on it; for real models two stages sending identical prompts would merely be cached twice.
+    Hashed: the backend's identity (name, model id, revision, base URL), the stage tag, the
+    sample index, and ``backend.request_payload(request)`` (for ``openai`` the JSON body and the
+    stage header; for ``vllm`` the messages, every ``SamplingParams`` field, the structured
+    spec, ``chat_template_kwargs`` and every output-changing engine option; for ``sim`` the
+    request fields it reads). Never an API key. The stage is included because the sim dispatches
+    on it; the sample index so that repeated draws keep their own rows even when no seed is sent.
     """
+    identity = backend.identity
     payload = {
-        "backend": identity.backend,
-        "model": identity.model,
-        "revision": identity.revision,
-        "base_url": identity.base_url,
-        "messages": request.messages_as_dicts(),
+        "identity": dataclasses.asdict(identity),
         "stage": request.stage,
-        **request.sampling_fields(),
+        "sample": request.sample,
+        "sent": backend.request_payload(request),
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -84,12 +84,6 @@ def _request_record(request: ChatRequest) -> str:
         sort_keys=True,
         ensure_ascii=False,
     )
-
-
-@dataclass(frozen=True)
-class CachedEntry:
-    response: ChatResponse
-    key: str
 
 
 class ResponseCache:

@@ -29,7 +29,7 @@ class CachedClient:
         self.progress = progress
 
     def key(self, request: ChatRequest) -> str:
-        return request_key(self.backend.identity, request)
+        return request_key(self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         keys = [self.key(r) for r in requests]

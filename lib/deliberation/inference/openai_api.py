@@ -26,9 +26,12 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import email.utils
+import json
 import logging
 import os
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,6 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 import openai
 from openai.types.chat import ChatCompletion
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deliberation.inference.base import (
     STAGE_HEADER,
@@ -45,9 +49,14 @@ from deliberation.inference.base import (
     ChatRequest,
     ChatResponse,
     OnResponse,
-    register_backend,
+    transport_only,
 )
-from deliberation.inference.structured import openai_structured_extra_body, parse_structured_text
+from deliberation.inference.sim import SIM_SERVER_OWNER
+from deliberation.inference.structured import (
+    ServerStructuredMode,
+    openai_structured_extra_body,
+    parse_structured_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +64,35 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_KEY = "EMPTY"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 T = TypeVar("T")
+
+
+class OpenAIOptions(BaseModel):
+    """The ``openai:`` section of a profile. Options made with ``transport_only`` change how
+    requests travel, never what is sent, so they stay out of the cache key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str
+    api_key_env: str | None = transport_only(
+        None, description="name of the environment variable holding the key (never the key)"
+    )
+    concurrency: int = transport_only(16, gt=0)
+    max_retries: int = transport_only(6, ge=0)
+    timeout_s: float = transport_only(120.0, gt=0)
+    backoff_base_s: float = transport_only(1.0, ge=0)
+    backoff_max_s: float = transport_only(60.0, ge=0)
+    # How structured outputs travel (see inference/structured.py).
+    structured_output: ServerStructuredMode = "structured_outputs"
+    send_seed: bool = Field(
+        True, description="send the per-draw seed (off for servers that reject it)"
+    )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith("sk-"):
+            raise ValueError("api_key_env must name an environment variable, not hold a key")
+        return value
 
 
 class MissingAPIKeyError(RuntimeError):
@@ -175,9 +213,10 @@ def _status_detail(exc: openai.APIStatusError) -> str:
     return str(exc.message)[:300]
 
 
-@register_backend("openai")
 class OpenAIBackend(Backend):
     """Chat completions over HTTP with bounded concurrency and our own retry loop."""
+
+    Options = OpenAIOptions
 
     def __init__(
         self,
@@ -213,9 +252,7 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def from_profile(cls, profile: Any) -> OpenAIBackend:
-        options = profile.openai
-        if options is None:
-            raise ValueError(f"profile {profile.name!r}: openai: required when backend is 'openai'")
+        options: OpenAIOptions = profile.options
         return cls(
             model=profile.model,
             revision=profile.revision,
@@ -234,6 +271,20 @@ class OpenAIBackend(Backend):
     @property
     def identity(self) -> BackendIdentity:
         return BackendIdentity("openai", self.model, self.revision, self.base_url)
+
+    def server_is_synthetic(self) -> bool:
+        """True when ``GET /models`` lists a model owned by serve-sim (asked without the key;
+        a server that refuses or cannot be reached is taken at its word: not synthetic)."""
+        try:
+            with urllib.request.urlopen(
+                f"{self.base_url}/models", timeout=min(self.timeout_s, 10.0)
+            ) as reply:
+                models = json.loads(reply.read()).get("data", [])
+        except (OSError, ValueError, AttributeError):  # URLError and HTTPError are OSErrors
+            return False
+        if not isinstance(models, list):
+            return False
+        return any(isinstance(m, Mapping) and m.get("owned_by") == SIM_SERVER_OWNER for m in models)
 
     def __repr__(self) -> str:
         return (
@@ -348,6 +399,14 @@ class OpenAIBackend(Backend):
             body["seed"] = seed
         body.update(openai_structured_extra_body(request.structured, self.structured_output))
         return body
+
+    def request_payload(self, request: ChatRequest) -> dict[str, Any]:
+        """What goes on the wire: the server, the JSON body and the stage header (never the key)."""
+        return {
+            "base_url": self.base_url,
+            "body": self.request_body(request),
+            "headers": {STAGE_HEADER: request.stage},
+        }
 
     async def _attempt(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResponse:
         """One HTTP attempt: the parsed response, or :class:`_AttemptFailed` saying why not."""

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from deliberation.inference.base import STAGE_HEADER, ChatRequest, Message, StructuredOutput
-from deliberation.inference.sim import SimBackend
+from deliberation.inference.sim import SIM_SERVER_OWNER, SimBackend
 from deliberation.inference.structured import CHOICE_FIELD
 
 log = logging.getLogger(__name__)
@@ -360,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "id": self.state.served_model,
                             "object": "model",
                             "created": CREATED,
-                            "owned_by": "deliberation-sim",
+                            "owned_by": SIM_SERVER_OWNER,
                         }
                     ],
                 },

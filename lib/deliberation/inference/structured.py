@@ -26,7 +26,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+import jsonschema
 
 from deliberation.inference.base import StructuredOutput
 
@@ -34,13 +36,8 @@ VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
     "structured_outputs", "guided", "response_format", "json_object", "none"
 ]
-SERVER_STRUCTURED_MODES: tuple[str, ...] = (
-    "structured_outputs",
-    "guided",
-    "response_format",
-    "json_object",
-    "none",
-)
+# The one list of modes (profiles validate against the Literal; messages quote the tuple).
+SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 
 # A choice list sent as an OpenAI-style JSON schema is wrapped in an object with this one field,
 # because OpenAI's strict mode only accepts an object at the top level.
@@ -168,13 +165,15 @@ def openai_structured_extra_body(
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 _UNPARSED = object()
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
+
+
+def schema_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator for ``schema`` in the draft it declares (latest draft when it declares none);
+    raises ``jsonschema.SchemaError`` for a schema that is not valid itself."""
+    plain = _plain_schema(schema)
+    validator_class = jsonschema.validators.validator_for(plain)
+    validator_class.check_schema(plain)
+    return validator_class(plain)
 
 
 def _loads(text: str) -> Any:
@@ -195,26 +194,14 @@ def _unfence(text: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def _top_level_type_ok(value: Any, schema: Mapping[str, Any]) -> bool:
-    declared = schema.get("type")
-    if not isinstance(declared, str):
-        return True  # no single declared type (or a list of types): nothing cheap to check
-    if declared in ("integer", "number"):
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) if declared == "integer" else isinstance(value, int | float)
-    expected = _JSON_TYPES.get(declared)
-    return expected is None or isinstance(value, expected)
-
-
 def parse_structured_text(structured: StructuredOutput | None, text: str) -> Any:
     """The value a structured answer stands for, or ``None`` when it does not parse.
 
     A choice spec yields the chosen string: the text itself (whitespace stripped), a JSON string,
     or ``{"answer": choice}`` (the :func:`choice_schema` form); anything else is ``None``, with
     no fuzzy matching (that belongs to the experiment's own answer parser). A JSON-schema spec
-    yields the decoded JSON (also from a Markdown code fence) if its top-level type matches the
-    schema's ``type``; the schema is not otherwise re-validated here. ``None`` for no spec.
+    yields the decoded JSON (also from a Markdown code fence) if it validates against the schema
+    (``jsonschema``: servers in ``json_object`` mode enforce nothing). ``None`` for no spec.
     An unparseable answer is still a valid response: the experiment layer counts it as invalid.
     """
     if structured is None:
@@ -234,6 +221,6 @@ def parse_structured_text(structured: StructuredOutput | None, text: str) -> Any
         return None
     assert structured.json_schema is not None
     value = _loads(text)
-    if value is _UNPARSED or not _top_level_type_ok(value, structured.json_schema):
+    if value is _UNPARSED or not schema_validator(structured.json_schema).is_valid(value):
         return None
     return value

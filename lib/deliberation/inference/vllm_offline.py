@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -41,7 +40,6 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
-    StringConstraints,
     field_validator,
 )
 
@@ -51,7 +49,8 @@ from deliberation.inference.base import (
     ChatRequest,
     ChatResponse,
     OnResponse,
-    register_backend,
+    output_options,
+    transport_only,
 )
 from deliberation.inference.seeds import derive_seed
 from deliberation.inference.structured import parse_structured_text, vllm_structured_kwargs
@@ -83,25 +82,26 @@ _MANAGED_ENGINE_KEYS = frozenset(
 
 
 class VLLMOptions(BaseModel):
-    """What a profile may set for the ``vllm`` backend; validated on construction (pydantic),
-    so a bad or unknown option is an error naming it."""
+    """The ``vllm:`` section of a profile (model, revision and seed come from the profile's top
+    level); validated strictly, so a bad or unknown option is an error naming it. Every option
+    not made with ``transport_only`` is part of the cache key."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-    revision: StrictStr | None = None
     tokenizer: StrictStr | None = None
     dtype: StrictStr = "auto"
     max_model_len: Annotated[StrictInt, Field(gt=0)] | None = None
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    # Memory and process placement decide where the work runs, not what is computed.
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = transport_only(0.9)
     tensor_parallel_size: Annotated[StrictInt, Field(gt=0)] = 1
     pipeline_parallel_size: Annotated[StrictInt, Field(gt=0)] = 1
-    distributed_executor_backend: Literal["mp", "ray"] | None = None
+    distributed_executor_backend: Literal["mp", "ray"] | None = transport_only(None)
     trust_remote_code: StrictBool = False
-    seed: StrictInt = 0
     enforce_eager: StrictBool = False
+    # Passed to the chat template (e.g. {"enable_thinking": false} for Qwen3,
+    # {"reasoning_effort": "low"} for gpt-oss).
     chat_template_kwargs: dict[str, Any] | None = None
-    use_tqdm: StrictBool = True
+    use_tqdm: StrictBool = transport_only(True)
     engine_extra: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("engine_extra")
@@ -120,22 +120,24 @@ class VLLMOptions(BaseModel):
         """Build from a profile's option mapping (errors name the option)."""
         return cls.model_validate(dict(options))
 
-    def engine_kwargs(self) -> dict[str, Any]:
+    def engine_kwargs(
+        self, model: str, revision: str | None = None, seed: int = 0
+    ) -> dict[str, Any]:
         """Keyword arguments for ``vllm.LLM``: always ``generation_config="vllm"``; optional
         settings only when given, so vLLM's defaults apply otherwise."""
         kwargs: dict[str, Any] = {
-            "model": self.model,
+            "model": model,
             "generation_config": "vllm",
             "dtype": self.dtype,
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,
             "trust_remote_code": self.trust_remote_code,
-            "seed": self.seed,
+            "seed": seed,
             "enforce_eager": self.enforce_eager,
         }
         optional = {
-            "revision": self.revision,
+            "revision": revision,
             "tokenizer": self.tokenizer,
             "max_model_len": self.max_model_len,
             "distributed_executor_backend": self.distributed_executor_backend,
@@ -153,13 +155,11 @@ def import_vllm() -> ModuleType:
         raise ImportError(INSTALL_HINT) from exc
 
 
-def sampling_kwargs(
-    request: ChatRequest, default_seed: int, sampling_params_module: ModuleType
-) -> dict[str, Any]:
-    """Every ``SamplingParams`` field for one request, neutral values spelled out, with the
-    per-draw seed and the structured-output constraint for the installed vLLM."""
+def sampling_fields(request: ChatRequest, default_seed: int) -> dict[str, Any]:
+    """Every plain ``SamplingParams`` field for one request, neutral values spelled out, with
+    the per-draw seed (the structured constraint is added by :func:`sampling_kwargs`)."""
     base_seed = default_seed if request.seed is None else request.seed
-    kwargs: dict[str, Any] = {
+    return {
         "n": 1,
         "temperature": request.temperature,
         "top_p": request.top_p,
@@ -171,6 +171,13 @@ def sampling_kwargs(
         "max_tokens": request.max_tokens,
         "seed": derive_seed(base_seed, request.sample),
     }
+
+
+def sampling_kwargs(
+    request: ChatRequest, default_seed: int, sampling_params_module: ModuleType
+) -> dict[str, Any]:
+    """:func:`sampling_fields` plus the structured-output constraint for the installed vLLM."""
+    kwargs = sampling_fields(request, default_seed)
     kwargs.update(vllm_structured_kwargs(request.structured, sampling_params_module))
     return kwargs
 
@@ -192,11 +199,19 @@ def response_from_output(request: ChatRequest, output: Any, latency_s: float) ->
     )
 
 
-@register_backend("vllm")
 class VLLMBackend(Backend):
     """Offline vLLM: one ``LLM.chat`` call per :meth:`generate`, one ``SamplingParams`` per request."""
 
-    def __init__(self, **options: Any) -> None:
+    Options = VLLMOptions
+
+    def __init__(
+        self, *, model: str, revision: str | None = None, seed: int = 0, **options: Any
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model: expected a model id, got {model!r}")
+        self.model = model.strip()
+        self.revision = revision or None
+        self.seed = seed
         self.options = VLLMOptions.from_options(options)
         self._vllm = import_vllm()
         self._sampling_params_module = importlib.import_module("vllm.sampling_params")
@@ -204,7 +219,7 @@ class VLLMBackend(Backend):
         logger.info(
             "vllm backend: vLLM %s, model %s",
             getattr(self._vllm, "__version__", "?"),
-            self.options.model,
+            self.model,
         )
 
     @classmethod
@@ -214,32 +229,35 @@ class VLLMBackend(Backend):
             model=profile.model,
             revision=profile.revision or None,
             seed=profile.seed,
-            **profile.vllm.model_dump(),
+            **profile.options.model_dump(),
         )
 
     @property
     def identity(self) -> BackendIdentity:
-        # Engine settings that change outputs (precision, tokenizer, default seed, quantization
-        # and other extras) are part of the cache identity, so changing one never serves stale rows.
-        varying = {
-            "dtype": self.options.dtype,
-            "tokenizer": self.options.tokenizer,
-            "seed": self.options.seed,
-            "extra": dict(self.options.engine_extra),
+        return BackendIdentity(backend="vllm", model=self.model, revision=self.revision or "")
+
+    def request_payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The prompt, every sampling field, the structured spec and every option that changes
+        outputs (``chat_template_kwargs``, precision, tokenizer, parallelism, extras, the
+        engine seed): all but the ``transport_only`` options."""
+        return {
+            "messages": request.messages_as_dicts(),
+            "sampling": sampling_fields(request, self.seed),
+            "structured": None if request.structured is None else request.structured.to_dict(),
+            "engine_seed": self.seed,
+            "options": output_options(self.options),
         }
-        revision = f"{self.options.revision or ''}|{json.dumps(varying, sort_keys=True)}"
-        return BackendIdentity(backend="vllm", model=self.options.model, revision=revision)
 
     def _engine(self) -> Any:
         if self._llm is None:
-            kwargs = self.options.engine_kwargs()
+            kwargs = self.options.engine_kwargs(self.model, self.revision, self.seed)
             logger.info("loading vLLM engine: %s", kwargs)
             self._llm = self._vllm.LLM(**kwargs)
         return self._llm
 
     def sampling_params(self, request: ChatRequest) -> Any:
         """The ``vllm.SamplingParams`` for one request."""
-        kwargs = sampling_kwargs(request, self.options.seed, self._sampling_params_module)
+        kwargs = sampling_kwargs(request, self.seed, self._sampling_params_module)
         return self._vllm.SamplingParams(**kwargs)
 
     def _chat(self, conversations: list[list[dict[str, str]]], params: list[Any]) -> list[Any]:

@@ -1,10 +1,12 @@
-"""Multiplicity adjustments: Holm (family-wise error) and Benjamini-Hochberg (false discovery rate)."""
+"""Multiplicity adjustments: Holm (family-wise error) and Benjamini-Hochberg (false discovery
+rate), computed by ``statsmodels.stats.multitest.multipletests``; this module adds input checks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+from statsmodels.stats.multitest import multipletests
 
 
 def _check(pvalues: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
@@ -16,29 +18,25 @@ def _check(pvalues: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     return p
 
 
+def _adjusted(pvalues: Sequence[float] | np.ndarray, method: str, what: str) -> np.ndarray:
+    p = _check(pvalues, what)
+    if p.size == 0:
+        return p.copy()
+    return np.asarray(multipletests(p, method=method)[1], dtype=float)
+
+
 def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Holm step-down adjusted p-values, in the input order.
+    """Holm step-down adjusted p-values, in the input order (statsmodels' ``holm``).
 
     Sorted ascending, the i-th (0-based) of m is adjusted to max_{j<=i} min(1, (m - j) p_(j)).
     """
-    p = _check(pvalues, "holm")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(stepped)
-    return adjusted
+    return _adjusted(pvalues, "holm", "holm")
 
 
 def benjamini_hochberg(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg step-up adjusted p-values (q-values), in the input order.
+    """Benjamini-Hochberg step-up adjusted p-values (q-values), in the input order
+    (statsmodels' ``fdr_bh``).
 
     Sorted ascending, the i-th (1-based) of m is adjusted to min_{j>=i} min(1, m p_(j) / j).
     """
-    p = _check(pvalues, "benjamini_hochberg")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = np.minimum(1.0, m * p[order] / np.arange(1, m + 1))
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum.accumulate(stepped[::-1])[::-1]
-    return adjusted
+    return _adjusted(pvalues, "fdr_bh", "benjamini_hochberg")

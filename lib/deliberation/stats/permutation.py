@@ -10,7 +10,6 @@ permuted within blocks only. Monte Carlo p-values are ``(1 + #{T* at least as ex
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -18,6 +17,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from deliberation.seeds import stable_seed
 from deliberation.stats.bootstrap import numeric_values, require_columns
 from deliberation.stats.multiple import benjamini_hochberg
 
@@ -224,8 +224,7 @@ def max_statistic_test(
 
 def problem_seed(seed: int, problem: Hashable) -> np.random.SeedSequence:
     """A seed for one problem that depends only on ``seed`` and the problem id."""
-    digest = hashlib.sha256(str(problem).encode("utf-8")).digest()
-    return np.random.SeedSequence([seed, int.from_bytes(digest[:8], "little")])
+    return np.random.SeedSequence([seed, stable_seed(problem)])
 
 
 @dataclass(frozen=True)

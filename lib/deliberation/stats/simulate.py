@@ -16,18 +16,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from deliberation.crossprofile.variants import GROUPS, OWNERSHIP_LEVELS, OwnershipVariant
 from deliberation.stats.bootstrap import CellStatistic
 
-OWNERSHIP_FACTORS = ("support", "decoy", "irrelevant")
-OWNERSHIP_LEVELS = ("shared", "private")
+# The ownership factors and their levels, and the variant label, are CrossProfile's own.
+OWNERSHIP_FACTORS = GROUPS
 
 Accuracy = Callable[..., float]  # accuracy(policy=..., support=..., decoy=..., irrelevant=...)
-
-
-def variant_id(support: str, decoy: str, irrelevant: str) -> str:
-    """Paper 1's variant label, e.g. ("private", "shared", "private") -> "SP-DS-IP"."""
-    code = {"shared": "S", "private": "P"}
-    return f"S{code[support]}-D{code[decoy]}-I{code[irrelevant]}"
 
 
 def design_grid(policies: Sequence[str]) -> pd.DataFrame:
@@ -67,7 +62,9 @@ def simulate_results_frame(
     template = np.repeat(np.arange(n_templates), n_cells * n_rep)
     cell = np.tile(np.repeat(np.arange(n_cells), n_rep), n_templates)
     repeat = np.tile(np.arange(n_rep), n_templates * n_cells)
-    variants = np.array([variant_id(*row) for row in grid[list(OWNERSHIP_FACTORS)].to_numpy()])
+    variants = np.array(
+        [OwnershipVariant(*row).id for row in grid[list(OWNERSHIP_FACTORS)].to_numpy()]
+    )
     columns: dict[str, object] = {
         "template": np.array([f"T{k:03d}" for k in range(n_templates)])[template]
     }

@@ -1,4 +1,5 @@
 """Sim behaviours, one module per experiment. Importing this package registers them all;
-add a module here (and to the import list) to teach the sim a new kind of request."""
+add a module here (and to the import list) to teach the sim a new kind of request. Behaviour
+modules import ``deliberation.inference.sim_registry`` only, never the sim backend."""
 
 from deliberation.inference.sim_behaviours import dhd, plumbing  # noqa: F401

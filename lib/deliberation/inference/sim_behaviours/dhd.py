@@ -38,7 +38,6 @@ Judge (stage ``dhd.judge``): compares the candidate with the reference written i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
@@ -48,7 +47,8 @@ import numpy as np
 from deliberation.dhd import synthetic
 from deliberation.dhd.messages import LABELS, MASK_PLACEHOLDER
 from deliberation.dhd.prompts import INTEGRATOR_INSTRUCTION
-from deliberation.inference.sim import SimAnswer, SimContext, sim_behaviour
+from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
+from deliberation.seeds import stable_seed
 
 PARAMETERS = {
     "dhd_answer_skill": 0.6,
@@ -88,8 +88,7 @@ def _param(context: SimContext, name: str) -> float:
 
 def _rng(*parts: object) -> np.random.Generator:
     """A generator from stable parts (common random numbers across prompts)."""
-    blob = json.dumps([str(p) for p in parts]).encode()
-    return np.random.default_rng(int.from_bytes(hashlib.sha256(blob).digest()[:16], "little"))
+    return np.random.default_rng(stable_seed("sim-dhd", *parts))
 
 
 def _draw_id(context: SimContext) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from deliberation.inference.sim import SimAnswer, SimContext, sim_behaviour
+from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 
 _SUM = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
 
