@@ -9,10 +9,9 @@ import pytest
 from deliberation.dhd import labels, masking, synthetic
 from deliberation.dhd.messages import Hypothesis
 from deliberation.dhd.pool import Pool, PoolStore, Role, message_from_reply
-from deliberation.dhd.prompts import INTEGRATOR_STAGE
 from deliberation.dhd.protocol import (
+    INTEGRATOR,
     build_pools,
-    default_request,
     problem_text,
     proposal_rows,
     run_replays,
@@ -20,7 +19,11 @@ from deliberation.dhd.protocol import (
 from deliberation.dhd.replay import Replay, integrator_messages, repeated_design
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
+from deliberation.inference.generation import stage_request
 from deliberation.inference.sim import SimBackend
+from deliberation.params import load_profile
+
+PROFILE = load_profile("sim")
 
 
 def _client(tmp_path, **parameters) -> CachedClient:
@@ -124,7 +127,7 @@ def test_a_masked_answer_adds_no_mention_of_it_to_the_prompt(tmp_path):
     the prompt without the message (other messages may state it too), whenever not flagged."""
     items = synthetic.synthetic_bank(12, seed=4)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(_client(tmp_path), items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(_client(tmp_path), PROFILE, items, PoolStore(tmp_path / "pools"))
     checked = flagged = 0
     for pool in pools.values():
         text = problem_text(by_id[pool.problem_id])
@@ -150,7 +153,7 @@ def test_a_masked_answer_adds_no_mention_of_it_to_the_prompt(tmp_path):
 
 def _integrator_reply(backend: SimBackend, item, pool: Pool, replay: Replay) -> str:
     system, user = integrator_messages(problem_text(item), pool, replay)
-    request = default_request(INTEGRATOR_STAGE, system, user, sample=replay.replicate)
+    request = stage_request(PROFILE, INTEGRATOR, user, system=system, sample=replay.replicate)
     return backend.answer(request).text
 
 
@@ -160,7 +163,9 @@ def test_the_sim_integrator_loses_exactly_the_masked_component(tmp_path):
     parameters = {"dhd_integrator_self_skill": 0.4, "dhd_answer_pull_per_vote": 0.0}
     items = synthetic.synthetic_bank(10, seed=6)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(_client(tmp_path, **parameters), items, PoolStore(tmp_path / "p"))
+    pools, _ = build_pools(
+        _client(tmp_path, **parameters), PROFILE, items, PoolStore(tmp_path / "p")
+    )
     backend = SimBackend(parameters=parameters)
     differs = 0
     for pool in pools.values():
@@ -181,25 +186,29 @@ def test_the_sim_integrator_loses_exactly_the_masked_component(tmp_path):
 
 
 def test_masking_the_reasoning_of_planted_helpful_messages_removes_their_help(tmp_path):
-    """Wrong messages carry valid steps (planted) that the integrator needs: chosen as
-    wrong-helpful from repeated replays, they lose their help when their reasoning is hidden,
-    and keep it when only their (wrong) answer is hidden."""
+    """Every proposed answer is wrong and every stated step valid (planted wrong-helpful
+    messages); the integrator knows each step alone with probability 0.5. Chosen as
+    wrong-helpful from repeated replays, such messages lose their help when their reasoning is
+    hidden, and keep it when only their (wrong) answer is hidden."""
     parameters = {
-        "dhd_step_skill_when_wrong": 0.95,
-        "dhd_integrator_self_skill": 0.6,
-        "dhd_answer_skill": 0.4,
+        "dhd_answer_skill": 0.0,
+        "dhd_step_skill_when_wrong": 1.0,
+        "dhd_integrator_self_skill": 0.5,
+        "dhd_uptake": 1.0,
+        "dhd_error_uptake": 0.0,
+        "dhd_step_coverage": 0.3,
     }
     client = _client(tmp_path, **parameters)
-    items = synthetic.synthetic_bank(100, seed=1)
+    items = synthetic.synthetic_bank(60, seed=1)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
     repeated = [r for pool in pools.values() for r in repeated_design(pool, blocks=3)]
-    rows = run_replays(client, by_id, pools, repeated)
+    rows = run_replays(client, PROFILE, by_id, pools, repeated)
     values = labels.trajectory_values(rows)
     cases = masking.choose_cases(values, proposal_rows(by_id, pools), per_cell=10)
-    assert (cases["cell"] == "wrong-helpful").sum() >= 5
+    assert (cases["cell"] == "wrong-helpful").sum() == 10
     assert (cases.loc[cases["cell"] == "wrong-helpful", "value"] >= 0.5).all()
-    masked, cases = masking.run_masking(client, by_id, pools, cases, replicates=5)
+    masked, cases = masking.run_masking(client, PROFILE, by_id, pools, cases, replicates=5)
     assert set(masked["cell"]) == set(cases["cell"])
     table = masking.masking_table(masked, n_resamples=1000).set_index(["cell", "arm"])
     helpful = table.loc["wrong-helpful"]
@@ -207,8 +216,8 @@ def test_masking_the_reasoning_of_planted_helpful_messages_removes_their_help(tm
     reasoning = helpful.loc["masking-reasoning"]
     assert reasoning["minus_full_high"] < 0, "hiding the reasoning should remove the help"
     answer = helpful.loc["masking-answer"]
-    assert answer["minus_full_low"] <= 0 <= answer["minus_full_high"]
-    assert abs(answer["minus_full"]) < abs(reasoning["minus_full"])
+    assert abs(answer["minus_full"]) <= 0.1, "hiding a wrong answer should change little"
+    assert reasoning["minus_full"] < answer["minus_full"] - 0.2
 
 
 def test_cases_are_chosen_by_cell_strongest_first_across_benchmarks():

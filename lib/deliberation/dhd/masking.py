@@ -44,9 +44,10 @@ from deliberation.datasets import Item
 from deliberation.datasets.extract import normalize_numeric_text
 from deliberation.dhd.messages import COMPONENTS, LABELS, Hypothesis
 from deliberation.dhd.pool import Pool
-from deliberation.dhd.protocol import RequestBuilder, default_request, run_replays
+from deliberation.dhd.protocol import run_replays
 from deliberation.dhd.replay import Replay, present_indices
 from deliberation.inference.client import CachedClient
+from deliberation.params import Profile
 from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
 
 # Arm -> (authors' condition name, transform of the case message; None = left out).
@@ -244,13 +245,13 @@ def masking_replays(
 
 def run_masking(
     client: CachedClient,
+    profile: Profile,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     cases: pd.DataFrame,
     *,
     replicates: int = 5,
     seed: int = 0,
-    request: RequestBuilder = default_request,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Flag answer leaks, run every case's arms through the cache and grade them.
 
@@ -258,7 +259,7 @@ def run_masking(
     ``answer_leak`` flags."""
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
-    rows = run_replays(client, items, pools, replays, request=request, desc="dhd masking")
+    rows = run_replays(client, profile, items, pools, replays, desc="dhd masking")
     return with_cells(rows, cases), cases
 
 
