@@ -259,7 +259,7 @@ def run_masking(
     ``answer_leak`` flags."""
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
-    rows = run_replays(client, profile, items, pools, replays, desc="dhd masking")
+    rows = run_replays(client, profile, items, pools, replays, label="dhd.integrator (masking)")
     return with_cells(rows, cases), cases
 
 

@@ -86,6 +86,8 @@ class DHDResults:
     replays: pd.DataFrame
     pool_counts: PoolStageCounts | None = None
     calls: list[StageCounts] = field(default_factory=list)
+    items: dict[str, Item] = field(default_factory=dict)
+    pools: dict[str, Pool] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """What the run did, for a person: calls per stage, pool problems, failures."""
@@ -150,7 +152,12 @@ def run_dhd(
     filled = [f for f in frames if len(f)]
     rows = pd.concat(filled, ignore_index=True) if filled else frames[0]
     return DHDResults(
-        proposals=proposals[PROPOSAL_COLUMNS], replays=rows, pool_counts=counts, calls=calls
+        proposals=proposals[PROPOSAL_COLUMNS],
+        replays=rows,
+        pool_counts=counts,
+        calls=calls,
+        items=by_id,
+        pools=usable,
     )
 
 
