@@ -110,6 +110,12 @@ INVOCATIONS = {
         0,
         "sent",
     ),  # fmt: skip
+    ("run", "dhd"): (
+        ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],
+        None,
+        0,
+        "replay rows ->",
+    ),
     ("run", "hiddenbench"): (
         [
             "--profile",

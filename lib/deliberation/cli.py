@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
+    "deliberation.dhd.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
@@ -28,7 +29,7 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
-    "run": "run an experiment grid through the response cache (crossprofile, hiddenbench)",
+    "run": "run an experiment through the response cache (crossprofile, hiddenbench, dhd)",
 }
 
 
