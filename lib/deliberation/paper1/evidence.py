@@ -97,8 +97,10 @@ def decoy_choices(
     budget: float = PRIMARY_FRACTION,
 ) -> pd.DataFrame:
     """How often the answer is the decoy option (the wrong option two decoys favour), per
-    policy in ``variant`` at ``budget``: among all decisions and among wrong ones (%)."""
-    cell = rows[(rows["variant"] == variant) & (rows["budget"] == budget)]
+    policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
+    among wrong ones (%)."""
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
+    cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
     out = []
     for policy in dict.fromkeys(cell["policy"]):
         mine = cell[cell["policy"] == policy]
