@@ -260,3 +260,19 @@ def test_memory_view_of_a_budgeted_memory_under_reassigned_tags():
     assert 0 < kept < 12
     assert view.html.count("holder") == kept
     assert f"of {decision.budget_tokens} tokens" in view.html
+
+
+def test_accuracy_matrix_lays_policies_against_capacities():
+    table = pd.DataFrame(
+        {
+            "policy": ["R1", "R1", "empty"],
+            "capacity": ["r=0.4", "r=0.6", "reference"],
+            "accuracy": [50.0, 62.5, 33.333],
+            "low": [40.0, 50.0, 20.0],
+            "high": [60.0, 75.0, 45.0],
+        }
+    )
+    wide = accuracy.accuracy_matrix(table).set_index("policy")
+    assert list(wide.columns) == ["r=0.4", "r=0.6", "reference"]
+    assert wide.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
+    assert wide.loc["empty", "r=0.4"] == "" and wide.loc["empty", "reference"].startswith("33.3")

@@ -172,3 +172,18 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
             else:
                 out[column] = out[column].round(digits)
     return out
+
+
+def accuracy_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
+    entry ``accuracy [low, high]`` (for reading, not re-analysis: the long table has the data)."""
+    cells = table.assign(
+        entry=[
+            f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
+            for a, lo, hi in zip(table["accuracy"], table["low"], table["high"], strict=True)
+        ]
+    )
+    wide = cells.pivot(index="policy", columns="capacity", values="entry")
+    columns = list(dict.fromkeys(cells["capacity"]))
+    wide = wide.loc[list(dict.fromkeys(cells["policy"])), columns].fillna("")
+    return wide.reset_index()
