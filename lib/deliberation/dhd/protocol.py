@@ -193,18 +193,21 @@ def final_answer_text(reply: str) -> str:
 
 
 @dataclass(frozen=True)
-class Grade:
+class Outcome:
     correct: int | None
     error: str | None
 
 
-def grade_reply(item: Item, reply: str) -> Grade:
+def grade_reply(item: Item, reply: str) -> Outcome:
     """The benchmark's own grader; ``JudgeRequired`` is left to the caller. A grader that cannot
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
-        return Grade(int(synthetic.grade(item, reply) == 1.0), None)
-    score = datasets.grade(item, reply)
-    return Grade(int(score >= 1.0), None)
+        return Outcome(int(synthetic.grade(item, reply) == 1.0), None)
+    graded = datasets.grade(item, reply)
+    if graded.failed:
+        return Outcome(None, f"grading failed: {graded.failure}")
+    # Partial credit (JEEBench multiple-answer) counts as not fully correct in the 0/1 label.
+    return Outcome(int(graded.score >= 1.0), None)
 
 
 def run_replays(
@@ -225,12 +228,12 @@ def run_replays(
             stage_request(profile, INTEGRATOR, user, system=system, sample=replay.replicate)
         )
     responses = client.generate(requests, desc=desc)
-    grades: list[Grade | None] = []
+    grades: list[Outcome | None] = []
     judge_needed: list[tuple[int, ChatRequest]] = []
     for position, (replay, response) in enumerate(zip(replays, responses, strict=True)):
         item = items[replay.problem_id]
         if not response.ok:
-            grades.append(Grade(None, f"integrator call failed: {response.error}"))
+            grades.append(Outcome(None, f"integrator call failed: {response.error}"))
             continue
         try:
             grades.append(grade_reply(item, response.text))
@@ -266,13 +269,13 @@ def run_replays(
     return frame
 
 
-def _judge_grade(verdict: ChatResponse) -> Grade:
+def _judge_grade(verdict: ChatResponse) -> Outcome:
     if not verdict.ok:
-        return Grade(None, f"judge call failed: {verdict.error}")
+        return Outcome(None, f"judge call failed: {verdict.error}")
     try:
-        return Grade(int(datasets.omnimath.parse_judge_reply(verdict.text) == 1.0), None)
+        return Outcome(int(datasets.omnimath.parse_judge_reply(verdict.text) == 1.0), None)
     except datasets.omnimath.JudgeReplyError as error:
-        return Grade(None, f"judge verdict unreadable: {error}")
+        return Outcome(None, f"judge verdict unreadable: {error}")
 
 
 def proposal_rows(items: Mapping[str, Item], pools: Mapping[str, Pool]) -> pd.DataFrame:

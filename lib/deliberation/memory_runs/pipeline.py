@@ -29,7 +29,14 @@ from deliberation.discussion import (
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.memory import Capacity, Memory, MemoryPool, budget_tokens, build_memory
+from deliberation.memory import (
+    Capacity,
+    Memory,
+    MemoryPool,
+    budget_tokens,
+    build_memory,
+    policy_spec,
+)
 from deliberation.memory.labels import read_balance, read_relevance
 from deliberation.memory_runs.grid import Cell, Grid
 
@@ -267,8 +274,6 @@ def decide(
     progress: bool = True,
 ) -> list[Decision]:
     """Every cell x tag mode of every task: build the memory, send the decisions, parse them."""
-    from deliberation.memory import policy_spec
-
     stage = f"{stage_prefix}.{DECISION}"
     plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
     requests: list[ChatRequest] = []
