@@ -1,4 +1,4 @@
-"""Notebooks 02-05 of paper 1: committed clean, and notebook 03's H1-H3 table recomputed from the
+"""Notebooks 02-05 of paper 1: their parameters cell, and notebook 03's H1-H3 table recomputed from the
 rows it publishes."""
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ PAPER1 = (
 
 
 @pytest.mark.parametrize("name", [n for n in PAPER1 if (NOTEBOOKS / n).exists()])
-def test_notebook_is_committed_without_outputs_and_with_a_parameters_cell(name):
+def test_notebook_parameters_cell_holds_profile_budgets_resamples_and_seed(name):
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     code = [c for c in notebook.cells if c.cell_type == "code"]
     assert "parameters" in code[0].metadata.get("tags", [])
     for key in ("profile", "budgets", "n_resamples", "seed"):
-        assert f"{key} =" in code[0].source
-    assert all(not c.outputs and c.execution_count is None for c in code)
+        assert f"\n{key} = " in f"\n{code[0].source}"
 
 
 @pytest.mark.slow
