@@ -276,3 +276,21 @@ def test_accuracy_matrix_lays_policies_against_capacities():
     assert list(wide.columns) == ["r=0.4", "r=0.6", "reference"]
     assert wide.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
     assert wide.loc["empty", "r=0.4"] == "" and wide.loc["empty", "reference"].startswith("33.3")
+
+
+def test_accuracy_figure_draws_budgets_and_references_only():
+    from deliberation.paper1 import figures
+
+    table = pd.DataFrame(
+        {
+            "policy": ["R1", "R1", "R1", "all", "cue baseline: x"],
+            "capacity": ["r=0.4", "r=0.6", "7 items", "reference", "no model"],
+            "accuracy": [50.0, 60.0, 55.0, 90.0, 53.0],
+            "low": [40.0, 50.0, 45.0, 85.0, 40.0],
+            "high": [60.0, 70.0, 65.0, 95.0, 65.0],
+        }
+    )
+    fig = figures.accuracy_by_budget(table, "t")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert sorted(labels) == ["R1", "all (reference)"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["r = 0.4", "r = 0.6"]

@@ -1,4 +1,7 @@
-"""Figures of notebooks 02-05, drawn from the tables the notebooks write (no analysis here)."""
+"""Figures of notebooks 02-05, drawn from the tables the notebooks write (no analysis here).
+
+:func:`accuracy_by_budget` plots the `r=...` rows and the references of an accuracy table and
+ignores any other row (the fixed-7 control, the cue baseline)."""
 
 from __future__ import annotations
 
