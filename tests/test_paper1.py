@@ -156,8 +156,14 @@ def _tag_rows() -> pd.DataFrame:
     return frame(rows)
 
 
+def _with_other_policy(rows: pd.DataFrame) -> pd.DataFrame:
+    """The same cells for R1, always wrong: must not leak into the all-facts contrasts."""
+    return pd.concat([rows, rows.assign(policy="R1", correct=0)], ignore_index=True)
+
+
 def test_social_proof_gap_and_how_much_removing_tags_narrows_it():
-    table = tags.social_proof_table(_tag_rows(), n_resamples=R, seed=0).set_index("contrast")
+    rows = _with_other_policy(_tag_rows())
+    table = tags.social_proof_table(rows, n_resamples=R, seed=0).set_index("contrast")
     assert table.loc["gap, tags keep", "estimate"] == 100
     assert table.loc["gap, tags remove", "estimate"] == 0
     assert table.loc["gap, tags shuffle", "estimate"] == 50
@@ -166,7 +172,10 @@ def test_social_proof_gap_and_how_much_removing_tags_narrows_it():
 
 
 def test_tag_effects_by_cell_are_paired_differences_from_tags_kept():
-    table = tags.tag_effects_by_cell(_tag_rows(), n_resamples=R, seed=0).set_index("variant")
+    table = tags.tag_effects_by_cell(_with_other_policy(_tag_rows()), n_resamples=R, seed=0)
+    assert table.groupby("policy").size().to_dict() == {"all": 8, "R1": 8}
+    assert (table.loc[table["policy"] == "R1", "acc keep"] == 0).all()
+    table = table[table["policy"] == "all"].set_index("variant")
     assert table.loc[CLASSIC.id, "remove - keep"] == 100
     assert table.loc[CLASSIC.id, "shuffle - keep"] == 0
     assert table.loc["SS-DS-IS", "remove - keep"] == 0
@@ -294,3 +303,10 @@ def test_accuracy_figure_draws_budgets_and_references_only():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert sorted(labels) == ["R1", "all (reference)"]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["r = 0.4", "r = 0.6"]
+
+
+def test_tag_effects_refuse_a_policy_read_at_several_capacities():
+    rows = _tag_rows()
+    mixed = pd.concat([rows, rows.assign(budget=0.4)], ignore_index=True)
+    with pytest.raises(ValueError, match="several capacities"):
+        tags.tag_effects_by_cell(mixed, n_resamples=R, seed=0)

@@ -85,8 +85,11 @@ def accuracy_by_lead(table: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def tag_effects(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Per ownership cell, the effect of removing / reassigning tags (points, 95% intervals)."""
+def tag_effects(table: pd.DataFrame, title: str, policy: str = "all") -> plt.Figure:
+    """Per ownership cell, the effect of removing / reassigning tags on ``policy``'s memory
+    (points, 95% intervals)."""
+    if "policy" in table:
+        table = table[table["policy"] == policy].reset_index(drop=True)
     modes = [m for m in ("remove", "shuffle") if f"{m} - keep" in table]
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     x = np.arange(len(table))

@@ -23,16 +23,18 @@ def notebook_rows(
     policies: Sequence[str] | None = None,
     templates: Sequence[str] = ("main",),
     item_limit: int | None = None,
+    budgets: Sequence[float] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Rows of every requested template set (CrossProfile) or of the profile's HiddenBench
-    tasks, with the notebook's budgets, and the runs' report lines (counts, invalid answers)."""
+    tasks, with the notebook's budgets (or ``budgets``), and the runs' report lines (counts,
+    invalid answers). ``item_limit``: None the profile's fixed count, 0 none."""
     frames, lines = [], []
     for template_set in templates if benchmark == "crossprofile" else (None,):
         result = run_from_profile(
             benchmark,
             profile,
             policies=policies,
-            budgets=analysis.budgets,
+            budgets=tuple(budgets) if budgets is not None else analysis.budgets,
             tags=tags,
             item_limit=item_limit,
             templates=template_set,

@@ -7,6 +7,7 @@ compares the same templates and the same memories; resampling templates keeps th
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable
 
 import pandas as pd
@@ -28,9 +29,22 @@ def _gap_weights(rows: pd.DataFrame, tags: str, sign: float = 1.0) -> dict[tuple
     return weights
 
 
-def social_proof_table(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Support shared minus support private (points) under each tag mode in ``rows``, and how
-    much removing or reassigning tags narrows it (gap with tags kept minus gap without)."""
+def _main_rows(rows: pd.DataFrame, policy: str | None = None) -> pd.DataFrame:
+    keep = rows["pilot"] == 0 if "pilot" in rows else pd.Series(True, index=rows.index)
+    if policy is not None:
+        keep &= rows["policy"] == policy
+    return rows[keep]
+
+
+def social_proof_table(
+    rows: pd.DataFrame, *, n_resamples: int, seed: int, policy: str = "all"
+) -> pd.DataFrame:
+    """Support shared minus support private (points) for ``policy``'s memory (default all
+    facts) under each tag mode in ``rows`` (main templates), and how much removing or
+    reassigning tags narrows it (gap with tags kept minus gap without)."""
+    rows = _main_rows(rows, policy)
+    if rows.empty:
+        raise ValueError(f"social_proof_table: no main-template rows of policy {policy!r}")
     modes = [m for m in ("keep", "remove", "shuffle") if (rows["tags"] == m).any()]
     statistics: dict[str, CellStatistic] = {
         f"gap, tags {mode}": linear_contrast(_gap_weights(rows, mode), BY) for mode in modes
@@ -43,6 +57,7 @@ def social_proof_table(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd
     return pd.DataFrame(
         [
             {
+                "policy": policy,
                 "contrast": name,
                 "estimate": 100 * r.estimate,
                 "low": 100 * r.low,
@@ -56,31 +71,41 @@ def social_proof_table(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd
 
 
 def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Per ownership cell: accuracy under each tag mode and the paired effects of removing
-    and of reassigning tags (mode minus keep, points, template-bootstrap interval)."""
+    """Per policy and ownership cell (main templates): accuracy under each tag mode and the
+    paired effects of removing and of reassigning tags (mode minus keep, points,
+    template-bootstrap interval). Each policy's rows must come from one capacity, so that the
+    tag modes read the same memories."""
+    rows = _main_rows(rows)
+    by = ("policy", "tags", "variant")
     variants = [v.id for v in ALL_VARIANTS if (rows["variant"] == v.id).any()]
     modes = [m for m in ("remove", "shuffle") if (rows["tags"] == m).any()]
+    policies = list(dict.fromkeys(rows["policy"]))
+    for policy in policies:
+        capacities = rows.loc[rows["policy"] == policy, ["budget", "item_limit"]].drop_duplicates()
+        if len(capacities) > 1:
+            raise ValueError(f"tag_effects_by_cell: policy {policy} has several capacities")
     statistics: dict[str, CellStatistic] = {}
-    for variant in variants:
+    for policy, variant in itertools.product(policies, variants):
         for mode in ("keep", *modes):
-            statistics[f"{variant}|{mode}"] = linear_contrast(
-                {(mode, variant): 1.0}, ("tags", "variant")
+            statistics[f"{policy}|{variant}|{mode}"] = linear_contrast(
+                {(policy, mode, variant): 1.0}, by
             )
         for mode in modes:
-            statistics[f"{variant}|{mode}-keep"] = linear_contrast(
-                {(mode, variant): 1.0, ("keep", variant): -1.0}, ("tags", "variant")
+            statistics[f"{policy}|{variant}|{mode}-keep"] = linear_contrast(
+                {(policy, mode, variant): 1.0, (policy, "keep", variant): -1.0}, by
             )
     results = cluster_bootstrap_many(rows, statistics, "template", n_resamples, 0.95, seed)
     out = []
-    for variant in variants:
-        row: dict[str, object] = {"variant": variant}
+    for policy, variant in itertools.product(policies, variants):
+        key = f"{policy}|{variant}"
+        row: dict[str, object] = {"policy": policy, "variant": variant}
         for mode in ("keep", *modes):
-            row[f"acc {mode}"] = 100 * results[f"{variant}|{mode}"].estimate
+            row[f"acc {mode}"] = 100 * results[f"{key}|{mode}"].estimate
         for mode in modes:
-            r = results[f"{variant}|{mode}-keep"]
+            r = results[f"{key}|{mode}-keep"]
             row[f"{mode} - keep"] = 100 * r.estimate
             row[f"{mode} low"] = 100 * r.low
             row[f"{mode} high"] = 100 * r.high
-        row["n_clusters"] = results[f"{variant}|keep"].n_clusters
+        row["n_clusters"] = results[f"{key}|keep"].n_clusters
         out.append(row)
     return pd.DataFrame(out)
