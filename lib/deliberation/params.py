@@ -72,6 +72,11 @@ class MemoryGridOptions(_Strict):
     limit: int | None = Field(
         None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
     )
+    n_resamples: int = Field(
+        10_000,
+        ge=2,
+        description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
+    )
 
 
 class DHDOptions(_Strict):
