@@ -110,6 +110,12 @@ INVOCATIONS = {
         0,
         "sent",
     ),  # fmt: skip
+    ("run", "dhd"): (
+        ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],
+        None,
+        0,
+        "replay rows ->",
+    ),
     ("run", "hiddenbench"): (
         [
             "--profile",
@@ -170,3 +176,13 @@ def test_data_check_without_data_says_where_it_goes_and_how_to_get_it(tmp_path, 
     assert str(tmp_path / "absent") in out
     assert "deliberation data fetch" in out and "make data" in out
     assert "DELIBERATION_DATA_DIR" in out and "--root" in out
+
+
+def test_bad_input_is_reported_without_a_traceback(tmp_path, capsys) -> None:
+    profile = tmp_path / "broken.yaml"
+    profile.write_text("backend: sim\nmodel: m\nseed: true\n")
+    status = main(["run", "dhd", "--profile", str(profile), "--out", str(tmp_path / "r.csv")])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert str(profile) in captured.err and "seed" in captured.err
+    assert "Traceback" not in captured.out + captured.err

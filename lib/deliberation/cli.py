@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
+    "deliberation.dhd.commands",
     "deliberation.paper.commands",
 ]
 
@@ -29,7 +30,7 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
-    "run": "run an experiment grid through the response cache (crossprofile, hiddenbench)",
+    "run": "run an experiment through the response cache (crossprofile, hiddenbench, dhd)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
@@ -115,7 +116,41 @@ def main(argv: list[str] | None = None) -> int:
     # HTTP client libraries log one INFO line per request; keep them for --verbose only.
     for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as error:
+        if args.verbose or not _is_user_error(error):
+            raise
+        # Bad input (a profile, a template, a data folder, a cache file, a missing key) is
+        # reported as the error says it, naming the file and field, without a traceback.
+        print(f"deliberation {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+# Errors that describe the user's input or environment; anything else is a bug and keeps its
+# traceback. Matched by name so that this module imports no area (``--help`` stays fast).
+USER_ERRORS = frozenset(
+    {
+        "ProfileError",
+        "MissingAPIKeyError",
+        "InvalidAPIKeyError",
+        "CacheError",
+        "DatasetFormatError",
+        "DatasetNotFoundError",
+        "TemplateError",
+        "ReferenceNotFoundError",
+        "PoolExistsError",
+        "FetchError",
+        "ChecksumMismatch",
+    }
+)
+
+
+def _is_user_error(error: BaseException) -> bool:
+    return any(
+        cls.__name__ in USER_ERRORS and cls.__module__.startswith("deliberation.")
+        for cls in type(error).__mro__
+    )
 
 
 if __name__ == "__main__":

@@ -74,6 +74,11 @@ class MemoryGridOptions(_Strict):
     limit: int | None = Field(
         None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
     )
+    n_resamples: int = Field(
+        10_000,
+        ge=2,
+        description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
+    )
 
 
 class DHDOptions(_Strict):
@@ -92,6 +97,8 @@ class DHDOptions(_Strict):
     sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
     n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
     n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
+    masking_cases: int = Field(10, gt=0, description="masking cases per cell (paper 2 pilot: 10)")
+    masking_replicates: int = Field(5, gt=0, description="replicates per masking case")
 
 
 class ExperimentOptions(_Strict):

@@ -28,22 +28,27 @@ def write_table(
     caption: str,
     notebook: str,
     latex: bool = True,
+    markdown: bool = True,
     float_format: str = "%.4g",
     uses_model: bool = True,
 ) -> dict[str, Path]:
     """Write ``<name>.csv``, ``.md``, optionally ``.tex``, and ``<name>.provenance.json`` as one
     set: all or none, the sidecar last with the hashes of the others.
 
+    ``markdown=False`` (with ``latex=False``) writes the CSV alone: for the rows a notebook
+    analysed, which are data to re-analyse, not a table to read.
+
     ``uses_model=False`` is for tables that describe a benchmark and involve no model call
     (the same under every profile); their sidecar says so instead of naming a model.
     """
     stem = table_dir(profile) / name
     full_caption = label_caption(caption, profile, uses_model=uses_model)
-    texts = {
-        "csv": frame.to_csv(index=False, lineterminator="\n", float_format=float_format),
-        "md": f"**{full_caption}**\n\n"
-        f"{frame.to_markdown(index=False, floatfmt=float_format.lstrip('%'))}\n",
-    }
+    texts = {"csv": frame.to_csv(index=False, lineterminator="\n", float_format=float_format)}
+    if markdown:
+        texts["md"] = (
+            f"**{full_caption}**\n\n"
+            f"{frame.to_markdown(index=False, floatfmt=float_format.lstrip('%'))}\n"
+        )
     if latex:
         texts["tex"] = frame.to_latex(
             index=False,

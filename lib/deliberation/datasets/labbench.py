@@ -27,7 +27,6 @@ Ids follow the DHD reference: ``lab-bench:<subset>:<uuid>``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -48,6 +47,7 @@ from deliberation.datasets.items import (
     make_meta,
     required_text,
 )
+from deliberation.seeds import stable_seed
 
 NAME = "labbench"
 SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
@@ -72,8 +72,7 @@ def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
 
 def option_seed(item_id: str) -> int:
     """A stable 64-bit seed for an item's option order (same on every machine and run)."""
-    digest = hashlib.sha256(f"{SHUFFLE_SALT}:{item_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+    return stable_seed(SHUFFLE_SALT, item_id)
 
 
 def shuffled_options(
@@ -169,8 +168,13 @@ def _normalize(text: str) -> str:
 
 
 def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
-    """The options an answer span picks: by an option's full text first (a sequence such as
-    "GAC" is an option, not letters G, A, C), else by letter."""
+    """The options an answer span picks: a lone option letter is that letter (the form the
+    prompt asks for, as in LAB-Bench's harness), even where an option's text is one letter too
+    (amino-acid codes such as "E" or "C"); otherwise by an option's full text first (a sequence
+    such as "GAC" is an option, not letters G, A, C), else by letter."""
+    lone = span.strip().strip("().*[]").strip()
+    if len(lone) == 1 and lone.upper() in item.letters:
+        return frozenset({lone.upper()})
     by_text = [i for i, text in enumerate(item.options) if _normalize(text) == _normalize(span)]
     if by_text:
         return frozenset({_letter(by_text[0])})

@@ -85,10 +85,10 @@ def leave_one_out_effects(rows: pd.DataFrame) -> pd.DataFrame:
     return _label(effects, "full", "loo")
 
 
-def six_cells(effects: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
-    """Counts of (proposal wrong/correct) x (helpful/neutral/harmful) per benchmark, with the
-    unscored and unreadable-answer messages counted beside them."""
-    joined = effects.merge(
+def with_proposals(frame: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (one row per problem and message) with the message's ``proposal_correct`` and
+    its label ``proposal``: ``correct``, ``wrong``, or ``unreadable`` (no answer could be read)."""
+    joined = frame.merge(
         proposals[["problem", "message", "proposal_correct"]],
         on=["problem", "message"],
         how="left",
@@ -97,6 +97,13 @@ def six_cells(effects: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
     joined["proposal"] = (
         joined["proposal_correct"].map({1: "correct", 0: "wrong"}).fillna("unreadable")
     )
+    return joined
+
+
+def six_cells(effects: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
+    """Counts of (proposal wrong/correct) x (helpful/neutral/harmful) per benchmark, with the
+    unscored and unreadable-answer messages counted beside them."""
+    joined = with_proposals(effects, proposals)
     table = joined.groupby(["benchmark", "proposal", "category"]).size().unstack(fill_value=0)
     for column in (*CATEGORIES, "unscored"):
         if column not in table.columns:

@@ -22,6 +22,7 @@ from deliberation.dhd.labels import (
     single_message_effects,
     six_cells,
     trajectory_values,
+    with_proposals,
 )
 from deliberation.stats import cluster_bootstrap, mean_of
 
@@ -35,16 +36,7 @@ def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFram
     loo = leave_one_out_effects(rows).assign(design="loo")
     columns = ["problem", "benchmark", "design", "k", "message", "effect", "category"]
     effects = pd.concat([single[columns], loo[columns]], ignore_index=True)
-    joined = effects.merge(
-        proposals[["problem", "message", "proposal_correct"]],
-        on=["problem", "message"],
-        how="left",
-        validate="many_to_one",
-    )
-    joined["proposal"] = (
-        joined["proposal_correct"].map({1: "correct", 0: "wrong"}).fillna("unreadable")
-    )
-    return joined
+    return with_proposals(effects, proposals)
 
 
 def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
@@ -136,12 +128,7 @@ def repeated_table(
     proposal correctness and direction."""
     values = trajectory_values(rows)
     tests = repeated_tests(rows, n_permutations=n_permutations, seed=seed)
-    messages = values.merge(tests, on=["problem", "message"], how="left").merge(
-        proposals[["problem", "message", "proposal_correct"]], on=["problem", "message"]
-    )
-    messages["proposal"] = (
-        messages["proposal_correct"].map({1: "correct", 0: "wrong"}).fillna("unreadable")
-    )
+    messages = with_proposals(values.merge(tests, on=["problem", "message"], how="left"), proposals)
     repeatable = (messages["q_problem"] < q_threshold) & (messages["p_adjusted"] < q_threshold)
     messages["repeatable"] = repeatable
     messages["direction"] = messages["value"].map(
