@@ -172,6 +172,7 @@ def test_missing_outputs_are_listed_after_the_run(project):
     result, text = run(project, notebooks=["00"])
     assert [p.name for p in result.missing] == ["never_made.png"] and not result.ok
     assert "MISSING: 1 file(s)" in text and "figures/smoke/never_made.png" in text
+    assert "1 listed output(s) MISSING" in text
 
 
 def test_output_table_format_errors_name_the_line(tmp_path):
@@ -231,3 +232,15 @@ def test_an_output_that_needs_data_is_expected_only_when_the_data_is_there(tmp_p
     data.write_text("a,b\n")
     names = [p.name for p in outputs.missing_outputs("smoke", readme=readme, root=tmp_path)]
     assert names == ["ref.csv", "always.csv"]
+
+
+def test_every_file_the_claim_tables_name_is_in_the_output_table():
+    """figures/README.md's claim tables (for readers) and its output table (for the build)
+    name the same files."""
+    import re
+
+    text = outputs.readme_path().read_text()
+    claimed = set(re.findall(r"`((?:figures|tables)/<profile>/[^`<]+)`", text))
+    listed = {e.pattern for e in outputs.expected_outputs()}
+    assert claimed
+    assert {c.replace("<profile>", "{profile}") for c in claimed} <= listed

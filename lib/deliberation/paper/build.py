@@ -308,10 +308,18 @@ def build_paper(
     result.seconds = time.perf_counter() - started
     out(
         f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
-        f" {'failed' if result.failed else 'ok'} in {result.seconds:.1f} s; executed notebooks in"
+        f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"
         f" {executed_dir}"
     )
     return result
+
+
+def _verdict(result: BuildResult) -> str:
+    if result.failed is not None:
+        return f"FAILED at {result.failed.notebook}"
+    if result.missing:
+        return f"{len(result.missing)} listed output(s) MISSING"
+    return "ok"
 
 
 def _report_outputs(
