@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
+    "deliberation.natural_runs.commands",
 ]
 
 

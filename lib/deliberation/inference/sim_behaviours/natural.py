@@ -13,7 +13,8 @@ probability ``natural_paraphrase`` or leaves it out. A paraphrase keeps a random
 ``natural_paraphrase_keep`` share of the fact's content words (at least one), in order, after
 "Roughly, from my notes:" - so the disclosure diagnostics label it *partial*, and a reader
 that needs the exact fact (CrossProfile's) cannot use it. The draws for one fact depend on
-(agent, fact text, request seed) only. Later turns state no facts. Every turn ends (plain
+(agent, fact text, request seed) only. A fact without end punctuation gets a full stop, so
+it stays one sentence. Later turns state no facts. Every turn ends (plain
 variant: begins) with "I recommend <option>." for the agent's current vote.
 
 Voting (``natural.<b>.vote.initial|final``, and the recommendation in each turn). The agent
@@ -188,7 +189,7 @@ def natural_turn(context: SimContext) -> SimAnswer:
     for fact in facts:
         rng = np.random.default_rng(stable_seed("sim-natural-disclose", me, fact, seed))
         if rng.random() < p:
-            stated.append(fact)
+            stated.append(fact if fact.rstrip()[-1:] in ".!?" else f"{fact.rstrip()}.")
         elif rng.random() < _param(context, "natural_paraphrase"):
             stated.append(paraphrase(fact, _param(context, "natural_paraphrase_keep"), rng))
     parts = [*stated, recommend] if evidence_first else [recommend, *stated]
