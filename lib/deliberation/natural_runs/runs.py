@@ -396,6 +396,8 @@ def run_natural_experiment(
 
 def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
     """The tasks the profile's ``experiments.natural`` section selects."""
+    if benchmark not in ("crossprofile", "hiddenbench"):
+        raise ValueError(f"unknown benchmark {benchmark!r}; expected crossprofile or hiddenbench")
     if benchmark == "crossprofile":
         from deliberation.memory_runs.runs import crossprofile_tasks
 
