@@ -29,6 +29,21 @@ from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differenc
 DISCUSSION = ["benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
 INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+GROUP_MEASURES = (
+    "group share (initial)",
+    "group share (final)",
+    "group majority (final)",
+    "decision: every-fact",
+)
+POLICY_PAIRS = (("transcript", "empty"), ("R1", "B3"), ("R1", "B4"), ("R1", "Random"))
+
+
+def decision_measures(table: pd.DataFrame) -> list[str]:
+    """The decision measures of an accuracy table: transcript, empty, every fact, then the
+    policies in the order they appear."""
+    found = [m for m in table["measure"].unique() if m.startswith("decision: ")]
+    first = ["decision: transcript", "decision: empty", "decision: every-fact"]
+    return [m for m in first if m in found] + [m for m in found if m not in first]
 
 
 def group_votes(rows: pd.DataFrame) -> pd.DataFrame:

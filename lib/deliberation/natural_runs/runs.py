@@ -407,6 +407,20 @@ def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
     return load_hiddenbench(seed=seed)[: options.limit]
 
 
+def runnable_benchmarks(benchmarks: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The benchmarks whose data is on this machine, and a note for each one that is not
+    (HiddenBench's file comes from ``make data``; CrossProfile ships with the project)."""
+    from deliberation.hiddenbench import default_path
+
+    ready, notes = [], []
+    for benchmark in benchmarks:
+        if benchmark == "hiddenbench" and not default_path().is_file():
+            notes.append(f"hiddenbench skipped: no file {default_path()} (run `make data`)")
+        else:
+            ready.append(benchmark)
+    return ready, notes
+
+
 def run_from_profile(
     profile: Any,
     *,
