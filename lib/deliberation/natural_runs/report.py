@@ -271,7 +271,7 @@ def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
     pivot = table.pivot_table(
         index=["benchmark", "prompt", "private"], columns="disclosure", values="estimate"
     ).reindex(columns=["full", "partial", "none"])
-    fig, ax = plt.subplots(figsize=(1.5 + 0.7 * len(pivot), 4))
+    fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(pivot), 4))
     bottom = np.zeros(len(pivot))
     for label in pivot.columns:
         ax.bar(range(len(pivot)), pivot[label].fillna(0), bottom=bottom, label=label)

@@ -101,9 +101,12 @@ class NaturalResult:
         """The run report, with the votes (an invalid vote is kept and counted wrong)."""
         votes = self.rows[self.rows["kind"] == "vote"]
         invalid = int((votes["valid"] == 0).sum())
+        messages = [m for d in self.discussions for m in d.messages]
+        failed = sum(bool(m.error) for m in messages)
         return [
             *self.report.lines(),
             f"votes: {len(votes)}, invalid votes: {invalid} (counted wrong)",
+            f"messages: {len(messages)}, failed calls: {failed} (left out of the transcript)",
         ]
 
 
