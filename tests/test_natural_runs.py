@@ -141,7 +141,7 @@ def test_sim_paraphrases_are_partial_disclosures(tasks):
 
 
 def test_group_majority_needs_a_strict_lead():
-    base = {"kind": "vote", "benchmark": "b", "template": "t", "variant": "", "prompt": "plain",
+    base = {"profile": "p", "kind": "vote", "benchmark": "b", "template": "t", "variant": "", "prompt": "plain",
             "replicate": 0, "stage": "final"}  # fmt: skip
     votes = [("X", 1), ("X", 1), ("Y", 0), ("Y", 0)]
     rows = pd.DataFrame(

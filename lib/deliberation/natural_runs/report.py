@@ -26,7 +26,7 @@ import pandas as pd
 
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
 
-DISCUSSION = ["benchmark", "task", "template", "variant", "prompt", "replicate"]
+DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
 INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
 GROUP_MEASURES = (
@@ -132,13 +132,17 @@ def accuracy_table(
 ) -> pd.DataFrame:
     """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals."""
     return _bootstrap_table(
-        outcomes(rows, disclosure), ["benchmark", "prompt", "measure"], "value", n_resamples, seed
+        outcomes(rows, disclosure),
+        ["profile", "benchmark", "prompt", "measure"],
+        "value",
+        n_resamples,
+        seed,
     )
 
 
 def disclosure_table(
     disclosure: pd.DataFrame,
-    by: Sequence[str] = ("benchmark", "prompt", "private"),
+    by: Sequence[str] = ("profile", "benchmark", "prompt", "private"),
     *,
     n_resamples: int = 10_000,
     seed: int = 0,
@@ -171,19 +175,21 @@ def paired_effect(
     if measures is not None:
         frame = frame[frame["measure"].isin(measures)]
     pairs = []
-    for (benchmark, measure), group in frame.groupby(["benchmark", "measure"], sort=True):
+    for (name, benchmark, measure), group in frame.groupby(
+        ["profile", "benchmark", "measure"], sort=True
+    ):
         if not {a, b} <= set(group["prompt"]):
             continue
         both = group.groupby(["template", "task", "replicate"])["prompt"].transform("nunique") == 2
         diff = paired_differences(
             group[both], a, b, by="prompt", value="value", pair_on=["task", "replicate"]
         )
-        pairs.append(diff.assign(benchmark=benchmark, measure=measure))
+        pairs.append(diff.assign(profile=name, benchmark=benchmark, measure=measure))
     if not pairs:
-        return pd.DataFrame(columns=["benchmark", "measure", *INTERVAL_COLUMNS])
+        return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
     table = _bootstrap_table(
         pd.concat(pairs, ignore_index=True),
-        ["benchmark", "measure"],
+        ["profile", "benchmark", "measure"],
         "difference",
         n_resamples,
         seed,
@@ -203,18 +209,24 @@ def policy_contrasts(
     decisions = rows[rows["kind"] == "decision"]
     parts = []
     for a, b in pairs:
-        for (benchmark, prompt), group in decisions.groupby(["benchmark", "prompt"], sort=True):
+        for (name, benchmark, prompt), group in decisions.groupby(
+            ["profile", "benchmark", "prompt"], sort=True
+        ):
             if not {a, b} <= set(group["policy"]):
                 continue
             diff = paired_differences(
                 group, a, b, by="policy", value="correct", pair_on=["task", "replicate"]
             )
-            parts.append(diff.assign(benchmark=benchmark, prompt=prompt, contrast=f"{a} - {b}"))
+            parts.append(
+                diff.assign(profile=name, benchmark=benchmark, prompt=prompt, contrast=f"{a} - {b}")
+            )
     if not parts:
-        return pd.DataFrame(columns=["benchmark", "prompt", "contrast", *INTERVAL_COLUMNS])
+        return pd.DataFrame(
+            columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
+        )
     return _bootstrap_table(
         pd.concat(parts, ignore_index=True),
-        ["benchmark", "prompt", "contrast"],
+        ["profile", "benchmark", "prompt", "contrast"],
         "difference",
         n_resamples,
         seed,
@@ -226,7 +238,7 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
     row is kept and counted wrong)."""
     frame = rows.assign(what=np.where(rows["kind"] == "vote", rows["stage"], rows["policy"]))
     table = (
-        frame.groupby(["benchmark", "kind", "what"], sort=True)
+        frame.groupby(["profile", "benchmark", "kind", "what"], sort=True)
         .agg(rows=("valid", "size"), invalid=("valid", lambda v: int((v == 0).sum())))
         .reset_index()
     )
@@ -268,9 +280,10 @@ def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> p
 
 def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
     """Stacked full / partial / none shares of facts per benchmark, prompt and private flag."""
-    pivot = table.pivot_table(
-        index=["benchmark", "prompt", "private"], columns="disclosure", values="estimate"
-    ).reindex(columns=["full", "partial", "none"])
+    index = [c for c in ("profile", "benchmark", "prompt", "private") if c in table.columns]
+    pivot = table.pivot_table(index=index, columns="disclosure", values="estimate").reindex(
+        columns=["full", "partial", "none"]
+    )
     fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(pivot), 4))
     bottom = np.zeros(len(pivot))
     for label in pivot.columns:
@@ -278,8 +291,10 @@ def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
         bottom += pivot[label].fillna(0).to_numpy()
     ax.set_xticks(range(len(pivot)))
     ax.set_xticklabels(
-        [f"{b}\n{p}\n{'private' if v else 'shared'}" for b, p, v in pivot.index], fontsize="small"
-    )
+        ["\n".join(str(x) for x in key[:-1]) + ("\nprivate" if key[-1] else "\nshared")
+         for key in pivot.index],
+        fontsize="small",
+    )  # fmt: skip
     ax.set_ylabel("share of facts")
     ax.legend(title="stated", fontsize="small")
     fig.suptitle(title)

@@ -12,6 +12,7 @@ replicate.
 Rows (:data:`ROW_COLUMNS`), one per (discussion, agent, vote stage) and one per decision:
 
 ==================  ============================================================================
+``profile``         the profile that ran (rates can then be compared across profiles)
 ``kind``            ``vote`` or ``decision``
 ``benchmark``       ``crossprofile`` or ``hiddenbench``
 ``task``            task id (CrossProfile ``<template>/<variant>``; HiddenBench ``hb-<n>``)
@@ -78,11 +79,11 @@ from deliberation.seeds import stable_seed
 
 Benchmark = Literal["crossprofile", "hiddenbench"]
 ROW_COLUMNS = [
-    "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
+    "profile", "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
     "prompt", "replicate", "seed", "agent", "stage", "policy", "budget", "kept_tokens",
     "budget_tokens", "statements", "answer", "correct", "valid", "error", "key",
 ]  # fmt: skip
-DISCUSSION_COLUMNS = ROW_COLUMNS[1:11]
+DISCUSSION_COLUMNS = ["profile", *ROW_COLUMNS[2:12]]
 DISCLOSURE_COLUMNS = [
     *DISCUSSION_COLUMNS, "fact", "role", "holders", "private", "label", "full", "partial",
     "none", "overlap", "stated_by",
@@ -169,6 +170,7 @@ def _context(benchmark: str, d: NaturalDiscussion) -> dict:
         parsed = OwnershipVariant.parse(variant)
         cells = {g: parsed.ownership(g) for g in cells}
     return {
+        "profile": None,  # set once for the whole frame
         "benchmark": benchmark,
         "task": task.id,
         "template": getattr(task, "template", task.id),
@@ -392,9 +394,9 @@ def run_natural_experiment(
         benchmark, discussions, grid, profile=profile, client=client, report=report,
         progress=progress,
     )  # fmt: skip
-    return NaturalResult(
-        typed_rows(rows), disclosure_rows(benchmark, discussions), report, discussions
-    )
+    frame, facts = typed_rows(rows), disclosure_rows(benchmark, discussions)
+    frame["profile"] = facts["profile"] = profile.name
+    return NaturalResult(frame, facts, report, discussions)
 
 
 def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
