@@ -50,8 +50,9 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Run from tests/, not the root, so a test that depends on the working directory fails here.
 unit: setup
-	$(VENV)/bin/pytest -q
+	cd tests && $(abspath $(VENV))/bin/pytest -q
 
 # Notebooks run as-is under nbval with the smoke profile injected through the environment;
 # outputs and caches go to a temporary folder, never into the working tree.

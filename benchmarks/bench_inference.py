@@ -26,7 +26,7 @@ from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.serve_sim import running_sim_server
+from deliberation.inference.testing import running_sim_server
 
 SPEEDUP_GOAL = 15.0
 

@@ -81,7 +81,7 @@ def option_changes(model: type[BaseModel], base: BaseModel) -> dict[str, BaseMod
         candidates = [*_literal_values(info.annotation)]
         if current is not None and not isinstance(current, dict):
             candidates.insert(0, _changed(current))
-        candidates += ["other-value", 4096, 0.5, True, {"enable_thinking": False}]
+        candidates += ["other-value", "OTHER_NAME", 4096, 0.5, True, {"enable_thinking": False}]
         for candidate in candidates:
             try:
                 changed = model.model_validate({**base.model_dump(), name: candidate})

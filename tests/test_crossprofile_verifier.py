@@ -10,7 +10,7 @@ import yaml
 
 from deliberation.crossprofile.characters import text_problems
 from deliberation.crossprofile.errors import TemplateError
-from deliberation.crossprofile.loader import load_template, parse_template
+from deliberation.crossprofile.loader import display_name, load_template, parse_template
 from deliberation.crossprofile.schema import DOMAINS
 from deliberation.crossprofile.verifier import (
     correct_positions,
@@ -78,6 +78,16 @@ def test_every_broken_fixture_has_a_case():
     assert {p.name for p in BROKEN.iterdir()} == {name for name, _, _ in BROKEN_CASES}
 
 
+def test_files_are_named_relative_to_the_working_directory(tmp_path, monkeypatch):
+    path = BROKEN / "score_tie" / "hiring-01.yaml"
+    monkeypatch.chdir(BROKEN)
+    assert display_name(path) == "score_tie/hiring-01.yaml"
+    monkeypatch.chdir(BROKEN.parent)
+    assert display_name(path) == "broken/score_tie/hiring-01.yaml"
+    monkeypatch.chdir(tmp_path)  # outside: the path as given
+    assert display_name(path) == str(path)
+
+
 @pytest.mark.parametrize(
     ("case", "where", "needles"), BROKEN_CASES, ids=[c[0] for c in BROKEN_CASES]
 )
@@ -87,9 +97,10 @@ def test_broken_fixture_fails_naming_file_and_fact_or_field(case, where, needles
     matching = [v for v in report.violations if v.where == where]
     assert matching, f"no violation at {where!r}: {[str(v) for v in report.violations]}"
     message = str(matching[0])
-    assert message.startswith(
-        f"tests/fixtures/crossprofile/broken/{case}/hiring-01.yaml: {where}: "
-    )
+    # Files are named relative to the working directory (absolute outside it): from any cwd.
+    shown = display_name(BROKEN / case / "hiring-01.yaml")
+    assert shown.endswith(f"crossprofile/broken/{case}/hiring-01.yaml")
+    assert message.startswith(f"{shown}: {where}: ")
     for needle in needles:
         assert needle in message
 

@@ -25,17 +25,36 @@ from deliberation.datasets import (
     AnswerType,
     DatasetFormatError,
     DatasetNotFoundError,
-    grade,
+    Grade,
     labbench,
     load,
     omnimath,
     render_answer,
     scibench,
+    symbolic,
 )
+from deliberation.dhd import prompts
 from deliberation.inference.base import ChatRequest
 from deliberation.paths import shared_data_dir
 
 # ------------------------------------------------------------------ fixtures
+
+
+def grade(item: datasets.Item, reply: str) -> float | None:
+    """The score of a reply (the full :class:`Grade` is tested where it matters)."""
+    result = datasets.grade(item, reply)
+    assert isinstance(result, Grade)
+    return result.score
+
+
+@pytest.fixture(autouse=True)
+def generous_symbolic_limit(monkeypatch):
+    """These tests check what the graders decide, not how fast: a comparison that a loaded
+    machine slows past the 0.5 s CPU limit must not turn a right gold into a failure here (the
+    limit itself is tested in test_datasets_replies.py, its speed in benchmarks/bench_graders.py)."""
+    from deliberation.datasets import symbolic
+
+    monkeypatch.setattr(symbolic, "TIMEOUT_S", 5.0)
 
 
 @pytest.fixture(scope="module")
@@ -142,9 +161,11 @@ def test_every_gold_rendered_as_a_model_would_grades_one(items, name):
 
 @pytest.mark.slow
 def test_every_omnimath_gold_rendered_as_a_model_would_grades_one(items):
-    """All 2,821 rule items through math-verify (about 20 s on one core)."""
+    """All 2,821 rule items; and math-verify itself confirms each gold (about 30 s on one core)."""
     misses = [it.id for it in items["omnimath"] if grade(it, render_answer(it)) != 1.0]
     assert misses == []
+    unconfirmed = [it.id for it in items["omnimath"] if not symbolic.equivalent(it.gold, it.gold)]
+    assert unconfirmed == []
 
 
 def test_a_neighbouring_items_gold_is_not_accepted(items):
@@ -219,12 +240,28 @@ def test_scibench_positive_power_in_a_plain_unit(items):
     assert grade(item, r"\boxed{2}") == 0.0
 
 
-def test_scibench_five_percent_relative_tolerance(items):
+def test_scibench_five_percent_relative_to_the_larger_value_as_the_official_isclose(items):
+    """math.isclose(a, 50.7, rel_tol=0.05): |a - 50.7| <= 0.05 * max(a, 50.7)."""
     item = by_id(items["scibench"], "scibench:atkins:e1.17(a)(a)")
     assert item.gold == "50.7"
-    assert grade(item, r"\boxed{53.2}") == 1.0  # +4.9%
-    assert grade(item, r"\boxed{48.2}") == 1.0  # -4.9%
-    assert grade(item, r"\boxed{53.3}") == 0.0  # +5.1%
+    assert grade(item, r"\boxed{53.36}") == 1.0  # 5.2% above the gold but 4.99% of 53.36
+    assert grade(item, r"\boxed{53.38}") == 0.0
+    assert grade(item, r"\boxed{48.17}") == 1.0  # 4.99% below
+    assert grade(item, r"\boxed{48.16}") == 0.0
+
+
+def test_scibench_docstring_lists_the_golds_the_official_script_cannot_read(shared):
+    """The official equiv() does float(answer_number): find the golds where that raises."""
+    unreadable = []
+    for source in scibench.SOURCES:
+        for record in json.loads((shared / "scibench" / f"{source}.json").read_text("utf-8")):
+            try:
+                float(record["answer_number"].strip())
+            except ValueError:
+                unreadable.append((source, record["problemid"].strip(), record["answer_number"]))
+    assert len(unreadable) == 4 and {source for source, _, _ in unreadable} == {"diff"}
+    for _, problem_id, gold in unreadable:
+        assert f"``{problem_id}``" in scibench.__doc__ and gold in scibench.__doc__
 
 
 def test_scibench_unicode_minus_in_gold_and_reply(items):
@@ -363,8 +400,9 @@ def test_labbench_duplicate_distractors_are_dropped(items):
         assert grade(item, render_answer(item)) == 1.0
 
 
-def test_labbench_refusal_lowers_coverage_not_precision(items):
-    chosen = [it for it in items["labbench"] if it.subject == "ProtocolQA"][:5]
+def test_labbench_counts_precision_and_coverage_as_its_harness(items):
+    """Harness: sure = (answer != refusal letter); an unreadable reply is answered and wrong."""
+    chosen = [it for it in items["labbench"] if it.subject == "ProtocolQA"][:6]
     wrong = next(
         c
         for c in chosen[2].letters
@@ -372,19 +410,22 @@ def test_labbench_refusal_lowers_coverage_not_precision(items):
     )
     replies = [
         f"Proposed final answer: {chosen[0].gold}",  # correct
-        f"Proposed final answer: {chosen[1].meta_value('refusal_letter')}",  # refusal option
+        f"[ANSWER]{chosen[1].meta_value('refusal_letter')}[/ANSWER]",  # refusal option
         f"Proposed final answer: {wrong}",  # wrong
-        "There is insufficient information to answer this.",  # refusal in words
+        "There is not enough information here, so I would rather not pick any of them at all.",
         f"\\boxed{{{chosen[4].gold}}}",  # correct
+        f"Final answer: {labbench.REFUSAL}",  # the refusal option by its text
     ]
     assert [labbench.outcome(it, r) for it, r in zip(chosen, replies, strict=True)] == [
-        "correct", "refused", "incorrect", "refused", "correct",
+        "correct", "refused", "incorrect", "unreadable", "correct", "refused",
     ]  # fmt: skip
     scores = labbench.summarize(chosen, replies)
-    assert (scores.n, scores.correct, scores.answered, scores.refused) == (5, 2, 3, 2)
-    assert scores.accuracy == pytest.approx(2 / 5)
-    assert scores.precision == pytest.approx(2 / 3)
-    assert scores.coverage == pytest.approx(3 / 5)
+    assert (scores.n, scores.correct, scores.answered, scores.refused, scores.unreadable) == (
+        6, 2, 4, 2, 1,
+    )  # fmt: skip
+    assert scores.accuracy == pytest.approx(2 / 6)
+    assert scores.precision == pytest.approx(2 / 4)  # the unreadable reply counts as answered
+    assert scores.coverage == pytest.approx(4 / 6)
 
 
 def test_labbench_protocol_is_context_and_question_text_letters_options(items):
@@ -467,6 +508,7 @@ def test_omnimath_judge_request_is_a_structured_chat_request(items):
     assert request.stage == "dhd.judge"
     assert request.structured is not None
     assert request.structured.choices == ("equivalent", "not equivalent")
+    assert request.messages[0].content == prompts.JUDGE_SYSTEM  # the one home of DHD prompts
     user = request.messages[-1].content
     assert item.question in user and item.gold in user and "1/25" in user
     assert "Long reasoning" not in user  # the judge sees the final answer only
@@ -601,3 +643,54 @@ def test_malformed_omnimath_line_names_file_and_record(shared, tmp_path):
         DatasetFormatError, match=r"omni_math_rule\.jsonl, record 20: invalid JSON on line 21"
     ):
         load("omnimath", root)
+
+
+def _blank_question(root: Path, name: str, value: object) -> str:
+    """Set one real record's question to ``value``; returns the 'file, record N' it must name."""
+    if name == "jeebench":
+        path = root / "dataset.json"
+        records = json.loads(path.read_text(encoding="utf-8"))
+        records[7]["question"] = value
+        path.write_text(json.dumps(records), encoding="utf-8")
+        return r"dataset\.json, record 7: field 'question'"
+    if name == "scibench":
+        path = root / "quan.json"
+        records = json.loads(path.read_text(encoding="utf-8"))
+        records[3]["problem_text"] = value
+        path.write_text(json.dumps(records), encoding="utf-8")
+        return r"quan\.json, record 3: field 'problem_text'"
+    if name == "mascqa":
+        path = root / "mascqa-eval.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        first_topic = next(iter(data))
+        data[first_topic]["questions"][2] = value
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return (
+            rf"mascqa-eval\.json, record 2: field '{re.escape(first_topic)}\.questions \(G-[^)]+\)'"
+        )
+    if name == "labbench":
+        path = root / "SeqQA" / "RE-seq-numfrags-v1-public.jsonl"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        record = json.loads(lines[4])
+        record["question"] = value
+        lines[4] = json.dumps(record)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return r"RE-seq-numfrags-v1-public\.jsonl, record 4: field 'question'"
+    path = root / "omni_math_rule.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[9])
+    record["problem"] = value
+    lines[9] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return r"omni_math_rule\.jsonl, record 9: field 'problem'"
+
+
+@pytest.mark.parametrize("value", [None, "", "   \n"])
+@pytest.mark.parametrize("name", list(datasets.BENCHMARKS))
+def test_an_empty_or_null_question_is_an_error_naming_file_and_record(
+    shared, tmp_path, name, value
+):
+    root = _copy(shared, name, tmp_path)
+    where = _blank_question(root, name, value)
+    with pytest.raises(DatasetFormatError, match=where + r": (expected text, got null|empty)"):
+        load(name, root)

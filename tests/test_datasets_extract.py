@@ -11,6 +11,7 @@ from deliberation.datasets.extract import (
     letters_in,
     parse_letters,
     parse_number,
+    parse_range,
     parse_reply_number,
 )
 
@@ -122,3 +123,70 @@ def test_parse_number_evaluates_closed_forms_instead_of_taking_the_leading_digit
 def test_parse_reply_number_needs_an_answer_span():
     assert parse_reply_number(r"so $\boxed{1.5 \times 10^{-3}}$ mol") == pytest.approx(1.5e-3)
     assert parse_reply_number("no number here at all, just words and more words and words") is None
+
+
+REASONING = "Let me think. Option (A) fails; (C) as well since the answer is not obvious.\n\n"
+
+
+@pytest.mark.parametrize(
+    ("ending", "letters"),
+    [
+        ("The answer is **(B) 4 m/s**.", {"B"}),
+        ("Therefore, the correct options are **A, B, and D**.", {"A", "B", "D"}),
+        ("## Answer\nThe correct choice is **C**.", {"C"}),
+        ("I'll go with B.", {"B"}),  # a short last line
+        ("The answer is (A,B,D)", {"A", "B", "D"}),
+        ("Final answer: [A, C]", {"A", "C"}),
+        ("**C. Increases**", {"C"}),  # an emphasised option with its text
+        ("Both A and C are correct.", {"A", "C"}),
+        ("(C) is correct.", {"C"}),
+        ("The correct answer is option **B**: 4 m/s.", {"B"}),
+        ("The answer is 5 (option C)", {"C"}),
+        ("So a and b are true for these variables; the answer is D.", {"D"}),
+        ("<think>Maybe the answer is A.</think>\n\nAnswer: B", {"B"}),
+        ("(A) The period doubles\n(B) The amplitude halves\n(C) The", None),  # truncated
+    ],
+)
+def test_letters_after_reasoning_in_forms_models_use(ending, letters):
+    expected = frozenset(letters) if letters else None
+    assert parse_letters(REASONING + ending) == expected
+
+
+@pytest.mark.parametrize(
+    ("ending", "value"),
+    [
+        ("So v ≈ 4.47 m/s.\n\n**Answer:** 4.47 m/s", 4.47),
+        ("The answer is: 18,900", 18900.0),
+        ("x = 2.5 × 10^3 J", 2500.0),
+        ("Answer: 1.2 × 10³ kg", 1200.0),
+        ("**Final Answer**\n\\[\n\\boxed{12}\n\\]", 12.0),
+        ("The final answer is $\\boxed{-\\dfrac{1}{2}}$. I hope it is correct.", -0.5),
+        ("Thus E = 3.52e-19 J", 3.52e-19),
+        ("\\boxed{4.47}\n\nNote: the answer is rounded to two decimals.", 4.47),
+        ("Final answer: 115\\,440", 115440.0),
+        ("Final answer: 2\u2009000\u2009000 m", 2e6),
+    ],
+)
+def test_numbers_after_reasoning_in_forms_models_use(ending, value):
+    assert parse_reply_number(REASONING + ending) == pytest.approx(value, rel=1e-12)
+
+
+def test_a_reply_cut_off_mid_sentence_states_no_number():
+    assert parse_reply_number(REASONING + "Substituting, v = 2.5 m/s and the energy") is None
+    assert parse_reply_number(REASONING + "v = 2.5 m/s and then the") is None
+    assert parse_reply_number(REASONING + "So v = 2.5 m/s.") == 2.5
+
+
+def test_ranges_are_read_as_ranges_not_subtractions():
+    assert parse_range("0.85\u20130.89") == (0.85, 0.89)
+    assert parse_range("from 12 to 15 K") == (12.0, 15.0)
+    assert parse_range("\u22121600 \u2013 \u22121500") == (-1600.0, -1500.0)
+    assert parse_range("0.85-0.89") is None  # a hyphen is a minus sign
+    assert parse_number("0.85\u20130.89") is None
+
+
+def test_numbers_beyond_float_range_are_infinite_or_zero_not_errors():
+    assert parse_number("1e400") == float("inf")
+    assert parse_number("10^{400}") == float("inf")
+    assert parse_number("3 \\times 10^{" + "9" * 5000 + "}") == float("inf")
+    assert parse_number("10^{-400}") == 0.0

@@ -83,9 +83,10 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
     build = _client(tmp_path)
     pools, _ = build_pools(build, PROFILE, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in repeated_design(pool, blocks=3)]
-    # Fail the second full call of block 1 (replicate 3) and message 2's removal in block 2.
+    # Fail the second full call of block 1 (replicate 3) and message 2's removal in block 2
+    # (replicate 4).
     failing = {(r.problem_id, r.arm, r.replicate) for r in replays}
-    doomed = {(items[0].id, "full", 3), (items[0].id, "drop-2", 2)}
+    doomed = {(items[0].id, "full", 3), (items[0].id, "drop-2", 4)}
     assert doomed <= failing
     targets = {}
     for replay in replays:

@@ -10,7 +10,7 @@ from test_inference_vllm import FakeVLLM
 from deliberation.inference import make_client
 from deliberation.inference.base import Message, StructuredOutput
 from deliberation.inference.generation import StageSettings, generation_settings, stage_request
-from deliberation.inference.serve_sim import sim_server_in_thread
+from deliberation.inference.testing import sim_server_in_thread
 from deliberation.inference.vllm_offline import VLLMBackend
 from deliberation.params import Profile, Sampling, load_profile
 

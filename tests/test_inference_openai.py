@@ -16,16 +16,10 @@ from serve_sim_fixture import SIM_MODEL, arithmetic_requests, openai_profile
 from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.inference.openai_api import (
-    PLACEHOLDER_KEY,
-    MissingAPIKeyError,
-    OpenAIBackend,
-    RetryPolicy,
-    parse_retry_after,
-    read_api_key,
-)
-from deliberation.inference.serve_sim import sim_server_in_thread
+from deliberation.inference.openai_api import OpenAIBackend, RetryPolicy, parse_retry_after
+from deliberation.inference.secrets import PLACEHOLDER_KEY, MissingAPIKeyError, read_api_key
 from deliberation.inference.sim import SimBackend
+from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import load_profile
 
 FAST = {"timeout_s": 2.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02}

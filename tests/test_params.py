@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from deliberation import paths
+from deliberation.inference.sim_registry import BEHAVIOURS_PACKAGE
 from deliberation.params import ProfileError, available_profiles, load_profile
+
+
+@pytest.fixture(autouse=True)
+def _behaviour_declaring_a_and_b(monkeypatch):
+    """A behaviour module declaring parameters ``a`` and ``b``, as a new experiment's would."""
+    module = types.ModuleType(f"{BEHAVIOURS_PACKAGE}.params_test")
+    module.PARAMETERS = {"a": 0.5, "b": 0.5}
+    monkeypatch.setitem(sys.modules, module.__name__, module)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -144,7 +155,7 @@ def test_the_synthetic_marker_cannot_be_set_or_cleared_from_yaml(tmp_path):
 
 def test_a_real_model_profile_pointed_at_serve_sim_is_labelled_synthetic(tmp_path):
     from deliberation.inference import open_run
-    from deliberation.inference.serve_sim import sim_server_in_thread
+    from deliberation.inference.testing import sim_server_in_thread
     from deliberation.provenance import output_label
 
     with sim_server_in_thread() as server:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from serve_sim_fixture import arithmetic_prompt, cached_prompts, wait_until
 
-from deliberation.inference.serve_sim import running_sim_server
+from deliberation.inference.testing import running_sim_server
 
 FIXTURE = Path(__file__).with_name("serve_sim_fixture.py")
 COUNT = 300

@@ -15,15 +15,10 @@ import pytest
 from serve_sim_fixture import SIM_MODEL, arithmetic_prompt
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
-from deliberation.inference.serve_sim import (
-    FaultOptions,
-    check_loopback,
-    running_sim_server,
-    sim_server_in_thread,
-    structured_from_wire,
-)
+from deliberation.inference.serve_sim import FaultOptions, check_loopback
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.structured import openai_structured_extra_body
+from deliberation.inference.testing import running_sim_server, sim_server_in_thread
 from deliberation.params import load_profile
 
 
@@ -121,17 +116,6 @@ def test_response_format_choice_is_answered_as_an_answer_object(server, sim) -> 
     _, _, blob = _chat(server.base_url, body, stage="echo")
     content = json.loads(blob)["choices"][0]["message"]["content"]
     assert json.loads(content) == {"answer": sim.answer(request).text}
-
-
-@pytest.mark.parametrize("mode", ["structured_outputs", "guided", "response_format"])
-def test_structured_spec_survives_every_wire_form(mode) -> None:
-    schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
-    for spec in (StructuredOutput(choices=("a", "b")), StructuredOutput(json_schema=schema)):
-        recovered, wrapped = structured_from_wire(openai_structured_extra_body(spec, mode))
-        assert recovered is not None
-        assert recovered.to_dict() == json.loads(json.dumps(spec.to_dict()))
-        assert wrapped == (mode == "response_format" and spec.choices is not None)
-    assert structured_from_wire({}) == (None, False)
 
 
 def test_stats_count_arrivals_per_prompt_and_reset_zeroes_them() -> None:
@@ -267,3 +251,161 @@ def test_subprocess_server_reports_its_port_and_stops_on_exit() -> None:
     assert process is not None and process.poll() is not None
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+# -- bad input: every body the server cannot use is a 4xx, and the server keeps serving ---------
+
+OK_MESSAGES = [{"role": "user", "content": "x"}]
+DEEP = 100_000
+
+
+def _raw_post(base_url: str, blob: bytes, headers: dict[str, str] | None = None):
+    url = urllib.parse.urlsplit(base_url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
+    try:
+        connection.putrequest("POST", url.path + "/chat/completions")
+        for name, value in (headers or {"Content-Length": str(len(blob))}).items():
+            connection.putheader(name, value)
+        connection.endheaders(blob)
+        reply = connection.getresponse()
+        return reply.status, reply.read()
+    finally:
+        connection.close()
+
+
+def _nested_schema(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+BAD_BODIES = {
+    "empty guided_choice": {"messages": OK_MESSAGES, "guided_choice": []},
+    "guided_choice not strings": {"messages": OK_MESSAGES, "guided_choice": [1, 2]},
+    "structured_outputs not an object": {"messages": OK_MESSAGES, "structured_outputs": "x"},
+    "empty structured choice": {"messages": OK_MESSAGES, "structured_outputs": {"choice": []}},
+    "guided_json not a schema": {"messages": OK_MESSAGES, "guided_json": {"type": 5}},
+    "schema nested too deeply": {"messages": OK_MESSAGES, "guided_json": _nested_schema(300)},
+    "response_format not an object": {"messages": OK_MESSAGES, "response_format": "json"},
+    "response_format without schema": {
+        "messages": OK_MESSAGES,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a"}},
+    },
+    "max_tokens 0": {"messages": OK_MESSAGES, "max_tokens": 0},
+    "max_tokens a string": {"messages": OK_MESSAGES, "max_tokens": "10"},
+    "max_completion_tokens negative": {"messages": OK_MESSAGES, "max_completion_tokens": -3},
+    "temperature -1": {"messages": OK_MESSAGES, "temperature": -1},
+    "top_p 5": {"messages": OK_MESSAGES, "top_p": 5},
+    "top_p 0": {"messages": OK_MESSAGES, "top_p": 0},
+    "seed a float": {"messages": OK_MESSAGES, "seed": 1.5},
+    "messages not a list": {"messages": "hello"},
+    "message without a role": {"messages": [{"content": "x"}]},
+    "content not a string": {"messages": [{"role": "user", "content": 5}]},
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BODIES), ids=list(BAD_BODIES))
+def test_a_body_the_server_cannot_use_is_a_400_naming_the_field(server, case) -> None:
+    body = BAD_BODIES[case]
+    status, _, blob = _chat(server.base_url, body)
+    assert status == 400, blob
+    message = json.loads(blob)["error"]["message"]
+    fields = [k for k in body if k != "messages"] or ["messages"]
+    assert any(name in message for name in fields) or "nested" in message, message
+    # The server survived: the next request is answered.
+    assert _chat(server.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+RAW_BODIES = {
+    "deeply nested JSON": b"[" * DEEP + b"]" * DEEP,
+    "deeply nested object": b'{"a":' * DEEP + b"1" + b"}" * DEEP,
+    "NaN temperature": b'{"model": "m", "messages": [], "temperature": NaN}',
+    "Infinity top_p": b'{"model": "m", "messages": [], "top_p": Infinity}',
+    "not UTF-8": b'{"model": "\xff\xfe"}',
+    "truncated JSON": b'{"model": "sim-mechanism", "messages": [',
+    "a JSON array": b"[1, 2]",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("case", list(RAW_BODIES), ids=list(RAW_BODIES))
+def test_unparseable_bodies_are_400_and_the_server_keeps_serving(server, case) -> None:
+    status, blob = _raw_post(server.base_url, RAW_BODIES[case])
+    assert status == 400, blob
+    assert json.loads(blob)["error"]["type"] == "invalid_request_error"
+    assert _chat(server.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+def test_nan_and_out_of_range_parameters_are_refused_not_replaced(server) -> None:
+    blob = json.dumps(
+        {"model": SIM_MODEL, "messages": OK_MESSAGES, "temperature": float("nan")}
+    ).encode()  # Python writes NaN, as a careless client would
+    status, reply = _raw_post(server.base_url, blob)
+    assert status == 400 and b"NaN" in reply
+
+
+def test_a_lone_surrogate_in_a_prompt_is_a_400_naming_the_message(server) -> None:
+    blob = json.dumps({"model": SIM_MODEL, "messages": [{"role": "user", "content": "a\ud800b"}]})
+    status, reply = _raw_post(server.base_url, blob.encode())
+    assert status == 400
+    message = json.loads(reply)["error"]["message"]
+    assert "messages[0].content" in message and "U+D800" in message
+
+
+@pytest.mark.parametrize("length", ["abc", "-5", "1e3", ""])
+def test_a_bad_content_length_is_a_400(server, length) -> None:
+    status, reply = _raw_post(server.base_url, b"{}", {"Content-Length": length})
+    assert status == 400 and b"Content-Length" in reply
+    assert _chat(server.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+def test_a_body_over_the_size_cap_is_refused_before_it_is_read() -> None:
+    with sim_server_in_thread(max_body_bytes=1000) as handle:
+        status, reply = _raw_post(handle.base_url, b"", {"Content-Length": str(10**12)})
+        assert status == 413 and b"limit" in reply
+        big = {"messages": [{"role": "user", "content": "x" * 2000}]}
+        assert _chat(handle.base_url, big)[0] == 413
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+def test_idle_and_short_bodied_connections_are_closed_after_the_read_timeout() -> None:
+    with sim_server_in_thread(read_timeout=0.3) as handle:
+        port = urllib.parse.urlsplit(handle.base_url).port
+        for opening in (b"", b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(opening)
+                started = time.monotonic()
+                assert sock.recv(1024) == b""  # closed by the server, no response
+                assert 0.2 <= time.monotonic() - started < 4
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_cli_refuses_a_port_out_of_range_with_a_clear_message(port) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "deliberation", "serve-sim", "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--port" in result.stderr and "port" in result.stderr.split("--port", 1)[1]
+    assert "Traceback" not in result.stderr
+
+
+def _ipv6_loopback_available() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback_available(), reason="this machine has no IPv6 loopback")
+def test_the_ipv6_loopback_it_advertises_works() -> None:
+    with sim_server_in_thread(host="::1") as handle:
+        assert handle.base_url.startswith("http://[::1]:")
+        status, _, blob = _chat(handle.base_url, {"messages": [{"role": "user", "content": "v6"}]})
+    assert status == 200 and json.loads(blob)["choices"][0]["message"]["content"] == "echo: v6"

@@ -1,6 +1,8 @@
 """The ``deliberation`` command. Each area of the library contributes its subcommands from its
-own ``commands`` module (a ``register(subparsers)`` function), so adding a command never means
-editing a central switch."""
+own ``commands`` module (a ``register(subparsers)`` function, listed in ``COMMAND_MODULES``), and
+``COMMANDS`` holds the one-line summary of each top-level command, so ``deliberation --help``
+answers without importing any area (numpy, pandas, pydantic and the HTTP client stay unloaded
+until a command runs)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,21 @@ COMMAND_MODULES = [
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
+    "deliberation.dhd.commands",
     "deliberation.natural_runs.commands",
 ]
+
+# What `deliberation --help` lists: every top-level command a module above registers, with a
+# summary for the user (tests check the two agree).
+COMMANDS = {
+    "data": "download the DHD benchmark files, verify their checksums, list their sources",
+    "crossprofile": "check the CrossProfile templates (verify) and measure surface cues (audit)",
+    "verify": "old spelling of `crossprofile verify` (kept as an alias)",
+    "tasks": "derive benchmark tasks from the CrossProfile templates",
+    "cache": "inspect response caches: calls, hits, tokens and latency",
+    "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
+    "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
+}
 
 
 def command_group(
@@ -32,17 +47,63 @@ def command_group(
     return parser._group_subparsers  # type: ignore[attr-defined]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deliberation", description=__doc__)
+DESCRIPTION = """\
+Reproducible companion to the papers "Rare, Relevant, and Still Wrong" (CrossProfile) and
+"Wrong but Useful" (DHD). The experiments are the notebooks in notebooks/: `make paper` runs them
+all with the sim profile (synthetic results, no GPU or network), `make paper PROFILE=<name>` with
+a model from params/. These commands fetch the benchmark data, check the templates, and serve and
+inspect what the notebooks use."""
+
+EPILOG = """\
+examples:
+  deliberation data fetch          download the pinned benchmark files into data/external/
+  deliberation crossprofile verify check every CrossProfile template
+  deliberation run crossprofile --profile sim --out rows.csv   one experiment grid
+  deliberation cache stats         what the response caches hold
+  deliberation serve-sim --port 0  the sim behind an OpenAI-compatible endpoint
+
+`deliberation COMMAND --help` describes a command's options."""
+
+
+def _base_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = argparse.ArgumentParser(
+        prog="deliberation",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    return parser, subparsers
+
+
+def summary_parser() -> argparse.ArgumentParser:
+    """The parser of ``deliberation --help``: every command by its summary, nothing imported."""
+    parser, subparsers = _base_parser()
+    for name, summary in COMMANDS.items():
+        subparsers.add_parser(name, help=summary)
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: every area's commands with their options (imports every area)."""
+    parser, subparsers = _base_parser()
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    # The top-level listing shows COMMANDS' summaries, as the summary parser does.
+    for action in subparsers._choices_actions:
+        action.help = COMMANDS.get(action.dest, action.help)
+    return parser
+
+
+def _command_given(argv: list[str]) -> bool:
+    """Whether ``argv`` names a command (anything but the top-level options)."""
+    return any(not arg.startswith("-") for arg in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser() if _command_given(argv) else summary_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -51,7 +112,41 @@ def main(argv: list[str] | None = None) -> int:
     # HTTP client libraries log one INFO line per request; keep them for --verbose only.
     for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as error:
+        if args.verbose or not _is_user_error(error):
+            raise
+        # Bad input (a profile, a template, a data folder, a cache file, a missing key) is
+        # reported as the error says it, naming the file and field, without a traceback.
+        print(f"deliberation {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+# Errors that describe the user's input or environment; anything else is a bug and keeps its
+# traceback. Matched by name so that this module imports no area (``--help`` stays fast).
+USER_ERRORS = frozenset(
+    {
+        "ProfileError",
+        "MissingAPIKeyError",
+        "InvalidAPIKeyError",
+        "CacheError",
+        "DatasetFormatError",
+        "DatasetNotFoundError",
+        "TemplateError",
+        "ReferenceNotFoundError",
+        "PoolExistsError",
+        "FetchError",
+        "ChecksumMismatch",
+    }
+)
+
+
+def _is_user_error(error: BaseException) -> bool:
+    return any(
+        cls.__name__ in USER_ERRORS and cls.__module__.startswith("deliberation.")
+        for cls in type(error).__mro__
+    )
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """Profiles: one YAML file per model setup in ``params/`` (``sim.yaml``, ``qwen2.5-7b-vllm.yaml``, ...).
 
 A profile names the backend, the model and every option the run depends on. Loading validates
-it strictly: an unknown key or a wrong type is an error naming the file and the key. A profile
+it strictly, and every problem is an error naming the file and the key: an unknown or repeated
+key, a wrong type (no coercion: ``seed: true`` and ``temperature: "0.5"`` are refused), a
+non-finite number (``.nan``, ``.inf``), a section for another backend than the profile's, and a
+sim parameter that no sim behaviour declares. A profile
 may ``extends:`` another (by name); the child's keys are merged over the parent's, except
 ``name``, which is never inherited: it is the file stem unless the file gives one, and only
 letters, digits, ``.``, ``_`` and ``-`` (it names output folders).
 
 The backend's own section (``openai:``, ``vllm:``, ``sim:``: the key is the backend's name) is
 validated by that backend's options model (``Backend.Options``) and available as
-``profile.options``; sections for other backends (inherited through ``extends:``) are ignored.
+``profile.options``; a file may not hold a section for another backend, but one inherited
+through ``extends:`` from a parent with another backend is dropped.
 ``sampling`` holds the profile's defaults for every request; a stage overrides them where it
 must (see :mod:`deliberation.inference.generation`).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -34,13 +39,14 @@ from pydantic import (
 
 from deliberation import paths
 from deliberation.inference.base import backend_class, registered_backends
-from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
+from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a value in the error could be a key pasted into the wrong field.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class Sampling(_Strict):
@@ -84,6 +90,8 @@ class DHDOptions(_Strict):
     sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
     n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
     n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
+    masking_cases: int = Field(10, gt=0, description="masking cases per cell (paper 2 pilot: 10)")
+    masking_replicates: int = Field(5, gt=0, description="replicates per masking case")
 
 
 class NaturalOptions(_Strict):
@@ -119,14 +127,22 @@ class ExperimentOptions(_Strict):
     natural: NaturalOptions = NaturalOptions()
 
 
+_YAML_TYPE_NAMES = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+                    list: "a list", dict: "a mapping", type(None): "null"}  # fmt: skip
+
+
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """``a.b: message; c: message`` for every problem pydantic found."""
+    """``a.b: message; c: message`` for every problem pydantic found (type errors say which
+    YAML type was given, never the value: it could be a key pasted into the wrong field)."""
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
         message = err["msg"]
         if err["type"] == "value_error":  # our own validators already name the field
             message = str(err.get("ctx", {}).get("error", message))
+        elif err["type"].endswith("_type") and "input" in err:
+            given = _YAML_TYPE_NAMES.get(type(err["input"]), type(err["input"]).__name__)
+            message = f"{message} (got {given})"
         parts.append(f"{loc}: {message}" if loc else message)
     return "; ".join(parts)
 
@@ -162,8 +178,11 @@ class Profile(_Strict):
         if not isinstance(backend, str) or backend not in registered_backends():
             raise ValueError(f"backend: {backend!r} is not one of {registered_backends()}")
         for other in registered_backends():
-            if other != backend:
-                data.pop(other, None)
+            if other != backend and other in data:
+                raise ValueError(
+                    f"{other}: a section for backend {other!r}, but the profile's backend is"
+                    f" {backend!r}"
+                )
         section = data.pop(backend, None)
         if section is None:  # built in code: Profile(..., options=<the backend's Options>)
             section = data.pop("options", None)
@@ -219,7 +238,7 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_strict(path.read_text())
     except yaml.YAMLError as exc:
         raise ProfileError(
             f"{path}: {yaml_error_location(exc)}: not valid YAML: {describe_yaml_error(exc)}"
@@ -238,13 +257,71 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     data = _read_yaml(path)
     parent = data.pop("extends", None)
     if parent is None:
-        return data
-    parent_path = path.parent / f"{parent}.yaml"
-    if not parent_path.is_file():
-        raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
-    inherited = _resolve(parent_path, (*seen, path))
-    inherited.pop("name", None)
-    return _deep_merge(inherited, data)
+        merged = data
+    else:
+        parent_path = path.parent / f"{parent}.yaml"
+        if not parent_path.is_file():
+            raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
+        inherited = _resolve(parent_path, (*seen, path))
+        inherited.pop("name", None)
+        merged = _deep_merge(inherited, data)
+    backend = merged.get("backend")
+    for key in data:
+        if key in registered_backends() and key != backend:
+            raise ProfileError(
+                f"{path}: {key}: a section for backend {key!r}, but this profile's backend is"
+                f" {backend!r}"
+            )
+    # A parent's section for the backend this file replaced does not apply.
+    return {k: v for k, v in merged.items() if k not in registered_backends() or k == backend}
+
+
+def _yaml_type(value: Any) -> str:
+    return _YAML_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _converted(given: Any, validated: Any, path: str = "") -> list[str]:
+    """Where validation converted a YAML scalar into another type (``true`` -> 1, ``"0.5"`` ->
+    0.5, ``10.0`` -> 10, ``1`` -> True): each is an error, since the file did not say what it
+    meant. An integer for a number field is no conversion. Compares the file's values with the
+    validated profile's JSON dump, key by key."""
+    if isinstance(given, dict) and isinstance(validated, dict):
+        problems = []
+        for key, value in given.items():
+            if key in validated:
+                where = f"{path}.{key}" if path else str(key)
+                problems += _converted(value, validated[key], where)
+        return problems
+    if isinstance(given, list) and isinstance(validated, list) and len(given) == len(validated):
+        return [
+            problem
+            for index, (a, b) in enumerate(zip(given, validated, strict=True))
+            for problem in _converted(a, b, f"{path}[{index}]")
+        ]
+    if given is None or validated is None or isinstance(given, dict | list):
+        return []
+    same = type(given) is type(validated) or (
+        type(given) is int and type(validated) is float  # 180 for a float field
+    )
+    if same:
+        return []
+    return [f"{path}: expected {_yaml_type(validated)} (got {_yaml_type(given)}; not converted)"]
+
+
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The dotted key of the first non-finite number (``.nan``, ``.inf``) in YAML data."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    children: Any = ()
+    if isinstance(value, dict):
+        children = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    for where, child in children:
+        found = _non_finite(child, where)
+        if found is not None:
+            return found
+    return None
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
@@ -259,12 +336,21 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if "served_by_sim" in data or "options" in data:
         key = "served_by_sim" if "served_by_sim" in data else "options"
         raise ProfileError(f"{candidate}: {key}: not a profile key")
+    bad_number = _non_finite(data)
+    if bad_number is not None:
+        raise ProfileError(f"{candidate}: {bad_number}: expected a finite number, got .nan or .inf")
     data.setdefault("name", candidate.stem)
     data["source"] = str(candidate)
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as exc:
         raise ProfileError(f"{candidate}: {format_validation_error(exc)}") from None
+    validated = profile.model_dump(mode="json")
+    validated[profile.backend] = validated.pop("options")  # as the file spells it
+    converted = _converted(data, validated)
+    if converted:
+        raise ProfileError(f"{candidate}: {'; '.join(converted)}")
+    return profile
 
 
 def available_profiles() -> list[str]:

@@ -8,13 +8,54 @@ cache-hit flags), so re-running or resuming a run yields byte-identical tables. 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.client import CachedClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StageCounts:
+    """What one stage's batch did: requests built, distinct prompts, already cached, sent."""
+
+    stage: str
+    built: int
+    unique: int
+    cached: int
+    sent: int
+
+    def line(self) -> str:
+        return (
+            f"{self.stage}: {self.built} requests built, {self.unique} unique prompts,"
+            f" {self.cached} already cached, {self.sent} sent"
+        )
+
+
+def send(
+    client: CachedClient,
+    requests: Sequence[ChatRequest],
+    stage: str,
+    counts: list[StageCounts] | None = None,
+) -> tuple[list[ChatResponse], list[str]]:
+    """One stage's batch through the cache (identical prompts sent once); returns the responses
+    and each request's key, and appends the stage's :class:`StageCounts` to ``counts``."""
+    keys = [client.key(r) for r in requests]
+    unique = list(dict.fromkeys(keys))
+    cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
+    responses = client.generate(requests, desc=stage) if requests else []
+    stage_counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)
+    if counts is not None:
+        counts.append(stage_counts)
+    log.info(stage_counts.line())
+    return responses, keys
+
 
 RESULT_COLUMNS = [
     "key",

@@ -1,8 +1,40 @@
-"""One wording for YAML syntax errors, used by every loader (profiles, templates)."""
+"""YAML reading shared by every loader (profiles, templates): a safe loader that refuses a key
+repeated in one mapping (PyYAML silently keeps the last), and one wording for YAML errors."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+    """Safe YAML loader that rejects a key repeated in one mapping."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {seen[key] + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_strict(text: str) -> Any:
+    """Parse YAML like ``yaml.safe_load``, but a repeated key is a ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def yaml_error_location(exc: yaml.YAMLError) -> str:

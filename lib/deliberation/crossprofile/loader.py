@@ -18,33 +18,9 @@ from pydantic import ValidationError
 from deliberation import paths
 from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.schema import Template
-from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
+from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
-
-_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
-    """Safe YAML loader that rejects a key repeated in one mapping (PyYAML keeps the last)."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key {key!r} (first at line {seen[key] + 1})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def bank_dir() -> Path:
@@ -106,7 +82,7 @@ def _where(loc: tuple[Any, ...], raw: Any) -> str:
 def parse_template(text: str, name: str) -> tuple[Template | None, list[Violation]]:
     """Parse one template's YAML text; return the record or the violations (never raises)."""
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+        raw = load_strict(text)
     except yaml.YAMLError as exc:
         return None, [_yaml_problem(name, exc)]
     if not isinstance(raw, dict):

@@ -1,10 +1,13 @@
 """DHD benchmark loaders and graders: one module per benchmark, one item type, two entry points.
 
 >>> items = load("jeebench")                       # data/external/jeebench (``make data``)
->>> grade(items[0], "... Proposed final answer: (B)")  # 1.0, 0.0 or partial credit
+>>> grade(items[0], "... Proposed final answer: (B)").score  # 1.0, 0.0 or partial credit
 
 Benchmarks: ``jeebench``, ``scibench``, ``mascqa``, ``labbench``, ``omnimath``. Each module
-documents its official check. Replies are read by :mod:`deliberation.datasets.extract`.
+documents its official check and where we differ. Replies are read by
+:mod:`deliberation.datasets.extract` (one documented precedence for all). :func:`grade` returns a
+:class:`Grade`; one whose ``failed`` is true (a symbolic comparison passed its time limit) is
+neither right nor wrong: see :class:`Grade` for how to count it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
     DatasetNotFoundError,
+    Grade,
     Item,
 )
 
@@ -32,6 +36,7 @@ __all__ = [
     "AnswerType",
     "DatasetFormatError",
     "DatasetNotFoundError",
+    "Grade",
     "Item",
     "benchmark_module",
     "default_root",
@@ -72,9 +77,9 @@ def load(
         raise DatasetNotFoundError(f"{module.NAME}: {error} (run `make data`)") from None
 
 
-def grade(item: Item, prediction: str) -> float:
-    """Score a model reply against an item: 1.0 correct, 0.0 wrong, partial where defined."""
-    return float(benchmark_module(item.benchmark).grade(item, prediction))
+def grade(item: Item, prediction: str) -> Grade:
+    """Grade a model reply: score 1.0 correct, 0.0 wrong, partial where defined; or a failure."""
+    return benchmark_module(item.benchmark).grade(item, prediction)
 
 
 def render_answer(item: Item) -> str:

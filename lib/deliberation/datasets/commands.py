@@ -39,6 +39,9 @@ def _fetch(args: argparse.Namespace) -> int:
     dest = args.dest or paths.external_data_dir()
     try:
         results = fetch(dest, args.only)
+    except KeyError as error:  # an unknown benchmark name
+        print(error.args[0])
+        return 2
     except FetchError as error:
         print(error)
         return 1
@@ -52,7 +55,11 @@ def _fetch(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from deliberation.datasets.fetch import verify
 
-    results = verify(args.root or paths.external_data_dir(), args.only)
+    try:
+        results = verify(args.root or paths.external_data_dir(), args.only)
+    except KeyError as error:  # an unknown benchmark name
+        print(error.args[0])
+        return 2
     for result in results:
         if result.status != "present":
             print(f"{result.status:9s} {result.path}")
@@ -74,15 +81,28 @@ def _sources(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from deliberation.datasets import BENCHMARKS, grade, load, render_answer
+    from deliberation.datasets import BENCHMARKS, DatasetNotFoundError, grade, load, render_answer
 
     root = args.root or paths.external_data_dir()
     failed = 0
+    missing = []
     for name in args.only or BENCHMARKS:
-        items = load(name, root / name)
-        misses = [it.id for it in items if grade(it, render_answer(it)) != 1.0]
+        try:
+            items = load(name, root / name)
+        except DatasetNotFoundError:
+            missing.append(name)
+            continue
+        misses = [it.id for it in items if grade(it, render_answer(it)).score != 1.0]
         failed += len(misses)
         print(f"{name:9s} {len(items):5d} items, {len(misses)} rendered golds not graded correct")
         for item_id in misses[:10]:
             print(f"    {item_id}")
-    return 1 if failed else 0
+    if missing:
+        print(
+            f"no data for {', '.join(missing)} in {root}.\n"
+            f"The benchmark files go in {root}/<benchmark>/. Get them with `deliberation data"
+            " fetch` (or `make data`): it downloads the pinned files from their public sources"
+            " and checks their sha256 (`deliberation data sources` lists them). To use files"
+            " kept elsewhere, pass --root or set DELIBERATION_DATA_DIR."
+        )
+    return 1 if failed or missing else 0

@@ -1,32 +1,110 @@
 """Pull the final answer out of a model's reply: shared by every grader.
 
-Order of precedence: the last ``\\boxed{...}`` (nested braces allowed) or the last "Proposed
-final answer:" / "Final answer:" line, whichever comes later in the reply; else the last
-"the answer is ..." phrase; else the whole reply (accepted only when it is short, i.e. the reply
-*is* the answer). On that span, :func:`parse_letters` reads option letters ("(B)", "B.",
-"Option B", "A, C", "ABD") and :func:`parse_number` reads numbers with units, thousands commas,
-the unicode minus, ``a \\times 10^{b}`` and simple closed forms.
+Precedence (one rule for every benchmark):
+
+1. Reasoning before a closing ``</think>`` is dropped.
+2. Every explicit answer statement is a *candidate*, at its position in the reply:
+   a ``\\boxed{...}`` / ``\\fbox{...}`` (adjacent boxes, ``\\boxed{A}, \\boxed{B}``, form one list);
+   an ``[ANSWER]...[/ANSWER]`` or ``<answer>...</answer>`` tag (LAB-Bench's harness format);
+   an answer line, ``Final answer:`` / ``Proposed final answer:`` / ``Answer:`` /
+   ``**Answer:**`` / ``Correct option:`` (the rest of the line), or a ``Final Answer`` heading
+   (``### Final Answer``, ``**Final Answer**``) whose answer is the next non-empty line; and an
+   answer phrase, "the (correct/final) answer/option is ...", "the answer should be ...", unless
+   it is hypothetical ("if the answer is ...") or does not start like an answer ("the answer is
+   rounded ..."); and a claim about several options or a named one, "options A, B and D are
+   correct", "both A and C are true", "option C is the correct one" (a lone "(C) is correct" is
+   how options are weighed one by one, so it counts only as a last line, step 4). Option
+   restatements ("the options are ...") are not candidates.
+3. The **latest** candidate the grader can read wins (option letters for a choice question, a
+   number for a numeric one, a non-prose span for a math expression): so a later correction
+   ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
+   remark such as "the answer is rounded to two decimals" keeps the box.
+4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J",
+   "I'll go with B.") that is complete (ending in punctuation, markup, a number or a unit-like
+   token: not "v = 2.5 m/s and the energy", where a truncated reply stopped) and is not an
+   option with its text ("(C) The third"; "**C. Increases**" in bold is an answer) is the
+   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
+   restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
+   unreadable).
+
+Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
+"(A), (B) and (D) since ...", "ABD") and takes the clause after a conclusion word ("A is wrong,
+so B" reads B); :func:`parse_number` reads numbers with units, thousands separators (commas,
+spaces, thin spaces, ``\\,``), the unicode minus, ``a \\times 10^{b}``, unicode superscripts
+(``10⁻¹⁹``) and closed forms (through :mod:`~deliberation.datasets.symbolic`);
+:func:`parse_range` reads "0.85–0.89" / "0.85 to 0.89" (a range is not a single number).
+A number too large for a float reads as infinity, which equals no gold. Every scan is linear
+in the reply's length.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
-Source = Literal["boxed", "final_line", "answer_phrase", "whole", "none"]
+Source = Literal["boxed", "tagged", "final_line", "answer_phrase", "last_line", "whole", "none"]
+T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
 MAX_BARE_CHARS = 60
+# A last line this short that is not an option with its text ("(C) The third") may be the answer.
+MAX_LAST_LINE_CHARS = 30
+# Longer spans are cut before parsing (an answer is short; this bounds the work per reply).
+MAX_SPAN_CHARS = 2000
 
-_BOX_COMMANDS = ("\\boxed", "\\fbox")
-_FINAL_LINE = re.compile(
-    r"^[ \t>*_#\-]*(?:proposed\s+)?final\s+answer[ \t*_]*(?:[:：=]|is\b)[ \t*_]*(?P<answer>.*?)[ \t*_]*$",
+_THINK_END = "</think>"
+_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\b")
+_BOX_JOINER = re.compile(r"[\s$,;]*(?:(?:and|or|&)\b)?[\s$,;]*\Z", re.IGNORECASE)
+_TAG = re.compile(
+    r"\[ANSWER\](?P<answer>[^\[\]]{0,500}?)\[/ANSWER\]|<answer>(?P<xml>[^<>]{0,500}?)</answer>",
+    re.IGNORECASE,
+)
+_MARKUP = r"[ \t>*_#`\-]*"
+# "Final answer:", "**Answer:** B", "Correct option: B" (anywhere on a line, colon required).
+# Patterns start with a literal word so the scan of a 100 KB reply stays fast (no lookbehind).
+_ANSWER_LINE = re.compile(
+    r"answer(?:\s+(?:choice|option)s?)?[ \t*_]*(?:[:：]|\bis\b\s*:)[ \t*_]*(?P<answer>[^\n]*)",
+    re.IGNORECASE,
+)
+_CORRECT_OPTION_LINE = re.compile(
+    r"correct\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)", re.IGNORECASE
+)
+# A heading line "### Final Answer" / "**Final Answer**" / "Answer:" with nothing after it.
+_ANSWER_HEADING = re.compile(
+    rf"^{_MARKUP}(?:(?:proposed|the)\s+)?(?:final\s+)?answer[ \t*_:：]*$",
     re.IGNORECASE | re.MULTILINE,
 )
+_QUALIFIER = (
+    r"(?:(?:then|therefore|thus|indeed|clearly|actually|definitely|likely|probably|"
+    r"approximately|about|around|roughly|nearly|exactly|simply|just|given\s+by|equal\s+to|"
+    r"option|choice)\b[\s:]*)*"
+)
 _ANSWER_PHRASE = re.compile(
-    r"\b(?:the\s+)?(?:correct\s+|final\s+)?(?:answer|option|choice)s?\s+(?:is|are)\s*:?\s*"
-    r"(?P<answer>[^\n]*?)\s*(?:\.(?:\s|$)|\n|$)",
+    r"\b(?:(?:correct|right|final|best)\s+(?:answers?|options?|choices?)|answers?)"
+    r"\s+(?:is|are|should\s+be|must\s+be|would\s+be|will\s+be|becomes)\b[\s:]*"
+    rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
+    re.IGNORECASE,
+)
+# "Hence options A, B and D are correct", "Both A and C are true", "Option (C) is the correct
+# one" (a single "(C) is correct" is how options are weighed one by one: not a claim); searched
+# only just before each "correct" / "right" / "true", which keeps the scan fast.
+_CLAIM_LETTER = r"(?:[(\[][A-Za-z][)\]]|(?-i:[A-Z])\)?)"  # "(b)", "[B]", "B", "B)"; not "b"
+_CORRECT_CLAIM = re.compile(
+    r"(?:(?<![A-Za-z])(?:(?:options|choices|statements|both)\s+)?"
+    rf"(?P<many>(?<![A-Za-z]){_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})+)\s+are\s+(?:both\s+|all\s+)?"
+    rf"|(?:option|choice)\s+(?P<one>{_CLAIM_LETTER})\s+is\s+the\s+)"
+    r"(?:correct|right|true)\b",
+    re.IGNORECASE,
+)
+_CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
+_CLAIM_REACH = 80  # characters a claim may span before its "correct"
+_SENTENCE_END = re.compile(r"\.(?:\s|$)")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|whether|suppose|supposing|assume|assuming|unless|not)\s+"
+    r"(?:the\s+)?(?:correct\s+|final\s+)?$",
     re.IGNORECASE,
 )
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2012": "-", "\u2010": "-", "\ufe63": "-"})
@@ -34,50 +112,76 @@ _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2012": "-", "\u2010": "
 
 @dataclass(frozen=True)
 class FinalAnswer:
-    """The answer span and how it was found (``none`` when the reply is empty)."""
+    """An answer span and how it was found (``none`` when the reply is empty)."""
 
     text: str
     source: Source
 
     @property
     def explicit(self) -> bool:
-        """True when the reply marked its answer (box, final-answer line or answer phrase)."""
-        return self.source in ("boxed", "final_line", "answer_phrase")
+        """True when the reply marked this answer (box, tag, answer line or answer phrase)."""
+        return self.source in ("boxed", "tagged", "final_line", "answer_phrase")
 
 
-def _box_spans(text: str) -> list[tuple[int, str]]:
-    """Every balanced ``\\boxed{...}`` / ``\\fbox{...}`` as (start, content), in order."""
+# ---------------------------------------------------------------- spans
+
+
+def _brace_partners(text: str) -> dict[int, int]:
+    """Opening-brace index -> matching closing-brace index, in one pass (unclosed ones absent)."""
+    partners: dict[int, int] = {}
+    stack: list[int] = []
+    for match in re.finditer(r"[{}]", text):
+        if match.group() == "{":
+            stack.append(match.start())
+        elif stack:
+            partners[stack.pop()] = match.start()
+    return partners
+
+
+def _box_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every balanced ``\\boxed{...}`` / ``\\fbox{...}`` as (start, end, content), in order."""
+    partners: dict[int, int] | None = None
     spans = []
-    for command in _BOX_COMMANDS:
-        for match in re.finditer(re.escape(command), text):
-            i = match.end()
-            while i < len(text) and text[i] == " ":
-                i += 1
-            if i < len(text) and text[i] == "{":
-                depth = 0
-                for j in range(i, len(text)):
-                    if text[j] == "{":
-                        depth += 1
-                    elif text[j] == "}":
-                        depth -= 1
-                        if depth == 0:
-                            spans.append((match.start(), text[i + 1 : j]))
-                            break
-            elif command == "\\boxed" and i > match.end():  # "\boxed 5"
-                token = re.match(r"[^\s$]+", text[i:])
-                if token:
-                    spans.append((match.start(), token.group(0)))
-    return sorted(spans)
+    for match in _BOX_COMMAND.finditer(text):
+        i = match.end()
+        while i < len(text) and text[i] == " ":
+            i += 1
+        if i < len(text) and text[i] == "{":
+            if partners is None:
+                partners = _brace_partners(text)
+            close = partners.get(i)
+            if close is not None:
+                spans.append((match.start(), close + 1, text[i + 1 : close]))
+        elif match.group() == "\\boxed" and i > match.end():  # "\boxed 5"
+            token = re.match(r"[^\s$]{1,200}", text[i : i + 200])
+            if token:
+                spans.append((match.start(), i + token.end(), token.group(0)))
+    return spans
 
 
 def last_boxed(text: str) -> str | None:
     """Content of the last complete ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced."""
     spans = _box_spans(text)
-    return spans[-1][1].strip() if spans else None
+    return spans[-1][2].strip() if spans else None
+
+
+def _joined_boxes(text: str) -> Iterator[tuple[int, str]]:
+    """Boxes as (start, content), adjacent boxes joined into one comma-separated list."""
+    group: list[tuple[int, int, str]] = []
+    for span in _box_spans(text):
+        gap = text[group[-1][1] : span[0]] if group else ""
+        if group and span[0] >= group[-1][1] and len(gap) <= 40 and _BOX_JOINER.match(gap):
+            group.append(span)
+            continue
+        if group:
+            yield group[0][0], ", ".join(s[2] for s in group)
+        group = [span]
+    if group:
+        yield group[0][0], ", ".join(s[2] for s in group)
 
 
 def _clean_span(span: str) -> str:
-    span = span.strip().strip("*_` ")
+    span = span[:MAX_SPAN_CHARS].strip().strip("*_` ")
     if span.startswith("$") and span.endswith("$") and len(span) > 1:
         span = span.strip("$").strip()
     for wrapper in (r"\(", r"\)", r"\[", r"\]"):
@@ -86,54 +190,181 @@ def _clean_span(span: str) -> str:
     return span.rstrip(".").strip()
 
 
-def final_answer(reply: str) -> FinalAnswer:
-    """The answer span of a reply (see the module docstring for the precedence)."""
+def _next_line(text: str, start: int) -> str:
+    """The first non-empty line at or after ``start`` (markup-only lines skipped)."""
+    for line in text[start : start + MAX_SPAN_CHARS].splitlines():
+        if line.strip(" \t*_#>-`"):
+            return line
+    return ""
+
+
+def _candidates(reply: str) -> list[tuple[int, str, Source]]:
+    found: list[tuple[int, str, Source]] = []
+    for start, content in _joined_boxes(reply):
+        found.append((start, content, "boxed"))
+    for match in _TAG.finditer(reply):
+        found.append((match.start(), match.group("answer") or match.group("xml") or "", "tagged"))
+    lines = [*_ANSWER_LINE.finditer(reply), *_CORRECT_OPTION_LINE.finditer(reply)]
+    for match in lines:
+        if match.start() and reply[match.start() - 1].isalpha():  # "unanswered:", "reanswer"
+            continue
+        answer = match.group("answer")
+        if not answer.strip(" \t*_"):
+            answer = _next_line(reply, match.end() + 1)
+        found.append((match.start(), answer, "final_line"))
+    for match in _ANSWER_HEADING.finditer(reply):
+        found.append((match.start(), _next_line(reply, match.end() + 1), "final_line"))
+    for match in _ANSWER_PHRASE.finditer(reply):
+        if _HYPOTHETICAL.search(reply[max(0, match.start() - 30) : match.start()]):
+            continue
+        answer = match.group("answer")
+        end = _SENTENCE_END.search(answer)
+        found.append((match.start(), answer[: end.start()] if end else answer, "answer_phrase"))
+    for word in _CLAIM_WORD.finditer(reply):
+        match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
+        if match:
+            found.append(
+                (match.start(), match.group("many") or match.group("one"), "answer_phrase")
+            )
+    found.sort(key=lambda c: c[0])
+    return found
+
+
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "get",
+        "has",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "then",
+        "this",
+        "thus",
+        "to",
+        "we",
+        "with",
+    ]
+)
+
+
+def _ends_like_an_answer(line: str) -> bool:
+    """True when a line ends in a number or a unit-like token ("4.47", "J", "m/s", "B").
+
+    A reply cut off by the token limit ends mid-phrase ("... and the energy", "... of the").
+    """
+    tokens = line.split()
+    last = tokens[-1].strip(",;:") if tokens else ""
+    if any(c.isdigit() for c in last):
+        return True
+    return 0 < len(last) <= 4 and last.lower() not in _FUNCTION_WORDS
+
+
+def candidates(reply: str) -> list[FinalAnswer]:
+    """Every answer the reply states, latest first; then the whole reply if it is short."""
     if not reply or not reply.strip():
-        return FinalAnswer("", "none")
-    boxes = _box_spans(reply)
-    lines = list(_FINAL_LINE.finditer(reply))
-    candidates: list[tuple[int, str, Source]] = []
-    if boxes:
-        start, content = boxes[-1]
-        candidates.append((start, content, "boxed"))
-    if lines and lines[-1].group("answer").strip():
-        line = lines[-1]
-        inner = last_boxed(line.group("answer"))
-        candidates.append(
-            (line.start(), inner if inner is not None else line.group("answer"), "final_line")
-        )
-    if candidates:
-        _, text, source = max(candidates, key=lambda c: c[0])
-        return FinalAnswer(_clean_span(text), source)
-    phrases = list(_ANSWER_PHRASE.finditer(reply))
-    if phrases and phrases[-1].group("answer").strip():
-        return FinalAnswer(_clean_span(phrases[-1].group("answer")), "answer_phrase")
-    return FinalAnswer(_clean_span(reply), "whole")
+        return []
+    if _THINK_END in reply:
+        reply = reply.rsplit(_THINK_END, 1)[1]
+    marked = _candidates(reply)
+    found = [FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
+    found = [c for c in found if c.text]
+    body = reply.rstrip()
+    last_start = body.rfind("\n") + 1
+    raw_last = body[last_start:].strip()
+    last = _clean_span(raw_last)
+    emphasised = raw_last.startswith(("**", "__", "$", "\\"))  # "**C. Increases**"
+    # A complete line, not where a truncated reply stopped ("v = 2.5 m/s and the energy").
+    complete = raw_last.endswith((".", "!", ")", "*", "$", "}")) or _ends_like_an_answer(raw_last)
+    if (
+        last_start > 0
+        and complete
+        and 0 < len(last) <= MAX_LAST_LINE_CHARS
+        and (emphasised or not _OPTION_LABEL.match(last))
+        and not any(start >= last_start for start, _, _ in marked)  # already a candidate
+    ):
+        found.append(FinalAnswer(last, "last_line"))
+    whole = _clean_span(reply)
+    if whole and len(whole) <= MAX_BARE_CHARS and not _restates_options(whole):
+        found.append(FinalAnswer(whole, "whole"))
+    return found
+
+
+def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, FinalAnswer] | None:
+    """The first candidate (latest first) that ``reader`` can read, with what it read."""
+    for candidate in candidates(reply):
+        value = reader(candidate.text)
+        if value is not None:
+            return value, candidate
+    return None
+
+
+def final_answer(reply: str) -> FinalAnswer:
+    """The latest answer a reply states, whatever its form (``none`` when it states none)."""
+    found = candidates(reply)
+    if found:
+        return found[0]
+    return FinalAnswer(_clean_span(reply or ""), "none" if not (reply or "").strip() else "whole")
 
 
 def answer_span(reply: str) -> str | None:
-    """The answer text if the reply states one (explicitly, or by being short), else None."""
-    found = final_answer(reply)
-    if found.source == "none" or (found.source == "whole" and len(found.text) > MAX_BARE_CHARS):
-        return None
-    return found.text
+    """The latest answer text a reply states (explicitly, or by being short), else None."""
+    found = candidates(reply)
+    return found[0].text if found else None
 
 
 # ---------------------------------------------------------------- letters
 
 _LATEX_WRAPPERS = re.compile(
-    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname)\s*\{([^{}]*)\}"
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mathbb)\s*\{([^{}]*)\}"
 )
-_LETTER = r"[\(\[]?([A-Z])[\)\]]?"
-_LEAD_WORDS = r"(?:(?i:(?:the\s+)?(?:correct\s+)?(?:options?|choices?|answers?))\s*(?:(?i:is|are)\s*)?[:\-]?\s*)?"
-_SEPARATOR = r"(?:\s*(?:,|;|/|&|\+|(?i:\band\b|\bor\b))\s*|\s+)"
-_LETTER_LIST = re.compile(rf"^{_LEAD_WORDS}{_LETTER}(?:{_SEPARATOR}{_LETTER})*\s*[.)]?$")
-_LEADING_LETTER = re.compile(
-    rf"^{_LEAD_WORDS}(?:\(([A-Z])\)|\[([A-Z])\]|([A-Z])(?:[.):](?!\d)|\s+(?i:is|are)\b))"
+# One option letter: delimited ("(B)", "[b]", "B)", "B.", "B:") or bare capital ("B").
+_ONE_LETTER = (
+    r"(?:\(\s*(?P<p>[A-Za-z])\s*\)|\[(?P<s>[A-Za-z])\]|(?P<d>[A-Za-z])[).:](?![\dA-Za-z])"
+    r"|(?P<b>[A-Z])(?![A-Za-z0-9'’]))"
 )
-_OPTION_WORD = re.compile(
-    r"(?i:\b(?:option|choice)s?)\s+\(?([A-Z])\)?(?![A-Za-z])"
-    r"(?:\s*(?:,|(?i:and)|&)\s*\(?([A-Z])\)?(?![A-Za-z]))*"
+_LETTER = re.compile(_ONE_LETTER)
+_LEAD_WORDS = re.compile(
+    r"^(?:(?:the\s+)?(?:correct\s+|right\s+|final\s+|best\s+)?(?:options?|choices?|answers?)"
+    r"(?:\s+(?:is|are))?\s*[:\-]?\s*)?",
+    re.IGNORECASE,
+)
+_LIST_SEPARATOR = re.compile(
+    r"\s*(?:(?:,|;|/|&|\+)\s*(?:(?:and|or)\b\s*)?|(?:and|or)\b\s*)|\s+", re.IGNORECASE
+)
+# What may follow a bare letter that is an answer (not the article "A" of "A metal").
+_AFTER_BARE = re.compile(
+    r"\s*(?:$|[.,;:!?)\]\-\u2013\u2014=]|(?:is|are|was|were|since|because|as|which|would|"
+    r"should|must|only|both|all|together|respectively|correct|right|true|holds?|for|"
+    r"option|choice|answer|and|or|so|therefore|thus|hence)\b)",
+    re.IGNORECASE,
+)
+_CONCLUSION = re.compile(
+    r"\b(?:so|therefore|thus|hence|i\.e\.|that\s+is|which\s+means|meaning|leaving|leaves)\b"
+    r"|→|=>|⇒",
+    re.IGNORECASE,
+)
+_BRACKETED_LIST = re.compile(
+    r"[(\[]\s*([A-Za-z](?:\s*(?:,|;|&|\band\b)\s*(?:and\s+)?[A-Za-z])+)\s*[)\]]"
+)
+_OPTION_WORD = re.compile(r"\b(?:option|choice)s?\s+", re.IGNORECASE)
+_OPTION_LABEL = re.compile(
+    r"(?:^|(?<=\s))(?:\(\s*[A-Za-z]\s*\)|[A-Z][.)])\s+"
+    r"(?!(?:and|or|since|because|as|is|are|so|both|only)\b)[^\s,;]"
 )
 
 
@@ -147,33 +378,79 @@ def _strip_latex(span: str) -> str:
     return span.strip()
 
 
+def _restates_options(text: str) -> bool:
+    """True for text that lists two or more labelled options ("(A) 2 m/s (B) 4 m/s")."""
+    return len(_OPTION_LABEL.findall(text)) >= 2
+
+
+def _letter_list(text: str) -> list[str] | None:
+    """Letters listed at the start of ``text`` ("(A), (B) and (D) since ..."), else None."""
+    letters: list[str] = []
+    position = 0
+    while True:
+        match = _LETTER.match(text, position)
+        if match is None:
+            break
+        bare = match.group("b")
+        if bare is not None and not _AFTER_BARE.match(text, match.end()):
+            break
+        letters.append(next(g for g in match.groups() if g).upper())
+        separator = _LIST_SEPARATOR.match(text, match.end())
+        if separator is None:
+            return letters
+        following = _LETTER.match(text, separator.end())
+        if following is None or (
+            following.group("b") is not None and not _AFTER_BARE.match(text, following.end())
+        ):
+            return letters
+        position = separator.end()
+    return letters or None
+
+
+def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
+    clause = clause.strip(" \t\n,;:.")
+    if not clause:
+        return None
+    if re.fullmatch(r"[A-Z]{2,}", clause) and set(clause) <= set(valid):  # "ABD"
+        return list(clause)
+    if re.fullmatch(r"[a-z]", clause):  # a lone lower-case letter: "b"
+        return [clause.upper()]
+    body = clause[_LEAD_WORDS.match(clause).end() :]
+    found = _letter_list(body)
+    if found:
+        return found
+    words = _OPTION_WORD.search(clause)
+    if words:
+        found = _letter_list(clause[words.end() :])
+        if found:
+            return found
+    trailing = re.search(r"(?:^|[\s:])\(?([A-Z])\)?[.!]?$", clause)  # "I think it is B"
+    return [trailing.group(1)] if trailing else None
+
+
 def letters_in(span: str, valid: str) -> frozenset[str] | None:
-    """Option letters named by an answer span, restricted to ``valid``; None if none named."""
-    span = _strip_latex(span).rstrip(".").strip().replace(")(", "), (")
+    """Option letters named by an answer span, restricted to ``valid``; None if none named.
+
+    The clause after the last conclusion word is read first ("A is wrong, so B" reads B).
+    """
+    span = _strip_latex(span[:MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
+    span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
-    found: list[str] = []
-    if re.fullmatch(r"[A-Z]{2,}", span) and set(span) <= set(valid):  # "ABD"
-        found = list(span)
-    elif _LETTER_LIST.match(span):
-        body = re.sub(_LEAD_WORDS, "", span, count=1)
-        found = re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", body)
-    else:
-        leading = _LEADING_LETTER.match(span)
-        if leading:
-            found = [next(g for g in leading.groups() if g)]
-        else:
-            words = _OPTION_WORD.search(span)
-            if words:
-                found = re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", words.group(0))
-    letters = frozenset(found) & frozenset(valid)
-    return letters or None
+    cuts = [m.end() for m in _CONCLUSION.finditer(span)]
+    clauses = [span[cut:] for cut in reversed(cuts)] + [span]
+    for clause in clauses:
+        found = _letters_in_clause(clause, valid)
+        if found:
+            letters = frozenset(found) & frozenset(valid)
+            return letters or None
+    return None
 
 
 def parse_letters(reply: str, valid: str = "ABCD") -> frozenset[str] | None:
     """The set of option letters a reply chooses (e.g. {"A", "C"}), or None if it names none."""
-    span = answer_span(reply)
-    return None if span is None else letters_in(span, valid)
+    found = read_answer(reply, lambda span: letters_in(span, valid))
+    return None if found is None else found[0]
 
 
 # ---------------------------------------------------------------- numbers
@@ -192,22 +469,40 @@ _CONTINUES = re.compile(
     r"^\s*(?:\^(?!\s*\{?\s*\\circ)|_|/\s*\d|\\(?:frac|sqrt|pi|cdot|times)|\(|\d|[+\-*]\s*[\d\\(])"
 )
 _UNIT_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+# Digit groups: "18 900", "840 000", "115\,440", "1{,}000", "89,034.79" (3-digit groups only).
+_GROUP_SEPARATOR = r"(?:,|\{,\}|\\[,;: !]|[ \u00a0\u2009\u202f])"
+_GROUPED = re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{_GROUP_SEPARATOR}\d{{3}})+(?![\d]|\{{,\}}\d)")
+# A range: two numbers joined by an en/em dash, "--" or "to" (a hyphen is a minus sign).
+_RANGE = re.compile(
+    rf"^(?:from\s+|between\s+)?(?P<low>{_NUMBER})\s*(?:\u2013|\u2014|--|\\text\{{\s*--?\s*\}}|"
+    rf"\bto\b)\s*(?P<high>{_NUMBER})(?![\d.])",
+    re.IGNORECASE,
+)
+_DROPPED = ("\\!", "\\$", "$", "\\left", "\\right", "\\displaystyle")
+_AS_SPACE = ("\\,", "\\;", "\\:", "\\ ", "~", "\u00a0", "\u2009", "\u202f")
+_MAX_EXPONENT = 400  # beyond float range either way: the value is 0 or infinity
 
 
-_DROPPED = ("\\!", "\\,", "\\;", "\\:", "\\$", "$", "\\left", "\\right", "\\displaystyle", "{,}")
-_DROPPED_SPACES = ("\u2009", "\u202f")  # thin spaces used as digit-group separators
-_AS_SPACE = ("\\ ", "~", "\u00a0")
+def _superscripts(text: str) -> str:
+    return _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", text)
+
+
+def join_digit_groups(text: str) -> str:
+    """``18 900`` / ``115\\,440`` / ``1{,}000`` / ``89,034`` -> plain digits (groups of three)."""
+    return _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
 
 
 def normalize_numeric_text(text: str) -> str:
-    """Unicode minus and dashes to '-', LaTeX spacing and thousands separators removed."""
+    """Unicode minus, superscripts, LaTeX spacing and digit-group separators normalised."""
+    text = join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS]))
     text = text.translate(_MINUS)
-    for token in _DROPPED + _DROPPED_SPACES:
+    for token in _DROPPED:
         text = text.replace(token, "")
     for token in _AS_SPACE:
         text = text.replace(token, " ")
     text = re.sub(r"\\[dt]frac", r"\\frac", text)
-    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)
     return text.strip()
 
 
@@ -217,19 +512,52 @@ def _after_last_equals(text: str) -> str:
     return tail if tail else text
 
 
+def _power_of_ten(exponent: str) -> float:
+    """10**exponent without OverflowError: 0.0 or inf past the float range."""
+    exponent = exponent.replace(" ", "")
+    digits = exponent.lstrip("+-").split(".")[0]
+    if len(digits) > 4 or abs(float(exponent)) > _MAX_EXPONENT:
+        return 0.0 if exponent.startswith("-") else float("inf")
+    try:
+        return 10.0 ** float(exponent)
+    except OverflowError:
+        return float("inf")
+
+
 def _scaled_value(match: re.Match[str]) -> float:
     value = float(match.group("mantissa").replace(" ", ""))
-    if match.group("e"):
-        value *= 10.0 ** int(match.group("e"))
-    if match.group("power"):
-        value *= 10.0 ** float(match.group("power").replace(" ", ""))
+    for exponent in (match.group("e"), match.group("power")):
+        if exponent:
+            scale = _power_of_ten(exponent)
+            value = value * scale if value else 0.0
     return value
 
 
+def _prepared(span: str) -> str:
+    text = normalize_numeric_text(_LATEX_WRAPPERS.sub(r"\1", span))
+    return _after_last_equals(text).lstrip("( ")
+
+
+def parse_range(span: str) -> tuple[float, float] | None:
+    """The (low, high) of a range answer, "0.85–0.89" / "0.85 to 0.89", else None."""
+    text = _after_last_equals(_superscripts(join_digit_groups(span[:MAX_SPAN_CHARS])))
+    text = text.replace("\u2212", "-").replace("$", "").strip().lstrip("( ")
+    match = _RANGE.match(text)
+    if not match:
+        return None
+    low, high = (float(match.group(g).replace(" ", "")) for g in ("low", "high"))
+    return (min(low, high), max(low, high))
+
+
 def parse_number(span: str) -> float | None:
-    """The number an answer span states: "1.5 \\times 10^{-3} mol", "−2", "89,034.79", "\\frac{3}{4}"."""
-    text = _after_last_equals(normalize_numeric_text(_LATEX_WRAPPERS.sub(r"\1", span)))
-    text = text.lstrip("( ")
+    """The number an answer span states: "1.5 \\times 10^{-3} mol", "−2", "18 900", "\\frac{3}{4}".
+
+    A range ("0.85–0.89") is not a single number (None). May raise
+    :class:`~deliberation.datasets.symbolic.SymbolicTimeout` for a closed form that takes too long.
+    """
+    if parse_range(span) is not None:
+        return None
+    text = _prepared(span)
     fraction = _FRACTION.match(text)
     if fraction:
         sign = -1.0 if fraction.group("sign") == "-" else 1.0
@@ -238,9 +566,7 @@ def parse_number(span: str) -> float | None:
             return sign * float(fraction.group("num").replace(" ", "")) / den
     power = _POWER_OF_TEN.match(text)
     if power and not re.match(r"\s*\d", text[power.end() :]):
-        return (-1.0 if power.group("sign") == "-" else 1.0) * 10.0 ** int(
-            power.group("power").replace(" ", "")
-        )
+        return (-1.0 if power.group("sign") == "-" else 1.0) * _power_of_ten(power.group("power"))
     leading = _SCALED_NUMBER.match(text)
     if leading:
         rest = _UNIT_DEGREE.sub("", text[leading.end() :], count=1)
@@ -259,5 +585,5 @@ def parse_number(span: str) -> float | None:
 
 def parse_reply_number(reply: str) -> float | None:
     """The number a reply gives as its final answer, or None."""
-    span = answer_span(reply)
-    return None if span is None else parse_number(span)
+    found = read_answer(reply, parse_number)
+    return None if found is None else found[0]

@@ -1,9 +1,11 @@
-"""The one record every benchmark loader returns, and the error a malformed file raises."""
+"""The record every benchmark loader returns, the result every grader returns, and the error a
+malformed file raises."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -59,6 +61,44 @@ class Item:
         return "".join(chr(ord("A") + i) for i in range(len(self.options)))
 
 
+@dataclass(frozen=True)
+class Grade:
+    """What grading one reply gives: a score, the answer it read, or why grading failed.
+
+    ``score`` is 1.0 (correct), 0.0 (wrong, or no answer stated) or a benchmark's partial credit;
+    ``answer`` is the span read as the reply's final answer (None when it states none).
+    When the grader could not decide, ``score`` is None and ``failure`` gives the reason (today:
+    a symbolic comparison that passed :data:`deliberation.datasets.symbolic.TIMEOUT_S`).
+
+    How callers count a failed grade: never as wrong and never dropped. Report the number of
+    failures beside every accuracy, compute the accuracy over the graded replies only (failures
+    out of numerator and denominator), and re-grade failures (e.g. with a longer timeout) before
+    a figure is final; a run with failures says so.
+    """
+
+    score: float | None
+    answer: str | None = None
+    failure: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.score is None
+
+
+def grades_timeouts_as_failures(grader: Callable[..., Grade]) -> Callable[..., Grade]:
+    """Wrap a grader so a symbolic timeout becomes a failed :class:`Grade` with its reason."""
+    from deliberation.datasets.symbolic import SymbolicTimeout
+
+    @functools.wraps(grader)
+    def wrapper(*args, **kwargs) -> Grade:
+        try:
+            return grader(*args, **kwargs)
+        except SymbolicTimeout as error:
+            return Grade(score=None, failure=str(error))
+
+    return wrapper
+
+
 def make_meta(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Freeze a dict of benchmark-specific fields (None values dropped) for ``Item.meta``."""
     return tuple(sorted((k, v) for k, v in values.items() if v is not None))
@@ -74,6 +114,22 @@ class DatasetFormatError(ValueError):
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.record = record
+
+
+def required_text(
+    value: object, path: str | Path, field: str, record: int | None, label: str = "record"
+) -> str:
+    """A text field that must hold text: null, non-text or blank is an error naming file and record.
+
+    (``str(None)`` would otherwise turn a missing question into the question "None".)
+    """
+    if value is None or not isinstance(value, str | int | float) or isinstance(value, bool):
+        kind = "null" if value is None else type(value).__name__
+        raise DatasetFormatError(path, f"field {field!r}: expected text, got {kind}", record, label)
+    text = str(value).strip()
+    if not text:
+        raise DatasetFormatError(path, f"field {field!r}: empty", record, label)
+    return text
 
 
 def read_json(path: Path) -> Any:

@@ -16,8 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
+from deliberation.datasets.extract import letters_in, parse_number, read_answer
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    Grade,
+    Item,
+    grades_timeouts_as_failures,
+    make_meta,
+    read_json,
+    required_text,
+)
 
 NAME = "jeebench"
 FILE = "dataset.json"
@@ -48,7 +57,8 @@ def _item(record: object, path: Path, position: int) -> Item:
         raise DatasetFormatError(path, f"field 'type': unknown type {kind!r}", position)
     if record["subject"] not in _SUBJECTS:
         raise DatasetFormatError(path, f"field 'subject': unknown {record['subject']!r}", position)
-    gold = str(record["gold"]).strip()
+    gold = required_text(record["gold"], path, "gold", position)
+    question = required_text(record["question"], path, "question", position)
     answer_type = _TYPES[kind]
     if answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
         if not gold or set(gold) - set("ABCD"):
@@ -64,7 +74,7 @@ def _item(record: object, path: Path, position: int) -> Item:
         id=f"{NAME}:{record['description']}:{record['index']}",
         benchmark=NAME,
         subject=record["subject"],
-        question=str(record["question"]),
+        question=question,
         gold=gold,
         answer_type=answer_type,
         source_file=FILE,
@@ -98,15 +108,22 @@ def score_letters(gold: str, chosen: frozenset[str] | None, multiple: bool) -> f
     return 0.0
 
 
-def grade(item: Item, prediction: str) -> float:
+@grades_timeouts_as_failures
+def grade(item: Item, prediction: str) -> Grade:
     """Official JEEBench score of a model reply (see the module docstring)."""
     if item.answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
-        chosen = parse_letters(prediction, "ABCD")
-        return score_letters(item.gold, chosen, item.answer_type is AnswerType.MCQ_MULTIPLE)
-    value = parse_reply_number(prediction)
-    if value is None:
-        return 0.0
-    return 1.0 if abs(float(item.gold) - value) <= TOLERANCE + _FLOAT_SLACK else 0.0
+        found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
+        if found is None:
+            return Grade(0.0)
+        chosen, where = found
+        multiple = item.answer_type is AnswerType.MCQ_MULTIPLE
+        return Grade(score_letters(item.gold, chosen, multiple), where.text)
+    found = read_answer(prediction, parse_number)
+    if found is None:
+        return Grade(0.0)
+    value, where = found
+    correct = abs(float(item.gold) - value) <= TOLERANCE + _FLOAT_SLACK
+    return Grade(1.0 if correct else 0.0, where.text)
 
 
 def render_answer(item: Item) -> str:

@@ -6,9 +6,18 @@ option "Insufficient information to answer the question", shuffled in an order f
 by a seed derived from the item id with sha256 (never Python's salted ``hash()``), and lettered
 A, B, C, ... The check is a letter match.
 
-LAB-Bench reports three numbers (see :func:`summarize`): accuracy (correct / all), precision
-(correct / answered) and coverage (answered / all), where a reply that picks the refusal option,
-says "insufficient information", or names no option at all is not answered.
+LAB-Bench reports three numbers (see :func:`summarize`), counted as its harness counts them
+(``labbench/evaluator.py`` ``compute_metrics`` in the vendored copy, ScienceOne-AI/ScienceEval
+@ 1683e498): accuracy = correct / all, precision = correct / answered, coverage = answered / all,
+where only a reply that picks the refusal option is unanswered ("sure" is ``answer != unsure``
+there). A reply in which no option can be read is *answered and wrong*, as in the harness,
+where the parser then returns None; it is also counted apart (``unreadable``) so a figure can
+say how many there were. A refusal in other words than the option's ("there is not enough
+information") is unreadable here too. Where we read more than the harness: its parser wants a
+letter in ``[ANSWER]B[/ANSWER]``; :mod:`~deliberation.datasets.extract` reads that and every
+other form it documents, and we also accept an option's full text, so fewer replies are
+unreadable (answered and wrong) here: accuracy and precision can only be higher, coverage is
+the same.
 
 Upstream defect, fixed here: in six SeqQA ``PCR-geneprimers-enz`` records the ideal answer is
 repeated among the distractors and one distractor appears twice; duplicates are dropped so every
@@ -18,7 +27,6 @@ Ids follow the DHD reference: ``lab-bench:<subset>:<uuid>``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -29,14 +37,17 @@ from typing import Literal
 
 import numpy as np
 
-from deliberation.datasets.extract import answer_span, letters_in
+from deliberation.datasets.extract import letters_in, read_answer
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
     DatasetNotFoundError,
+    Grade,
     Item,
     make_meta,
+    required_text,
 )
+from deliberation.seeds import stable_seed
 
 NAME = "labbench"
 SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
@@ -44,9 +55,8 @@ OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the
 REFUSAL = "Insufficient information to answer the question"
 SHUFFLE_SALT = "deliberation.labbench.options.v1"
 _FIELDS = ("id", "question", "ideal", "distractors")
-_REFUSAL_TEXT = re.compile(r"insufficient\s+information|cannot\s+be\s+determined", re.IGNORECASE)
 
-Outcome = Literal["correct", "incorrect", "refused", "unanswered"]
+Outcome = Literal["correct", "incorrect", "refused", "unreadable"]
 
 
 def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
@@ -62,8 +72,7 @@ def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
 
 def option_seed(item_id: str) -> int:
     """A stable 64-bit seed for an item's option order (same on every machine and run)."""
-    digest = hashlib.sha256(f"{SHUFFLE_SALT}:{item_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+    return stable_seed(SHUFFLE_SALT, item_id)
 
 
 def shuffled_options(
@@ -99,16 +108,16 @@ def _item(record: object, path: Path, position: int, subset: str, root: Path) ->
         raise DatasetFormatError(
             path, "field 'distractors': expected a non-empty list of strings", position
         )
-    ideal = str(record["ideal"])
-    if not ideal.strip():
-        raise DatasetFormatError(path, "field 'ideal': empty", position)
+    required_text(record["ideal"], path, "ideal", position)
+    ideal = str(record["ideal"])  # kept as written: it is an option's text
+    question = required_text(record["question"], path, "question", position)
     item_id = f"lab-bench:{subset}:{record['id']}"
     options, dropped = shuffled_options(item_id, ideal, distractors)
     return Item(
         id=item_id,
         benchmark=NAME,
         subject=subset,
-        question=str(record["question"]).strip(),
+        question=question,
         gold=_letter(options.index(ideal)),
         answer_type=AnswerType.MCQ_SINGLE,
         options=options,
@@ -158,36 +167,51 @@ def _normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().rstrip(".").lower()
 
 
-def outcome(item: Item, prediction: str) -> Outcome:
-    """Whether a reply picked the right option, a wrong one, the refusal, or nothing."""
-    span = answer_span(prediction)
-    if span is None:
-        return "refused" if _REFUSAL_TEXT.search(prediction or "") else "unanswered"
-    chosen = letters_in(span, item.letters)
-    if chosen is None:
-        by_text = [i for i, text in enumerate(item.options) if _normalize(text) == _normalize(span)]
-        if by_text:
-            chosen = frozenset({_letter(by_text[0])})
-    if chosen is None:
-        return "refused" if _REFUSAL_TEXT.search(span) else "unanswered"
+def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
+    """The options an answer span picks: a lone option letter is that letter (the form the
+    prompt asks for, as in LAB-Bench's harness), even where an option's text is one letter too
+    (amino-acid codes such as "E" or "C"); otherwise by an option's full text first (a sequence
+    such as "GAC" is an option, not letters G, A, C), else by letter."""
+    lone = span.strip().strip("().*[]").strip()
+    if len(lone) == 1 and lone.upper() in item.letters:
+        return frozenset({lone.upper()})
+    by_text = [i for i, text in enumerate(item.options) if _normalize(text) == _normalize(span)]
+    if by_text:
+        return frozenset({_letter(by_text[0])})
+    return letters_in(span, item.letters)
+
+
+def read_choice(item: Item, prediction: str) -> tuple[Outcome, str | None]:
+    """(outcome, the answer span read) for one reply."""
+    found = read_answer(prediction, lambda span: chosen_letters(item, span))
+    if found is None:
+        return "unreadable", None
+    chosen, where = found
     if chosen == {item.meta_value("refusal_letter")}:
-        return "refused"
-    return "correct" if chosen == {item.gold} else "incorrect"
+        return "refused", where.text
+    return ("correct" if chosen == {item.gold} else "incorrect"), where.text
 
 
-def grade(item: Item, prediction: str) -> float:
+def outcome(item: Item, prediction: str) -> Outcome:
+    """Whether a reply picked the right option, a wrong one, the refusal, or none readable."""
+    return read_choice(item, prediction)[0]
+
+
+def grade(item: Item, prediction: str) -> Grade:
     """1.0 when the reply picks the ideal answer's letter, else 0.0 (a refusal scores 0)."""
-    return 1.0 if outcome(item, prediction) == "correct" else 0.0
+    result, answer = read_choice(item, prediction)
+    return Grade(1.0 if result == "correct" else 0.0, answer)
 
 
 @dataclass(frozen=True)
 class LabBenchScores:
-    """LAB-Bench's three headline numbers over a set of replies."""
+    """LAB-Bench's three headline numbers over a set of replies, counted as its harness does."""
 
     n: int
     correct: int
     answered: int
     refused: int
+    unreadable: int = 0
 
     @property
     def accuracy(self) -> float:
@@ -203,15 +227,21 @@ class LabBenchScores:
 
 
 def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScores:
-    """Accuracy, precision (correct among answered) and coverage (answered share) of replies."""
+    """Accuracy, precision (correct among answered) and coverage (answered share) of replies.
+
+    As in the harness (``Evaluator.compute_metrics``: ``sure = answer != unsure``), only a reply
+    that picks the refusal option is unanswered; an unreadable reply is answered and wrong.
+    """
     if len(items) != len(predictions):
         raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
     outcomes = [outcome(item, reply) for item, reply in zip(items, predictions, strict=True)]
+    refused = outcomes.count("refused")
     return LabBenchScores(
         n=len(outcomes),
         correct=outcomes.count("correct"),
-        answered=outcomes.count("correct") + outcomes.count("incorrect"),
-        refused=outcomes.count("refused"),
+        answered=len(outcomes) - refused,
+        refused=refused,
+        unreadable=outcomes.count("unreadable"),
     )
 
 

@@ -14,7 +14,8 @@ Answer keys and checks (MaScQA publishes no grading script; these are the GATE r
 - ``NUM``: one or more closed ranges written "0.85 to 0.89", "42 TO 43", "15.35 : 15.45",
   "-1600 TO -1500", "0.90 TO 0.94 OR -0.94 TO -0.90", with the typos "T0" (zero for O) and
   "48O" (O for zero) read as meant; a single value means that exact value. The reply's number
-  must lie in a range (ends included).
+  must lie in a range (ends included); a reply that states a range ("0.86–0.88", "0.86 to
+  0.88") is right when the whole stated range lies inside one gold range.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation.datasets.extract import parse_letters, parse_reply_number
-from deliberation.datasets.items import AnswerType, DatasetFormatError, Item, make_meta, read_json
+from deliberation.datasets.extract import letters_in, parse_number, parse_range, read_answer
+from deliberation.datasets.items import (
+    AnswerType,
+    DatasetFormatError,
+    Grade,
+    Item,
+    grades_timeouts_as_failures,
+    make_meta,
+    read_json,
+    required_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +154,10 @@ def read_records(root: Path) -> list[tuple[int, str, str, str, str]]:
                 path, f"topic {topic!r}: needs parallel lists 'qids', 'qstr', 'questions'"
             )
         for qid, question_type, text in zip(*lists, strict=True):
-            records.append((len(records), topic, str(qid).strip(), str(question_type), str(text)))
+            record = len(records)
+            qid = required_text(qid, path, f"{topic}.qids", record)
+            text = required_text(text, path, f"{topic}.questions ({qid})", record)
+            records.append((record, topic, qid, str(question_type), text))
     return records
 
 
@@ -213,24 +226,39 @@ def answer_key(item: Item) -> AnswerKey:
     return parse_key(item.gold, item.meta_value("qtype"))
 
 
-def grade(item: Item, prediction: str) -> float:
-    """1.0 for the right letter set / a number inside a gold range, else 0.0 (see module doc)."""
+def value_or_range(span: str) -> tuple[float, float] | None:
+    """A reply's numeric answer as a closed range: "0.86" -> (0.86, 0.86), "0.85–0.89" as written."""
+    written = parse_range(span)
+    if written is not None:
+        return written
+    value = parse_number(span)
+    return None if value is None else (value, value)
+
+
+def _inside(answer: tuple[float, float], ranges: Sequence[tuple[float, float]]) -> bool:
+    low, high = answer
+    for gold_low, gold_high in ranges:
+        slack = 1e-9 * max(1.0, abs(gold_low), abs(gold_high))
+        if gold_low - slack <= low and high <= gold_high + slack:
+            return True
+    return False
+
+
+@grades_timeouts_as_failures
+def grade(item: Item, prediction: str) -> Grade:
+    """1.0 for the right letter set / a number (or a stated range) inside a gold range, else 0.0."""
     key = answer_key(item)
-    is_letters = item.meta_value("qtype") in LETTER_TYPES
-    if key.marks_to_all:
-        answered = parse_letters(prediction) if is_letters else parse_reply_number(prediction)
-        return 0.0 if answered is None else 1.0
-    if is_letters:
-        chosen = parse_letters(prediction, "ABCD")
-        return 1.0 if chosen is not None and chosen in key.letter_sets else 0.0
-    value = parse_reply_number(prediction)
-    if value is None:
-        return 0.0
-    for low, high in key.ranges:
-        slack = 1e-9 * max(1.0, abs(low), abs(high))
-        if low - slack <= value <= high + slack:
-            return 1.0
-    return 0.0
+    if item.meta_value("qtype") in LETTER_TYPES:
+        found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
+        if found is None:
+            return Grade(0.0)
+        chosen, where = found
+        return Grade(1.0 if key.marks_to_all or chosen in key.letter_sets else 0.0, where.text)
+    found = read_answer(prediction, value_or_range)
+    if found is None:
+        return Grade(0.0)
+    answer, where = found
+    return Grade(1.0 if key.marks_to_all or _inside(answer, key.ranges) else 0.0, where.text)
 
 
 def render_answer(item: Item) -> str:

@@ -3,15 +3,25 @@
 Subsets (files under the benchmark root):
 
 - ``rule`` (default): ``omni_math_rule.jsonl``, the authors' 2,821-problem subset whose answers
-  can be checked by rule (KbsdJames/omni-math-rule). Checked by symbolic equivalence with
-  math-verify (see :mod:`deliberation.datasets.symbolic` for its thread-safety handling), so a
-  LaTeX answer equal in value but written differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
+  can be checked by rule (KbsdJames/omni-math-rule). Equivalence is decided by math-verify
+  (HuggingFace) on the reply's final answer (read by :mod:`~deliberation.datasets.extract`, one
+  precedence for every benchmark), run in a worker process with a hard time limit (see
+  :mod:`deliberation.datasets.symbolic`), so a LaTeX answer equal in value but written
+  differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
+
+  **Not the official checker.** Omni-MATH-Rule's own evaluation uses the Qwen2.5-Math
+  ``math_equal`` checker. The two disagree on some answers: on 44 probe cases math-verify was
+  right on 39 and ``math_equal`` on 32; ``math_equal`` accepts ``115441`` for ``115440`` and
+  ``6`` for ``6, -10/3``, both of which math-verify rejects. Scores here are therefore not directly comparable with numbers reported
+  with the official checker: expect slightly lower accuracy on near-miss numbers and partial
+  lists, and slightly higher where math-verify recognises an equivalent form ``math_equal`` does
+  not.
 - ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
   ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
   copy). Their problems that also appear in the rule subset are rule-checked; the others are
   ``MATH_JUDGE`` items, graded by a judge model: build the call with :func:`judge_request`, send
   it through the backend, and score the reply with :func:`parse_judge_reply` (Omni-MATH's own
-  evaluation is a GPT-4 judge; the judge prompt below is ours).
+  evaluation is a GPT-4 judge; our judge prompt lives in :mod:`deliberation.dhd.prompts`).
 
 Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
 
@@ -25,17 +35,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 
 from deliberation.datasets import symbolic
-from deliberation.datasets.extract import answer_span, final_answer
+from deliberation.datasets.extract import final_answer, join_digit_groups, read_answer
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
     DatasetNotFoundError,
+    Grade,
     Item,
+    grades_timeouts_as_failures,
     make_meta,
+    required_text,
 )
+from deliberation.dhd.prompts import JUDGE_CHOICES, JUDGE_STAGE, JUDGE_SYSTEM, JUDGE_USER
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 
 NAME = "omnimath"
@@ -45,19 +60,6 @@ SUBSET_FILES: dict[str, tuple[str, ...]] = {
     "omni2": ("Omni-MATH-2.jsonl", "omni_math_2.jsonl"),
 }
 _FIELDS = ("problem", "answer")
-
-JUDGE_STAGE = "dhd.judge"
-JUDGE_CHOICES = ("equivalent", "not equivalent")
-JUDGE_SYSTEM = (
-    "You check answers to competition mathematics problems. Compare the candidate's final answer "
-    "with the reference answer and decide whether they are mathematically equivalent: the same "
-    "value, set, expression or statement, possibly written differently. Ignore the candidate's "
-    "reasoning and formatting; judge only the final answer. Reply with exactly one of: "
-    "equivalent, not equivalent."
-)
-JUDGE_USER = (
-    "Problem:\n{problem}\n\nReference answer:\n{reference}\n\nCandidate final answer:\n{candidate}"
-)
 
 
 class JudgeRequired(RuntimeError):
@@ -99,8 +101,8 @@ def _records(path: Path) -> list[tuple[int, dict]]:
             missing = [f for f in _FIELDS if f not in record]
             if missing:
                 raise DatasetFormatError(path, f"missing field(s) {missing}", position)
-            if not str(record["answer"]).strip():
-                raise DatasetFormatError(path, "field 'answer': empty", position)
+            for field in _FIELDS:
+                record[field] = required_text(record[field], path, field, position)
             records.append((position, record))
     return records
 
@@ -177,23 +179,79 @@ def needs_judge(item: Item) -> bool:
     return item.answer_type is AnswerType.MATH_JUDGE
 
 
-def grade(item: Item, prediction: str) -> float:
+_SCIENTIFIC = re.compile(
+    r"(?P<mantissa>[+-]?\d+(?:\.\d+)?)\s*"
+    r"(?:(?:\\times|\\cdot)\s*10\s*\^\s*\{?\s*(?P<exp>[+-]?\d{1,4})\s*\}?|[eE](?P<e>[+-]?\d{1,4}))"
+)
+_MATH_SIGN = re.compile(r"[\d\\^_=+\-/()\[\]{}<>|]")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "0123456789-+-")
+_SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+
+
+def math_span(span: str) -> str | None:
+    """An answer span ready for math-verify, or None when it is prose ("independent of n").
+
+    Digit groups (``18 900``, ``115\\,440``) are joined, unicode superscripts become ``^{...}``
+    and the unicode minus ``-``, as math-verify reads none of these.
+    """
+    if not _MATH_SIGN.search(span) and len(span.split()) > 3:
+        return None
+    span = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", span)
+    span = join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
+    return _plain_decimal(span) or span
+
+
+def _plain_decimal(span: str) -> str | None:
+    """``1.1544 \\times 10^{5}`` / ``1.1544e5`` as the exact decimal ``115440`` (math-verify
+    leaves a float times a power of ten unevaluated, so it would not equal ``115440``)."""
+    match = _SCIENTIFIC.fullmatch(span.strip().strip("$").strip())
+    if not match:
+        return None
+    exponent = int(match.group("exp") or match.group("e"))
+    value = Decimal(match.group("mantissa")).scaleb(exponent)
+    return format(value.normalize(), "f") if abs(exponent) <= 400 else None
+
+
+def _same_text(gold: str, span: str) -> bool:
+    """Identical up to spacing and ``$``: equal without asking sympy (most right answers)."""
+    return re.sub(r"[\s$]", "", gold) == re.sub(r"[\s$]", "", span)
+
+
+_PLAIN_DECIMAL = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
+def _plainly_different(gold: str, span: str) -> bool:
+    """Two plain decimals that differ beyond math-verify's rounding: unequal without sympy."""
+    gold, span = gold.strip().strip("$ "), span.strip().strip("$ ")
+    if not (_PLAIN_DECIMAL.fullmatch(gold) and _PLAIN_DECIMAL.fullmatch(span)):
+        return False
+    a, b = Decimal(gold), Decimal(span)
+    return abs(a - b) > Decimal("1e-6") * max(Decimal(1), abs(a))
+
+
+@grades_timeouts_as_failures
+def grade(item: Item, prediction: str) -> Grade:
     """1.0 when math-verify finds the reply's final answer equivalent to the gold, else 0.0.
 
     Raises :class:`JudgeRequired` for a ``MATH_JUDGE`` item whose reply states an answer that
     math-verify does not confirm (a confirmed match needs no judge; a non-match might still be
-    equivalent); a reply with no answer scores 0.0 either way.
+    equivalent); a reply with no answer scores 0.0 either way. A comparison that passes the
+    symbolic time limit gives a failed :class:`Grade` (see :mod:`~deliberation.datasets.symbolic`).
     """
-    span = answer_span(prediction)
-    if span is None:
-        return 0.0
-    if symbolic.equivalent(item.gold, span):
-        return 1.0
+    found = read_answer(prediction, math_span)
+    if found is None:
+        return Grade(0.0)
+    span, where = found
+    gold = _plain_decimal(item.gold) or item.gold  # compared in the same form as the reply
+    if _same_text(gold, span) or (
+        not _plainly_different(gold, span) and symbolic.equivalent(gold, span)
+    ):
+        return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(
             f"{item.id}: not rule-checkable; use judge_request() and parse_judge_reply()"
         )
-    return 0.0
+    return Grade(0.0, where.text)
 
 
 def judge_request(item: Item, prediction: str, *, max_tokens: int = 8) -> ChatRequest:

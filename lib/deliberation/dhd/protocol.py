@@ -34,6 +34,7 @@ from deliberation.dhd.prompts import (
     HYPOTHESIZER_SYSTEM,
     HYPOTHESIZER_USER,
     INTEGRATOR_STAGE,
+    JUDGE_STAGE,
     N_ROLES,
     RECRUITER_SCHEMA,
     RECRUITER_STAGE,
@@ -45,6 +46,7 @@ from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOut
 from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.params import Profile
+from deliberation.runs import StageCounts, send
 from deliberation.seeds import stable_seed
 
 log = logging.getLogger(__name__)
@@ -126,7 +128,11 @@ class PoolStageCounts:
 
 
 def build_pools(
-    client: CachedClient, profile: Profile, items: Sequence[Item], store: PoolStore
+    client: CachedClient,
+    profile: Profile,
+    items: Sequence[Item],
+    store: PoolStore,
+    counts: list[StageCounts] | None = None,
 ) -> tuple[dict[str, Pool], PoolStageCounts]:
     """Recruit, hypothesize and store a pool for every item (a stored pool is reused as is)."""
     pools: dict[str, Pool] = {}
@@ -146,12 +152,12 @@ def build_pools(
         )
         for item in todo
     ]
-    recruit_responses = client.generate(recruit_requests, desc="dhd recruiter")
+    recruit_responses, recruit_keys = send(client, recruit_requests, RECRUITER_STAGE, counts)
     hyp_requests: list[ChatRequest] = []
     plans: list[tuple[Item, str, list[Role] | None, str | None]] = []
-    for item, req, response in zip(todo, recruit_requests, recruit_responses, strict=True):
+    for item, key, response in zip(todo, recruit_keys, recruit_responses, strict=True):
         roles, error = parse_roles(response)
-        plans.append((item, client.key(req), roles, error))
+        plans.append((item, key, roles, error))
         for index, role in enumerate(roles or [], start=1):
             hyp_requests.append(
                 stage_request(
@@ -162,16 +168,13 @@ def build_pools(
                     seed=hypothesizer_seed(profile.seed, item.id, index),
                 )
             )
-    hyp_responses = iter(
-        zip(hyp_requests, client.generate(hyp_requests, desc="dhd hypothesizers"), strict=True)
-    )
+    hyp_answers, hyp_keys = send(client, hyp_requests, HYPOTHESIZER_STAGE, counts)
+    hyp_responses = iter(zip(hyp_keys, hyp_answers, strict=True))
     for item, recruiter_key, roles, error in plans:
         messages = []
         for index, role in enumerate(roles or [], start=1):
-            req, response = next(hyp_responses)
-            messages.append(
-                message_from_reply(index, role, response.text, client.key(req), response.error)
-            )
+            key, response = next(hyp_responses)
+            messages.append(message_from_reply(index, role, response.text, key, response.error))
         pool = Pool(item.id, item.benchmark, tuple(messages), recruiter_key, error)
         store.put(pool)
         pools[item.id] = pool
@@ -193,18 +196,21 @@ def final_answer_text(reply: str) -> str:
 
 
 @dataclass(frozen=True)
-class Grade:
+class Outcome:
     correct: int | None
     error: str | None
 
 
-def grade_reply(item: Item, reply: str) -> Grade:
+def grade_reply(item: Item, reply: str) -> Outcome:
     """The benchmark's own grader; ``JudgeRequired`` is left to the caller. A grader that cannot
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
-        return Grade(int(synthetic.grade(item, reply) == 1.0), None)
-    score = datasets.grade(item, reply)
-    return Grade(int(score >= 1.0), None)
+        return Outcome(int(synthetic.grade(item, reply) == 1.0), None)
+    graded = datasets.grade(item, reply)
+    if graded.failed:
+        return Outcome(None, f"grading failed: {graded.failure}")
+    # Partial credit (JEEBench multiple-answer) counts as not fully correct in the 0/1 label.
+    return Outcome(int(graded.score >= 1.0), None)
 
 
 def run_replays(
@@ -214,9 +220,11 @@ def run_replays(
     pools: Mapping[str, Pool],
     replays: Sequence[Replay],
     *,
-    desc: str = "dhd integrator",
+    label: str = INTEGRATOR_STAGE,
+    counts: list[StageCounts] | None = None,
 ) -> pd.DataFrame:
-    """Send every replay's integrator call in one batch, grade it, and return replay rows."""
+    """Send every replay's integrator call in one batch, grade it, and return replay rows
+    (``label`` names the batch in the stage counts appended to ``counts``)."""
     requests = []
     for replay in replays:
         item = items[replay.problem_id]
@@ -224,13 +232,13 @@ def run_replays(
         requests.append(
             stage_request(profile, INTEGRATOR, user, system=system, sample=replay.replicate)
         )
-    responses = client.generate(requests, desc=desc)
-    grades: list[Grade | None] = []
+    responses, keys = send(client, requests, label, counts)
+    grades: list[Outcome | None] = []
     judge_needed: list[tuple[int, ChatRequest]] = []
     for position, (replay, response) in enumerate(zip(replays, responses, strict=True)):
         item = items[replay.problem_id]
         if not response.ok:
-            grades.append(Grade(None, f"integrator call failed: {response.error}"))
+            grades.append(Outcome(None, f"integrator call failed: {response.error}"))
             continue
         try:
             grades.append(grade_reply(item, response.text))
@@ -238,11 +246,11 @@ def run_replays(
             grades.append(None)
             judge_needed.append((position, datasets.omnimath.judge_request(item, response.text)))
     if judge_needed:
-        verdicts = client.generate([r for _, r in judge_needed], desc="dhd judge")
+        verdicts, _ = send(client, [r for _, r in judge_needed], JUDGE_STAGE, counts)
         for (position, _), verdict in zip(judge_needed, verdicts, strict=True):
             grades[position] = _judge_grade(verdict)
     rows = []
-    for replay, req, response, grade in zip(replays, requests, responses, grades, strict=True):
+    for replay, key, response, grade in zip(replays, keys, responses, grades, strict=True):
         assert grade is not None
         rows.append(
             {
@@ -257,7 +265,7 @@ def run_replays(
                 "correct": grade.correct,
                 "valid": int(grade.error is None),
                 "error": grade.error or "",
-                "key": client.key(req),
+                "key": key,
             }
         )
     frame = pd.DataFrame(rows, columns=REPLAY_COLUMNS)
@@ -266,13 +274,13 @@ def run_replays(
     return frame
 
 
-def _judge_grade(verdict: ChatResponse) -> Grade:
+def _judge_grade(verdict: ChatResponse) -> Outcome:
     if not verdict.ok:
-        return Grade(None, f"judge call failed: {verdict.error}")
+        return Outcome(None, f"judge call failed: {verdict.error}")
     try:
-        return Grade(int(datasets.omnimath.parse_judge_reply(verdict.text) == 1.0), None)
+        return Outcome(int(datasets.omnimath.parse_judge_reply(verdict.text) == 1.0), None)
     except datasets.omnimath.JudgeReplyError as error:
-        return Grade(None, f"judge verdict unreadable: {error}")
+        return Outcome(None, f"judge verdict unreadable: {error}")
 
 
 def proposal_rows(items: Mapping[str, Item], pools: Mapping[str, Pool]) -> pd.DataFrame:

@@ -10,11 +10,23 @@ What the released rows cannot support: they are counts pooled over messages, so 
 one problem cannot be resampled together. A Wilson interval treats every flip as independent and
 is therefore narrower than the problem-clustered bootstrap this companion uses on its own rows;
 it is reported as the only interval the counts allow, and labelled as such.
+
+Component masking (:func:`masking_pilot`): the pilot's success rates by cell and arm, as released
+(rates only, rounded), with the difference from the full arm; the interval is again a Wilson
+interval on nominal event counts, labelled as such.
+
+Cross-fitted selection (:func:`selection_tables`): the authors did release one row per problem
+and held-out block, in the columns this library's :mod:`deliberation.dhd.selection` writes, so
+every policy's accuracy and the selector's gain against *every* baseline are recomputed with the
+same problem-clustered bootstrap as our own rows. The released gains differ by baseline (the
+paper's headline gain is against always-full; against the correctness heuristic it is smaller),
+so each baseline is reported.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -120,3 +132,139 @@ def expected_headline(root: str | Path | None = None) -> dict[str, float]:
     path = base / EXPECTED_SUMMARIES
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return {k: v / 100 for k, v in manifest["helpful_share_among_flips_pct"].items()}
+
+
+# --- Component masking and cross-fitted selection (paper 2's last two results) ---------------
+
+MASKING_PILOT = Path("data/derived/component_masking_pilot_summary.json")
+SELECTION_PER_FOLD = Path("data/derived/signal_labels/value_aware_one_removal_per_fold.csv")
+EXPECTED_SIGNAL_TABLES = Path("data/manifests/expected_signal_tables.json")
+# Benchmark names of the released per-fold rows -> the paper's names (as in the manifests).
+BENCHMARK_NAMES = {
+    "omni_16k": "Omni-MATH-2",
+    "jeebench": "JEEBench",
+    "scibench": "SciBench",
+    "labbench": "LAB-Bench",
+    "mascqa": "MaScQA",
+}
+MASKING_INTERVAL_NOTE = (
+    "Wilson 95% on nominal events (cases x replicates; the released rates are rounded and the "
+    "per-case events are not released, so neither the counts nor a problem-clustered interval "
+    "can be recovered)"
+)
+_PILOT_CELL = re.compile(
+    r"^(?P<cell>wrong_helpful|correct_helpful|wrong_harmful|correct_harmful|indeterminate)"
+    r"(?:_(?P<note>[a-z_]+?))?_n(?P<cases>\d+)$"
+)
+
+
+def _read_json(root: Path, relative: Path) -> dict:
+    path = root / relative
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReferenceNotFoundError(f"{path}: missing (run `make data`)") from None
+
+
+def masking_pilot(root: str | Path | None = None) -> pd.DataFrame:
+    """The authors' component-masking pilot as a tidy table: one row per (cell, arm) with the
+    released success rate, the difference from the full arm, and a Wilson interval on the
+    nominal events (:data:`MASKING_INTERVAL_NOTE`). Arms use this library's names
+    (:data:`deliberation.dhd.masking.ARMS`); ``condition`` is the authors' name."""
+    from deliberation.dhd.masking import ARMS
+
+    base = reference_root(root)
+    summary = _read_json(base, MASKING_PILOT)
+    path = base / MASKING_PILOT
+    try:
+        replicates = int(summary["design"]["replicates"])
+        rates = summary["success_rate"]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: no design.replicates or success_rate") from None
+    arm_of = {condition: arm for arm, (condition, _) in ARMS.items()}
+    rows = []
+    for key, by_condition in rates.items():
+        match = _PILOT_CELL.match(key)
+        if match is None:
+            raise ValueError(f"{path}: success_rate key {key!r} is not <cell>[_note]_n<cases>")
+        cases = int(match["cases"])
+        unknown = set(by_condition) - set(arm_of)
+        if unknown:
+            raise ValueError(f"{path}: {key}: unknown condition(s) {sorted(unknown)}")
+        full = by_condition.get("full")
+        for condition, arm in arm_of.items():
+            if condition not in by_condition:
+                continue
+            rate = float(by_condition[condition])
+            events = cases * replicates
+            low, high = wilson_interval(round(rate * events), events)
+            rows.append(
+                {
+                    "cell": match["cell"].replace("_", "-"),
+                    "note": match["note"] or "",
+                    "cases": cases,
+                    "arm": arm,
+                    "condition": condition,
+                    "success": rate,
+                    "low": low,
+                    "high": high,
+                    "minus_full": None if full is None else rate - float(full),
+                    "nominal_events": events,
+                    "interval": MASKING_INTERVAL_NOTE,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def selection_per_fold(root: str | Path | None = None) -> pd.DataFrame:
+    """The authors' released per-fold selection rows, checked to have the columns of
+    :data:`deliberation.dhd.selection.PER_FOLD_COLUMNS` (same meaning as this library's)."""
+    from deliberation.dhd.selection import PER_FOLD_COLUMNS
+
+    base = reference_root(root)
+    frame = _read(base, SELECTION_PER_FOLD)
+    missing = [c for c in PER_FOLD_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{base / SELECTION_PER_FOLD}: missing column(s) {missing}")
+    frame = frame[PER_FOLD_COLUMNS].copy()
+    bad = frame[PER_FOLD_COLUMNS[4:19]].isna().any(axis=1)
+    if bad.any():
+        line = int(bad.to_numpy().nonzero()[0][0]) + 2
+        raise ValueError(f"{base / SELECTION_PER_FOLD}: line {line} has an empty policy column")
+    return frame
+
+
+def expected_selection_gains(root: str | Path | None = None) -> pd.DataFrame:
+    """The authors' manifest of selector-minus-always-full gains (percentage points), per model
+    and benchmark (released benchmark names) and pooled."""
+    base = reference_root(root)
+    table = _read_json(base, EXPECTED_SIGNAL_TABLES)["tab_cross_fitted_one_removal"]
+    by_paper_name = {paper: released for released, paper in BENCHMARK_NAMES.items()}
+    rows = [
+        {"model": model, "benchmark": by_paper_name.get(bench, bench), "reported_gain_pp": gain}
+        for bench, by_model in table["by_benchmark"].items()
+        for model, gain in by_model.items()
+    ]
+    rows += [
+        {"model": model, "benchmark": "pooled", "reported_gain_pp": values["gain_pp"]}
+        for model, values in table["overall"].items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def selection_tables(
+    root: str | Path | None = None, n_resamples: int = 2000, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Recompute, from the released per-fold rows, every policy's held-out accuracy and the
+    selector's gain against every baseline, per model and benchmark and pooled, with intervals
+    from a bootstrap over problems (:func:`deliberation.dhd.selection.policy_accuracy`,
+    :func:`~deliberation.dhd.selection.selector_gains`). The gains carry the authors' reported
+    gain against always-full beside ours (``reported_gain_pp``; empty for other baselines)."""
+    from deliberation.dhd.selection import policy_accuracy, selector_gains
+
+    per_fold = selection_per_fold(root)
+    accuracy = policy_accuracy(per_fold, by=("model",), n_resamples=n_resamples, seed=seed)
+    gains = selector_gains(per_fold, by=("model",), n_resamples=n_resamples, seed=seed)
+    reported = expected_selection_gains(root).assign(baseline="full")
+    gains = gains.merge(reported, on=["model", "benchmark", "baseline"], how="left")
+    return accuracy, gains

@@ -100,7 +100,12 @@ def leave_one_out_design(pool: Pool, sizes: Sequence[int] = (2, 3, 4, 5)) -> lis
 
 def repeated_design(pool: Pool, blocks: int) -> list[Replay]:
     """``blocks`` blocks over the whole present pool: two full calls (replicates 2b and 2b+1)
-    and one removal call per message (replicate b) in block b."""
+    and one removal call per message (replicate 2b) in block b.
+
+    No draw index is shared across blocks, so blocks are independent replicates: a block held
+    out by cross-fitted selection shares no draw with the blocks it is chosen on (with the
+    removals at replicate b, block 2's removals drew like block 1's first full call). Within a
+    block, the removals share the first full call's draw (common random numbers for the pair)."""
     present = present_indices(pool)
     k = len(present)
     replays = []
@@ -127,7 +132,7 @@ def repeated_design(pool: Pool, blocks: int) -> list[Replay]:
                     _whole(rest),
                     k=k,
                     message=index,
-                    replicate=block,
+                    replicate=2 * block,
                     block=block,
                 )
             )

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from deliberation import datasets, paths
+from deliberation.atomic import atomic_write_text
 from deliberation.datasets import Item
 from deliberation.dhd import synthetic
 from deliberation.dhd.pool import Pool, PoolStore
@@ -40,6 +41,7 @@ from deliberation.dhd.protocol import (
 from deliberation.dhd.replay import leave_one_out_design, repeated_design, single_message_design
 from deliberation.inference.client import CachedClient
 from deliberation.params import Profile
+from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,23 @@ class DHDResults:
     proposals: pd.DataFrame
     replays: pd.DataFrame
     pool_counts: PoolStageCounts | None = None
-    calls: dict[str, int] = field(default_factory=dict)
+    calls: list[StageCounts] = field(default_factory=list)
+    items: dict[str, Item] = field(default_factory=dict)
+    pools: dict[str, Pool] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """What the run did, for a person: calls per stage, pool problems, failures."""
+        out = [c.line() for c in self.calls]
+        if self.pool_counts is not None:
+            p = self.pool_counts
+            out.append(
+                f"pools: {p.problems} problems, {p.messages} messages; recruiter failures "
+                f"{p.recruiter_failures}, call failures {p.call_failures}, replies that did not "
+                f"parse {p.parse_failures} (kept as they came back)"
+            )
+        invalid = int((self.replays["valid"] == 0).sum()) if len(self.replays) else 0
+        out.append(f"integrator calls: {len(self.replays)}, operational failures: {invalid}")
+        return out
 
 
 def run_dhd(
@@ -105,7 +123,8 @@ def run_dhd(
         raise ValueError(f"unknown DHD stages {sorted(unknown)}; known: {list(STAGES)}")
     by_id = {item.id: item for item in problems}
     store = PoolStore(pool_dir)
-    pools, counts = build_pools(client, profile, problems, store)
+    calls: list[StageCounts] = []
+    pools, counts = build_pools(client, profile, problems, store, calls)
     usable: dict[str, Pool] = {k: p for k, p in pools.items() if p.recruiter_error is None}
     proposals = proposal_rows(by_id, pools)
     frames: list[pd.DataFrame] = [pd.DataFrame(columns=REPLAY_COLUMNS)]
@@ -115,14 +134,31 @@ def run_dhd(
             for pool in usable.values()
             for r in single_message_design(pool) + leave_one_out_design(pool, sizes)
         ]
-        frames.append(run_replays(client, profile, by_id, usable, replays))
+        frames.append(run_replays(client, profile, by_id, usable, replays, counts=calls))
     if "repeated" in stages:
         sample = stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
         replays = [r for item in sample for r in repeated_design(usable[item.id], blocks)]
-        frames.append(run_replays(client, profile, by_id, usable, replays, desc="dhd repeated"))
+        frames.append(
+            run_replays(
+                client,
+                profile,
+                by_id,
+                usable,
+                replays,
+                label="dhd.integrator (repeated)",
+                counts=calls,
+            )
+        )
     filled = [f for f in frames if len(f)]
     rows = pd.concat(filled, ignore_index=True) if filled else frames[0]
-    return DHDResults(proposals=proposals[PROPOSAL_COLUMNS], replays=rows, pool_counts=counts)
+    return DHDResults(
+        proposals=proposals[PROPOSAL_COLUMNS],
+        replays=rows,
+        pool_counts=counts,
+        calls=calls,
+        items=by_id,
+        pools=usable,
+    )
 
 
 def pool_dir(profile: Profile) -> Path:
@@ -159,3 +195,13 @@ def run_profile(
         sizes=options.sizes,
         seed=profile.seed,
     )
+
+
+def write_results(results: DHDResults, out: str | Path) -> tuple[Path, Path]:
+    """The replay rows to ``out`` and the proposal rows beside it (``<stem>_proposals.csv``),
+    each written whole or not at all."""
+    out = Path(out)
+    proposals = out.with_name(f"{out.stem}_proposals{out.suffix or '.csv'}")
+    for frame, path in ((results.replays, out), (results.proposals, proposals)):
+        atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+    return out, proposals

@@ -51,6 +51,34 @@ def output_options(options: BaseModel) -> dict[str, Any]:
     return options.model_dump(mode="json", exclude=set(neutral))
 
 
+class InvalidRequestError(ValueError):
+    """A request no backend can send (text that is not valid Unicode, a value JSON cannot
+    carry): it fails alone, with this message as its reason, and the rest of its batch runs."""
+
+
+def unencodable_text(value: Any, path: str = "body") -> str | None:
+    """Where the first string that is not valid Unicode (a lone surrogate, which JSON's
+    ``\\ud800`` escapes can carry) sits in a decoded JSON value, with the offending
+    character's position; None when every string encodes as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{path}: lone surrogate U+{ord(value[exc.start]):04X} at character {exc.start}"
+        return None
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        found = unencodable_text(item, where)
+        if found is not None:
+            return found
+    return None
+
+
 @dataclass(frozen=True)
 class Message:
     role: Role

@@ -42,7 +42,14 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
+from deliberation.inference.base import (
+    Backend,
+    BackendIdentity,
+    ChatRequest,
+    ChatResponse,
+    InvalidRequestError,
+    unencodable_text,
+)
 from deliberation.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)
@@ -122,16 +129,22 @@ def request_key(backend: Backend, request: ChatRequest) -> str:
     spec, ``chat_template_kwargs`` and every output-changing engine option; for ``sim`` the
     request fields it reads). Never an API key. The stage is included because the sim dispatches
     on it; the sample index so that repeated draws keep their own rows even when no seed is sent.
+    Raises :class:`InvalidRequestError` (naming the field) for a request that cannot be sent.
     """
-    identity = backend.identity
-    payload = {
-        "identity": dataclasses.asdict(identity),
-        "stage": request.stage,
-        "sample": request.sample,
-        "sent": backend.request_payload(request),
-    }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    try:
+        payload = {
+            "identity": dataclasses.asdict(backend.identity),
+            "stage": request.stage,
+            "sample": request.sample,
+            "sent": backend.request_payload(request),
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        seen = {"messages": request.messages_as_dicts(), "stage": request.stage}
+        where = unencodable_text(seen, "request")
+        reason = f"{where} (not valid Unicode text)" if where else f"{type(exc).__name__}: {exc}"
+        raise InvalidRequestError(f"cannot send this request: {reason}") from None
 
 
 def _request_record(request: ChatRequest) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from deliberation.inference.base import Backend, ChatRequest, ChatResponse
+from deliberation.inference.base import Backend, ChatRequest, ChatResponse, InvalidRequestError
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
 
 log = logging.getLogger(__name__)
@@ -56,18 +56,26 @@ class CachedClient:
         return request_key(self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
-        keys = [self.key(r) for r in requests]
-        results: dict[str, ChatResponse] = self.cache.get_many(keys)
+        keys: list[str | None] = []  # None: the request cannot be sent (it fails alone)
+        invalid: dict[int, ChatResponse] = {}
+        for index, request in enumerate(requests):
+            try:
+                keys.append(self.key(request))
+            except InvalidRequestError as exc:
+                keys.append(None)
+                invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
+                log.warning("request %d (stage %s) not sent: %s", index, request.stage, exc)
+        results: dict[str, ChatResponse] = self.cache.get_many([k for k in keys if k is not None])
         pending: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):
-            if key not in results and key not in pending:
+            if key is not None and key not in results and key not in pending:
                 pending[key] = request
         miss_requests = list(pending.values())
         log.info(
             "%s: %d requests, %d cached, %d to send",
             desc or "generate",
             len(requests),
-            len(requests) - sum(k in pending for k in keys),
+            sum(k is not None and k not in pending for k in keys),
             len(miss_requests),
         )
         if miss_requests:
@@ -80,7 +88,10 @@ class CachedClient:
             self._send_once_across_processes(pending, results, desc)
         out: list[ChatResponse] = []
         seen: set[str] = set()
-        for key in keys:
+        for index, key in enumerate(keys):
+            if key is None:
+                out.append(invalid[index])
+                continue
             response = results[key]
             # A repeat of a key inside one batch was paid for once: flag the copies as hits.
             if key in seen and not response.cached:

@@ -9,7 +9,7 @@ from deliberation import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.inference import serve_sim
+    from deliberation.inference.serve_sim import cli as serve_sim
 
     serve = subparsers.add_parser(
         "serve-sim", help="serve the sim backend over the OpenAI chat-completions protocol"

@@ -6,18 +6,23 @@ retries are off (``max_retries=0``); this module retries instead, so it can coun
 honour ``Retry-After`` exactly:
 
 * retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
-  chat completion; everything else (400, 401, 404, ...) fails at once;
+  chat completion; everything else (400, 401, 404, a request httpx refuses to send such as a
+  header it cannot carry, ...) fails at once;
 * wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
   backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
   so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
-  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``;
+  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``,
+  but at most ``retry_after_max_s`` (default 300 s); a wait over ``LONG_WAIT_S`` (5 s) is
+  logged at WARNING with the server's reason;
 * a request that exhausts its retries or fails for good comes back as
   ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped.
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
 spent. The API key is read from the environment variable the profile names, handed to the HTTP
-client and nowhere else: not to the cache key, logs, reprs or error messages.
+client and nowhere else: not to the cache key, logs, reprs or error messages
+(:mod:`deliberation.inference.secrets` checks the variable's name and the key's characters
+first, so no HTTP library ever fails, and logs, on a malformed key).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ import dataclasses
 import email.utils
 import json
 import logging
-import os
 import time
 import urllib.error
 import urllib.request
@@ -51,6 +55,12 @@ from deliberation.inference.base import (
     transport_only,
 )
 from deliberation.inference.interrupts import BatchStop, run_batch
+from deliberation.inference.secrets import (
+    PLACEHOLDER_KEY,
+    Secret,
+    check_env_name,
+    read_api_key,
+)
 from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
     ServerStructuredMode,
@@ -60,9 +70,9 @@ from deliberation.inference.structured import (
 
 log = logging.getLogger(__name__)
 
-# Sent when the profile names no key variable: vLLM servers started without --api-key accept any.
-PLACEHOLDER_KEY = "EMPTY"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
+LONG_WAIT_S = 5.0
 T = TypeVar("T")
 
 
@@ -70,7 +80,8 @@ class OpenAIOptions(BaseModel):
     """The ``openai:`` section of a profile. Options made with ``transport_only`` change how
     requests travel, never what is sent, so they stay out of the cache key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a key pasted into api_key_env must not reappear in the error.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     base_url: str
     api_key_env: str | None = transport_only(
@@ -81,6 +92,9 @@ class OpenAIOptions(BaseModel):
     timeout_s: float = transport_only(120.0, gt=0)
     backoff_base_s: float = transport_only(1.0, ge=0)
     backoff_max_s: float = transport_only(60.0, ge=0)
+    retry_after_max_s: float = transport_only(
+        300.0, ge=0, description="longest wait a server's Retry-After can impose before a retry"
+    )
     # How structured outputs travel (see inference/structured.py).
     structured_output: ServerStructuredMode = "structured_outputs"
     send_seed: bool = Field(
@@ -90,50 +104,7 @@ class OpenAIOptions(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _key_is_a_name(cls, value: str | None) -> str | None:
-        if value is not None and value.startswith("sk-"):
-            raise ValueError("api_key_env must name an environment variable, not hold a key")
-        return value
-
-
-class MissingAPIKeyError(RuntimeError):
-    """The profile names an API-key variable that is not set."""
-
-
-def read_api_key(env_name: str | None, *, profile: str = "") -> str:
-    """The key from ``os.environ[env_name]``; the placeholder when ``env_name`` is None."""
-    if env_name is None:
-        return PLACEHOLDER_KEY
-    value = os.environ.get(env_name, "")
-    if not value:
-        where = f"profile {profile!r}: " if profile else ""
-        raise MissingAPIKeyError(
-            f"{where}openai.api_key_env names the environment variable {env_name}, which is not"
-            f" set; export {env_name}=<your key> before running"
-        )
-    return value
-
-
-class _Secret:
-    """Holds the key; prints as a mask so it cannot leak through a repr or a traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def scrub(self, text: str) -> str:
-        """``text`` with every occurrence of the key masked (error bodies may echo it)."""
-        if len(self._value) < 4 or self._value == PLACEHOLDER_KEY:
-            return text
-        return text.replace(self._value, "***")
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
+        return None if value is None else check_env_name(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,14 +114,16 @@ class RetryPolicy:
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
 
     def delay(self, retry: int, rng: np.random.Generator, retry_after_s: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based): full jitter, at least
-        ``retry_after_s`` when the server asked for it."""
+        ``retry_after_s`` when the server asked for it, but never more than
+        ``retry_after_max_s`` on the server's say-so."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0 ** min(retry, 60)))
         wait = float(rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
         if retry_after_s is not None:
-            wait = max(wait, retry_after_s)
+            wait = max(wait, min(retry_after_s, self.retry_after_max_s))
         return wait
 
 
@@ -230,6 +203,7 @@ class OpenAIBackend(Backend):
         timeout_s: float = 120.0,
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 60.0,
+        retry_after_max_s: float = 300.0,
         structured_output: str = "structured_outputs",
         send_seed: bool = True,
         jitter_seed: int = 0,
@@ -244,11 +218,11 @@ class OpenAIBackend(Backend):
         self.base_url = base_url.rstrip("/")
         self.concurrency = concurrency
         self.timeout_s = timeout_s
-        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s, retry_after_max_s)
         self.structured_output = structured_output
         self.send_seed = send_seed
         self.jitter_seed = jitter_seed
-        self._api_key = _Secret(api_key)
+        self._api_key = Secret(api_key)
 
     @classmethod
     def from_profile(cls, profile: Any) -> OpenAIBackend:
@@ -257,12 +231,15 @@ class OpenAIBackend(Backend):
             model=profile.model,
             revision=profile.revision,
             base_url=options.base_url,
-            api_key=read_api_key(options.api_key_env, profile=profile.name),
+            api_key=read_api_key(
+                options.api_key_env, profile=profile.name, field="openai.api_key_env"
+            ),
             concurrency=options.concurrency,
             max_retries=options.max_retries,
             timeout_s=options.timeout_s,
             backoff_base_s=options.backoff_base_s,
             backoff_max_s=options.backoff_max_s,
+            retry_after_max_s=options.retry_after_max_s,
             structured_output=options.structured_output,
             send_seed=options.send_seed,
             jitter_seed=profile.seed,
@@ -366,14 +343,28 @@ class OpenAIBackend(Backend):
             if rng is None:
                 rng = np.random.default_rng([abs(self.jitter_seed), index])
             wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
-            log.debug(
-                "request %d (%s): %s; retry %d of %d in %.3f s",
-                index, request.stage, last.reason, attempts, self.retry.max_retries, wait,
-            )  # fmt: skip
+            self._log_wait(index, request, last, attempts, wait)
             if stop is None:
                 await asyncio.sleep(wait)
             elif await stop.sleep(wait):
                 return None
+
+    def _log_wait(
+        self, index: int, request: ChatRequest, last: _AttemptFailed, attempts: int, wait: float
+    ) -> None:
+        """A short wait at DEBUG; one longer than ``LONG_WAIT_S`` at WARNING, with the server's
+        reason and what it asked for, so a stalled run says why."""
+        asked = last.retry_after_s
+        asked_text = "" if asked is None else f"; the server asked for {asked:g} s"
+        if asked is not None and asked > self.retry.retry_after_max_s:
+            asked_text += f", capped by openai.retry_after_max_s={self.retry.retry_after_max_s:g}"
+        level = logging.WARNING if wait > LONG_WAIT_S else logging.DEBUG
+        log.log(
+            level,
+            "request %d (stage %s): %s%s; waiting %.1f s before retry %d of %d",
+            index, request.stage, last.reason, asked_text, wait, attempts,
+            self.retry.max_retries,
+        )  # fmt: skip
 
     def _failed(
         self,
@@ -446,6 +437,13 @@ class OpenAIBackend(Backend):
             ) from None
         except openai.APIConnectionError as exc:
             cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "unknown"
+            if cause == "LocalProtocolError":  # httpx refused to send what we built
+                raise _AttemptFailed(
+                    "bad-request",
+                    "the request is not valid HTTP (LocalProtocolError: e.g. a header value"
+                    " with a newline or non-ASCII character)",
+                    retryable=False,
+                ) from None
             raise _AttemptFailed(
                 "connection", f"connection error ({cause})", retryable=True
             ) from None

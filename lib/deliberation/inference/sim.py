@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Importing the behaviours package registers every behaviour it lists (in sim_registry).
 import deliberation.inference.sim_behaviours  # noqa: F401
@@ -33,6 +33,7 @@ from deliberation.inference.sim_registry import (
     SimAnswer,
     SimBehaviour,
     SimContext,
+    check_parameter_names,
     find_behaviour,
     registered_stages,
     sim_behaviour,
@@ -77,12 +78,18 @@ def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
 
 
 class SimOptions(BaseModel):
-    """The ``sim:`` section of a profile: mechanism parameters; each behaviour documents the
-    names it reads."""
+    """The ``sim:`` section of a profile: mechanism parameters, each declared by a behaviour
+    module's ``PARAMETERS`` (see ``inference/sim_registry.py``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     parameters: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("parameters")
+    @classmethod
+    def _declared(cls, value: dict[str, float]) -> dict[str, float]:
+        check_parameter_names(value)
+        return value
 
 
 class SimBackend(Backend):
@@ -98,6 +105,7 @@ class SimBackend(Backend):
     ) -> None:
         self.model = model
         self.parameters = dict(parameters or {})
+        check_parameter_names(self.parameters)
         self.seed = seed
         blob = json.dumps({"parameters": self.parameters, "seed": seed}, sort_keys=True)
         self._revision = f"{SIM_VERSION}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"

@@ -1,12 +1,27 @@
-"""The sim's behaviour registry: what the sim answers for each stage tag.
+"""The sim's behaviour registry: what the sim answers for each stage tag, and the parameters
+behaviours read.
 
 Behaviour modules (``inference/sim_behaviours/``) import only this module, and the sim backend
 imports both, so there is no import cycle between the backend and its behaviours.
+
+Declaring parameters: a behaviour module (or a helper module in ``sim_behaviours/`` that its
+behaviours share) sets a module-level ``PARAMETERS = {"name": default, ...}``. Those names are
+the only ones a profile's ``sim.parameters`` may set (any other is an error naming it), and
+:meth:`SimContext.param` reads a declared name, falling back to its declared default::
+
+    PARAMETERS = {"smoke_accuracy": 0.9}  # probability the sim adds two numbers correctly
+
+    @sim_behaviour("smoke.arithmetic")
+    def add(context: SimContext) -> SimAnswer:
+        correct = context.rng.random() < context.param("smoke_accuracy")
+
+Two modules may declare the same name only with the same default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +46,18 @@ class SimContext:
     rng: np.random.Generator
     parameters: Mapping[str, float] = field(default_factory=dict)
 
-    def param(self, name: str, default: float) -> float:
-        """A mechanism parameter from the profile, with the behaviour's documented default."""
-        return float(self.parameters.get(name, default))
+    def param(self, name: str, default: float | None = None) -> float:
+        """A declared mechanism parameter: the profile's value, else ``default`` when given,
+        else the declared default. A name no module declares is an error."""
+        declared = declared_parameters()
+        if name not in declared:
+            raise KeyError(
+                f"sim parameter {name!r} is not declared; add it to the behaviour module's"
+                " PARAMETERS (see inference/sim_registry.py)"
+            )
+        if name in self.parameters:
+            return float(self.parameters[name])
+        return float(declared[name] if default is None else default)
 
     @property
     def prompt(self) -> str:
@@ -77,3 +101,44 @@ def find_behaviour(stage: str) -> SimBehaviour | None:
 
 def registered_stages() -> list[str]:
     return sorted(_BEHAVIOURS)
+
+
+# Helper modules of this package may declare parameters their behaviours share.
+BEHAVIOURS_PACKAGE = "deliberation.inference.sim_behaviours"
+
+
+def declared_parameters() -> dict[str, float]:
+    """Every declared parameter and its default: the ``PARAMETERS`` of each module that
+    registered a behaviour and of every loaded module of ``sim_behaviours``. Raises
+    ``ValueError`` when two modules declare one name with different defaults."""
+    modules = {func.__module__ for func in _BEHAVIOURS.values()}
+    modules |= {name for name in list(sys.modules) if name.startswith(BEHAVIOURS_PACKAGE + ".")}
+    declared: dict[str, float] = {}
+    owner: dict[str, str] = {}
+    for module_name in sorted(modules):
+        declaration = getattr(sys.modules.get(module_name), "PARAMETERS", None)
+        if declaration is None:
+            continue
+        if not isinstance(declaration, Mapping):
+            raise TypeError(f"{module_name}.PARAMETERS must be a dict of name -> default")
+        for name, default in declaration.items():
+            if name in declared and declared[name] != default:
+                raise ValueError(
+                    f"sim parameter {name!r} is declared with default {declared[name]!r} in"
+                    f" {owner[name]} and {default!r} in {module_name}"
+                )
+            declared[name] = float(default)
+            owner.setdefault(name, module_name)
+    return declared
+
+
+def check_parameter_names(names: Iterable[str]) -> None:
+    """``ValueError`` naming every name no behaviour declares (and the declared ones)."""
+    declared = declared_parameters()
+    unknown = sorted(set(names) - set(declared))
+    if unknown:
+        raise ValueError(
+            f"{', '.join(map(repr, unknown))}: no sim behaviour declares"
+            f" {'this parameter' if len(unknown) == 1 else 'these parameters'};"
+            f" declared: {sorted(declared)}"
+        )

@@ -159,6 +159,75 @@ def openai_structured_extra_body(
     }
 
 
+class WireFormatError(ValueError):
+    """A request body field that does not decode (the message names the field)."""
+
+
+def _choice_list(value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) for c in value):
+        raise WireFormatError(f"{field}: expected a non-empty list of strings")
+    return tuple(value)
+
+
+def _json_schema(value: Any, field: str) -> StructuredOutput:
+    if not isinstance(value, Mapping):
+        raise WireFormatError(f"{field}: expected a JSON schema object")
+    try:
+        return StructuredOutput(json_schema=value)
+    except ValueError as exc:
+        raise WireFormatError(f"{field}: {exc}") from None
+
+
+def _wrapped_choices(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The choices if ``schema`` is exactly :func:`choice_schema` of them, else None."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or set(properties) != {CHOICE_FIELD}:
+        return None
+    field = properties[CHOICE_FIELD]
+    enum = field.get("enum") if isinstance(field, Mapping) else None
+    if not isinstance(enum, list) or not enum or not all(isinstance(c, str) for c in enum):
+        return None
+    return tuple(enum) if dict(schema) == choice_schema(enum) else None
+
+
+def structured_from_wire(body: Mapping[str, Any]) -> tuple[StructuredOutput | None, bool]:
+    """The inverse of :func:`openai_structured_extra_body`: the structured-output spec a request
+    body carries in any of its forms, and whether the answer must be wrapped as
+    ``{"answer": choice}`` (a choice list sent as ``response_format``). ``json_object`` mode
+    carries no schema, so it decodes to no spec. Raises :class:`WireFormatError` naming the
+    field for a malformed spec."""
+    spec = body.get("structured_outputs")
+    if spec is not None:
+        if not isinstance(spec, Mapping):
+            raise WireFormatError("structured_outputs: expected an object")
+        if spec.get("choice") is not None:
+            return StructuredOutput(
+                choices=_choice_list(spec["choice"], "structured_outputs.choice")
+            ), False
+        if spec.get("json") is not None:
+            return _json_schema(spec["json"], "structured_outputs.json"), False
+        raise WireFormatError("structured_outputs: expected a 'choice' or 'json' field")
+    if body.get("guided_choice") is not None:
+        return StructuredOutput(choices=_choice_list(body["guided_choice"], "guided_choice")), False
+    if body.get("guided_json") is not None:
+        return _json_schema(body["guided_json"], "guided_json"), False
+    response_format = body.get("response_format")
+    if response_format is None:
+        return None, False
+    if not isinstance(response_format, Mapping):
+        raise WireFormatError("response_format: expected an object")
+    if response_format.get("type") != "json_schema":
+        return None, False
+    wrapper = response_format.get("json_schema")
+    schema = wrapper.get("schema") if isinstance(wrapper, Mapping) else None
+    if not isinstance(schema, Mapping):
+        raise WireFormatError("response_format.json_schema.schema: expected a JSON schema object")
+    choices = _wrapped_choices(schema)
+    if choices is not None:
+        return StructuredOutput(choices=choices), True
+    return _json_schema(schema, "response_format.json_schema.schema"), False
+
+
 # ---------------------------------------------------------------------------------------------
 # Parsing what came back
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from deliberation import prompts
+from deliberation import prompts, runs
 from deliberation.decision import parse_choice, render_decision_prompt
 from deliberation.discussion import (
     MemoryCandidate,
@@ -29,9 +29,17 @@ from deliberation.discussion import (
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.memory import Capacity, Memory, MemoryPool, budget_tokens, build_memory
+from deliberation.memory import (
+    Capacity,
+    Memory,
+    MemoryPool,
+    budget_tokens,
+    build_memory,
+    policy_spec,
+)
 from deliberation.memory.labels import read_balance, read_relevance
 from deliberation.memory_runs.grid import Cell, Grid
+from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
 
@@ -48,21 +56,6 @@ def stage_settings(
     """What a stage fixes about its requests (everything else comes from the profile): the
     structured answer it needs, and room for long answers where the stage needs it."""
     return StageSettings(stage, structured=structured, max_tokens=max_tokens)
-
-
-@dataclass(frozen=True)
-class StageCounts:
-    stage: str
-    built: int
-    unique: int
-    cached: int
-    sent: int
-
-    def line(self) -> str:
-        return (
-            f"{self.stage}: {self.built} requests built, {self.unique} unique prompts,"
-            f" {self.cached} already cached, {self.sent} sent"
-        )
 
 
 @dataclass
@@ -107,14 +100,7 @@ def send(
     client: CachedClient, requests: Sequence[ChatRequest], stage: str, report: RunReport
 ) -> tuple[list[ChatResponse], list[str]]:
     """One batch through the cache; records the stage's counts in ``report``."""
-    keys = [client.key(r) for r in requests]
-    unique = list(dict.fromkeys(keys))
-    cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
-    responses = client.generate(requests, desc=stage) if requests else []
-    counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)
-    report.stages.append(counts)
-    log.info(counts.line())
-    return responses, keys
+    return runs.send(client, requests, stage, report.stages)
 
 
 @dataclass
@@ -270,8 +256,6 @@ def decide(
     progress: bool = True,
 ) -> list[Decision]:
     """Every cell x tag mode of every task: build the memory, send the decisions, parse them."""
-    from deliberation.memory import policy_spec
-
     stage = f"{stage_prefix}.{DECISION}"
     plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
     requests: list[ChatRequest] = []

@@ -22,8 +22,10 @@ correctly; if a step is wrong it answers from the wrong chain; if steps are miss
 finish. It switches to the most common stated answer with probability ``dhd_answer_pull_per_vote``
 x (messages stating it), and falls back to that answer when it cannot finish. The draws
 use common random numbers: the integrator's own skill depends on (problem, draw) only, and its
-reading of a message on (problem, draw, message text), so showing or hiding one message changes
-only what that message does. Wrong-helpful and correct-harmful messages arise from this
+reading of a message on (problem, draw, message text without its answer line), so showing or
+hiding one message changes only what that message does, and masking a component changes only
+what that component does: a masked field reads ``[withheld]``, so masked reasoning states no
+step and a masked answer casts no vote. Wrong-helpful and correct-harmful messages arise from this
 mechanism; nothing assigns them.
 
 For a problem outside the synthetic families (a real benchmark item run on the sim for a smoke
@@ -207,7 +209,9 @@ def integrate(context: SimContext) -> SimAnswer:
     truth = {s.name: s.value for s in steps}
     misled: dict[str, int] = {}
     for block in blocks:
-        reader = _rng("integrator-read", problem, draw, block)
+        # Keyed on the message without its answer line: masking the answer then leaves the
+        # reading of the steps exactly as it was (component masking changes only what it hides).
+        reader = _rng("integrator-read", problem, draw, _ANSWER.sub("", block))
         for name, value in synthetic.stated_steps(block, set(truth)):
             if value == truth[name]:
                 if known[name] is None and reader.random() < _param(context, "dhd_uptake"):

@@ -39,7 +39,7 @@ from deliberation import prompts
 from deliberation.inference.sim_registry import SimAnswer, SimContext
 from deliberation.tokens import count_tokens
 
-DEFAULTS = {
+PARAMETERS = {
     "evidence_weight": 1.0,
     "social_weight": 0.0,
     "tone_weight": 0.0,
@@ -73,7 +73,7 @@ _WORD_LIMIT = re.compile(
 
 
 def param(context: SimContext, name: str) -> float:
-    return context.param(name, DEFAULTS[name])
+    return context.param(name)
 
 
 def section(prompt: str, header: str) -> list[str] | None:

@@ -1,15 +1,16 @@
-"""Behaviours for plumbing checks: ``echo`` and the smoke notebook's ``smoke.arithmetic``.
-
-Parameters read:
-- ``smoke_accuracy`` (default 0.9): probability the sim adds two numbers correctly; otherwise it
-  is off by one in a random direction. Lets the smoke notebook show a non-trivial accuracy.
-"""
+"""Behaviours for plumbing checks: ``echo`` and the smoke notebook's ``smoke.arithmetic``."""
 
 from __future__ import annotations
 
 import re
 
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
+
+PARAMETERS = {
+    # Probability the sim adds two numbers correctly; otherwise it is off by one in a random
+    # direction. Lets the smoke notebook show a non-trivial accuracy.
+    "smoke_accuracy": 0.9,
+}
 
 _SUM = re.compile(r"What is (-?\d+) \+ (-?\d+)\?")
 
@@ -29,6 +30,6 @@ def add_two_numbers(context: SimContext) -> SimAnswer:
     if match is None:
         return SimAnswer(text="I cannot find the sum to compute.")
     total = int(match.group(1)) + int(match.group(2))
-    if context.rng.random() >= context.param("smoke_accuracy", 0.9):
+    if context.rng.random() >= context.param("smoke_accuracy"):
         total += int(context.rng.choice([-1, 1]))
     return SimAnswer(text=f"Answer: {total}")

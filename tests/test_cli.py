@@ -1,0 +1,184 @@
+"""The ``deliberation`` command: a user-facing ``--help`` that imports no heavy module, every
+command's own ``--help``, and one real invocation of every command (a new command without one
+fails ``test_every_command_has_an_invocation_here``)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deliberation.cli import COMMANDS, build_parser, main
+from deliberation.inference import make_client
+from deliberation.inference.base import ChatRequest
+from deliberation.params import load_profile
+
+FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
+# Modules `deliberation --help` must not import (each costs 50 ms to 1 s).
+HEAVY = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib", "pydantic", "yaml",
+         "jsonschema", "openai", "httpx", "httpx2", "tqdm", "sqlite3")  # fmt: skip
+
+
+def _leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, ...]]:
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        yield path
+        return
+    for action in subcommands:
+        for name, child in action.choices.items():
+            yield from _leaves(child, (*path, name))
+
+
+def test_help_is_for_users_and_imports_no_heavy_module() -> None:
+    code = (
+        "import sys\nfrom deliberation.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as stop:\n    assert stop.code == 0\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    help_text, _, modules_line = result.stdout.rpartition("MODULES ")
+    modules = set(modules_line.split())
+    assert not sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert {m for m in modules if m.startswith("deliberation")} == {
+        "deliberation",
+        "deliberation.cli",
+    }
+    assert "notebooks" in help_text and "make paper" in help_text  # where the experiments are
+    for name, summary in COMMANDS.items():
+        assert name in help_text and summary.split()[0] in help_text
+
+
+def test_the_summaries_name_exactly_the_registered_commands() -> None:
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    registered = {action.dest for action in subparsers._choices_actions}
+    assert registered == set(COMMANDS), "add each new command's summary to cli.COMMANDS"
+
+
+LEAVES = sorted(_leaves(build_parser()))
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=[" ".join(leaf) for leaf in LEAVES])
+def test_every_command_has_a_help_page(leaf, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([*leaf, "--help"])
+    assert stop.value.code == 0
+    assert f"usage: deliberation {' '.join(leaf)}" in capsys.readouterr().out
+
+
+def _cached_answer() -> None:
+    client = make_client(load_profile("sim"), progress=False)
+    client.generate([ChatRequest.from_prompt("What is 2 + 3?", stage="smoke.arithmetic")])
+
+
+def _empty(tmp_path: Path) -> Path:
+    return tmp_path / "no-data"
+
+
+# leaf -> (arguments after the leaf, setup, expected exit code, text the output must contain)
+INVOCATIONS = {
+    ("serve-sim",): (["--host", "0.0.0.0", "--port", "0"], None, 2, "loopback only"),
+    ("cache", "stats"): ([], _cached_answer, 0, "smoke.arithmetic"),
+    ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
+    ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
+    ("crossprofile", "audit"): ([], None, 0, "audit OK"),
+    ("run", "crossprofile"): (
+        [
+            "--profile",
+            "smoke",
+            "--limit",
+            "1",
+            "--policies",
+            "R1",
+            "--budgets",
+            "0.6",
+            "--tags",
+            "keep",
+            "--out",
+            "{tmp}/rows.csv",
+            "--no-progress",
+        ],
+        None,
+        0,
+        "sent",
+    ),  # fmt: skip
+    ("run", "dhd"): (
+        ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],
+        None,
+        0,
+        "replay rows ->",
+    ),
+    ("run", "hiddenbench"): (
+        [
+            "--profile",
+            "smoke",
+            "--limit",
+            "1",
+            "--policies",
+            "R1",
+            "--budgets",
+            "0.6",
+            "--tags",
+            "keep",
+            "--out",
+            "{tmp}/rows.csv",
+            "--no-progress",
+        ],
+        None,
+        0,
+        "sent",
+    ),  # fmt: skip
+    ("tasks", "crossprofile"): (["--out", "{tmp}/tasks.jsonl"], None, 0, "tasks.jsonl"),
+    ("data", "fetch"): (["--dest", "{tmp}", "--only", "nosuch"], None, 2, "no pinned source"),
+    ("data", "verify"): (["--root", "{tmp}"], None, 1, "match their pinned sha256"),
+    ("data", "sources"): ([], None, 0, "licence"),
+    ("data", "check"): (["--root", "{tmp}"], None, 1, "deliberation data fetch"),
+}
+
+
+def test_every_command_has_an_invocation_here() -> None:
+    assert set(LEAVES) == set(INVOCATIONS)
+
+
+@pytest.mark.parametrize(
+    "leaf", sorted(INVOCATIONS), ids=[" ".join(k) for k in sorted(INVOCATIONS)]
+)
+def test_every_command_runs(leaf, tmp_path, capsys) -> None:
+    arguments, setup, code, needle = INVOCATIONS[leaf]
+    if setup is not None:
+        setup()
+    argv = [*leaf, *(a.replace("{tmp}", str(tmp_path)) for a in arguments)]
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse errors
+        status = stop.code
+    captured = capsys.readouterr()
+    assert status == code, captured
+    assert needle in captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_data_check_without_data_says_where_it_goes_and_how_to_get_it(tmp_path, capsys) -> None:
+    assert main(["data", "check", "--root", str(tmp_path / "absent")]) == 1
+    out = capsys.readouterr().out
+    assert str(tmp_path / "absent") in out
+    assert "deliberation data fetch" in out and "make data" in out
+    assert "DELIBERATION_DATA_DIR" in out and "--root" in out
+
+
+def test_bad_input_is_reported_without_a_traceback(tmp_path, capsys) -> None:
+    profile = tmp_path / "broken.yaml"
+    profile.write_text("backend: sim\nmodel: m\nseed: true\n")
+    status = main(["run", "dhd", "--profile", str(profile), "--out", str(tmp_path / "r.csv")])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert str(profile) in captured.err and "seed" in captured.err
+    assert "Traceback" not in captured.out + captured.err

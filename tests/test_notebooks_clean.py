@@ -1,0 +1,53 @@
+"""Committed notebooks carry no outputs and no execution counts: results live in figures/ and
+tables/ (written by the library), and a notebook diff shows only code and narrative."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from deliberation.paths import repo_root
+
+NOTEBOOKS = sorted((repo_root() / "notebooks").glob("*.ipynb"))
+HOW_TO_CLEAN = "clear them: jupyter nbconvert --clear-output --inplace notebooks/*.ipynb"
+
+
+def executed_traces(path: Path) -> list[str]:
+    """Each code cell of the notebook that holds outputs or an execution count."""
+    notebook = nbformat.read(path, as_version=4)
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.get("outputs"):
+            problems.append(f"{path.name}: cell {index} has {len(cell.outputs)} outputs")
+        if cell.get("execution_count") is not None:
+            problems.append(f"{path.name}: cell {index} has execution count {cell.execution_count}")
+    return problems
+
+
+def test_there_are_notebooks_to_check() -> None:
+    assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_has_no_outputs_or_execution_counts(path) -> None:
+    problems = executed_traces(path)
+    assert not problems, "; ".join(problems) + f" ({HOW_TO_CLEAN})"
+
+
+def test_the_check_finds_an_executed_cell(tmp_path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    clean = nbformat.v4.new_code_cell("1 + 1")
+    counted = nbformat.v4.new_code_cell("2 + 2", execution_count=3)
+    with_output = nbformat.v4.new_code_cell("print(5)")
+    with_output.outputs = [nbformat.v4.new_output("stream", text="5\n")]
+    notebook.cells = [nbformat.v4.new_markdown_cell("# title"), clean, counted, with_output]
+    path = tmp_path / "dirty.ipynb"
+    nbformat.write(notebook, path)
+    assert executed_traces(path) == [
+        "dirty.ipynb: cell 2 has execution count 3",
+        "dirty.ipynb: cell 3 has 1 outputs",
+    ]
