@@ -57,7 +57,7 @@ def test_with_full_disclosure_the_transcript_approaches_every_fact(tmp_path):
         result = run(tmp_path, profile, templates=20)
         assert result.disclosure["full"].all()
         frames.append(result.rows.assign(template=lambda f, s=seed: f"{s}:" + f["template"]))
-    rows = pd.concat(frames, ignore_index=True)
+    rows = pd.concat(frames, ignore_index=True).assign(profile="pooled")
     table = report.accuracy_table(rows, n_resamples=RESAMPLES, seed=1).set_index("measure")
     transcript = table.loc["decision: transcript", "estimate"]
     assert abs(transcript - table.loc["decision: every-fact", "estimate"]) <= 0.1
