@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
     "deliberation.dhd.commands",
+    "deliberation.natural_runs.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
@@ -29,7 +30,7 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
-    "run": "run an experiment through the response cache (crossprofile, hiddenbench, dhd)",
+    "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
 }
 
 
