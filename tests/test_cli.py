@@ -136,6 +136,22 @@ INVOCATIONS = {
         0,
         "sent",
     ),  # fmt: skip
+    ("run", "natural"): (
+        [
+            "--profile",
+            "smoke",
+            "--benchmarks",
+            "crossprofile",
+            "--limit",
+            "1",
+            "--out",
+            "{tmp}/natural.csv",
+            "--no-progress",
+        ],
+        None,
+        0,
+        "invalid votes",
+    ),  # fmt: skip
     ("tasks", "crossprofile"): (["--out", "{tmp}/tasks.jsonl"], None, 0, "tasks.jsonl"),
     ("data", "fetch"): (["--dest", "{tmp}", "--only", "nosuch"], None, 2, "no pinned source"),
     ("data", "verify"): (["--root", "{tmp}"], None, 1, "match their pinned sha256"),

@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "deliberation.datasets.commands",
     "deliberation.memory_runs.commands",
     "deliberation.dhd.commands",
+    "deliberation.natural_runs.commands",
     "deliberation.paper.commands",
 ]
 
@@ -30,7 +31,7 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
-    "run": "run an experiment through the response cache (crossprofile, hiddenbench, dhd)",
+    "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",

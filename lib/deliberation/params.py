@@ -101,6 +101,29 @@ class DHDOptions(_Strict):
     masking_replicates: int = Field(5, gt=0, description="replicates per masking case")
 
 
+class NaturalOptions(_Strict):
+    """The natural-discussion experiment (``deliberation run natural``, notebook 06)."""
+
+    benchmarks: tuple[Literal["crossprofile", "hiddenbench"], ...] = Field(
+        ("crossprofile", "hiddenbench"), description="task sets (HiddenBench needs make data)"
+    )
+    variants: tuple[Literal["plain", "evidence-first"], ...] = Field(
+        ("plain", "evidence-first"), description="speaking-prompt variants, paired on tasks"
+    )
+    replicates: int = Field(1, gt=0, description="discussions per task and variant (fresh seeds)")
+    rounds: int = Field(2, gt=0, description="speaking rounds between the two votes")
+    policies: tuple[str, ...] = Field(
+        ("R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty"),
+        description="memory policies applied to the transcript's statements",
+    )
+    budget: float = Field(0.6, gt=0, le=1, description="budget fraction r of budgeted policies")
+    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
+    limit: int | None = Field(
+        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
+    )
+    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
+
+
 class ExperimentOptions(_Strict):
     """Sizes that differ between a full run and a smoke run, and the memory-run grids."""
 
@@ -108,6 +131,7 @@ class ExperimentOptions(_Strict):
     crossprofile: MemoryGridOptions = MemoryGridOptions()
     hiddenbench: MemoryGridOptions = MemoryGridOptions()
     dhd: DHDOptions = DHDOptions()
+    natural: NaturalOptions = NaturalOptions()
 
 
 _YAML_TYPE_NAMES = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",

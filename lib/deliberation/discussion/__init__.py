@@ -3,6 +3,9 @@
 - :mod:`.transcript`: statements, turns, transcripts and the memory candidates (unique
   statements with their holder tags, in first-mention order).
 - :mod:`.scripted`: the scripted discussion of paper 1 (every agent states every fact it holds).
+- :mod:`.natural`: the free discussion (votes, two speaking rounds) run through the cache.
+- :mod:`.statements`: statements of free text (sentences, near-duplicate groups, rarity).
+- :mod:`.disclosure`: whether each fact was stated in full, in part or not at all.
 """
 
 from deliberation.discussion.scripted import DiscussionFact, DiscussionTask, scripted_discussion

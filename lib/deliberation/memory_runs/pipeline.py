@@ -130,16 +130,19 @@ def prepare(
     seed: int,
     truth: Callable[[Any], Mapping[str, Any] | None],
     report: RunReport,
+    discussion: Callable[[Any, int], Transcript] = scripted_discussion,
+    candidates: Callable[[Transcript], tuple[MemoryCandidate, ...]] = memory_candidates,
 ) -> list[_Prepared]:
-    """Discussion, candidates and the model calls policies need before any memory is built."""
+    """Discussion, candidates and the model calls policies need before any memory is built.
+    ``discussion`` and ``candidates`` default to the scripted discussion and its facts; the
+    natural-discussion run passes its held transcripts and their sentence groups."""
     prepared = []
     for task in tasks:
-        transcript = scripted_discussion(task, seed)
-        candidates = memory_candidates(transcript)
+        transcript = discussion(task, seed)
         pool = MemoryPool(
             task_id=task.id,
             seed=seed,
-            candidates=candidates,
+            candidates=candidates(transcript),
             options=tuple(task.options),
             truth=truth(task),
         )

@@ -6,5 +6,6 @@ from deliberation.inference.sim_behaviours import (  # noqa: F401
     crossprofile,
     dhd,
     hiddenbench,
+    natural,
     plumbing,
 )

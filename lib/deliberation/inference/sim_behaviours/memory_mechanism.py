@@ -117,15 +117,19 @@ def numbered_statements(prompt: str) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for m in map(_NUMBERED.match, lines) if m]
 
 
-def decide(context: SimContext, reader: Reader) -> SimAnswer:
-    """Score each option from the memory lines it can read, add logit noise, pick the best."""
-    prompt = context.prompt
-    options = prompt_options(prompt)
-    if not options:
-        return SimAnswer(text="I cannot find the options in this prompt.")
+def choose(
+    context: SimContext,
+    options: Sequence[str],
+    notes: Sequence[tuple[int, str]],
+    reader: Reader,
+    invalid_rate: float,
+) -> str | None:
+    """The decision maker's mechanism on (holders, text) notes: score each option from the
+    lines the reader can read, add logit noise, pick the best; None (an invalid answer) with
+    probability ``invalid_rate``. Agents of a natural discussion vote with it too."""
     w_e, w_s, w_t = (param(context, n) for n in ("evidence_weight", "social_weight", "tone_weight"))
     scores = dict.fromkeys(options, 0.0)
-    for holders, text in memory_notes(prompt):
+    for holders, text in notes:
         reading = reader(text, options)
         if reading is None or reading.option not in scores:
             continue
@@ -134,13 +138,28 @@ def decide(context: SimContext, reader: Reader) -> SimAnswer:
         else:
             scores[reading.option] += w_t * reading.tone
     rng = context.rng
-    if rng.random() < param(context, "invalid_rate"):
-        return SimAnswer(text=f"I cannot decide between {options[0]} and {options[-1]}.")
+    if rng.random() < invalid_rate:
+        return None
     noise = param(context, "choice_noise")
     values = [scores[o] + (noise * rng.gumbel() if noise > 0 else 0.0) for o in options]
     best = max(values)
     tied = [o for o, v in zip(options, values, strict=True) if math.isclose(v, best)]
-    choice = tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
+    return tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
+
+
+def decide(
+    context: SimContext, reader: Reader, notes: Sequence[tuple[int, str]] | None = None
+) -> SimAnswer:
+    """Score each option from the memory lines it can read (``notes``: default the prompt's
+    note or summary lines), add logit noise, pick the best."""
+    prompt = context.prompt
+    options = prompt_options(prompt)
+    if not options:
+        return SimAnswer(text="I cannot find the options in this prompt.")
+    notes = memory_notes(prompt) if notes is None else notes
+    choice = choose(context, options, notes, reader, param(context, "invalid_rate"))
+    if choice is None:
+        return SimAnswer(text=f"I cannot decide between {options[0]} and {options[-1]}.")
     return SimAnswer(text=choice, parsed=choice)
 
 

@@ -1,0 +1,302 @@
+"""Tables and figures of the natural-discussion experiment (notebook 06), from its rows.
+
+Every interval is a 95% percentile cluster bootstrap (:mod:`deliberation.stats`) resampling
+templates (CrossProfile) or tasks (HiddenBench), the ``template`` column, never rows. Invalid
+votes and answers stay in every mean as wrong (``correct = 0``) and are counted in
+:func:`invalid_table`.
+
+Measures (one value per discussion, :func:`outcomes`):
+
+- ``group share (initial|final)``: share of the agents whose vote is the key;
+- ``group majority (initial|final)``: 1 when the most common vote is the key and leads strictly
+  (a tie, or a plurality of invalid votes, is 0);
+- ``decision: <policy>``: the decision call's correctness reading the full transcript, every
+  fact, or a memory policy;
+- ``private facts stated in full`` / ``... in part``: share of the discussion's private facts
+  with that disclosure label (discussions without private facts have no value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
+
+DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
+FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
+INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+GROUP_MEASURES = (
+    "group share (initial)",
+    "group share (final)",
+    "group majority (final)",
+    "decision: every-fact",
+)
+POLICY_PAIRS = (("transcript", "empty"), ("R1", "B3"), ("R1", "B4"), ("R1", "Random"))
+
+
+def decision_measures(table: pd.DataFrame) -> list[str]:
+    """The decision measures of an accuracy table: transcript, empty, every fact, then the
+    policies in the order they appear."""
+    found = [m for m in table["measure"].unique() if m.startswith("decision: ")]
+    first = ["decision: transcript", "decision: empty", "decision: every-fact"]
+    return [m for m in first if m in found] + [m for m in found if m not in first]
+
+
+def group_votes(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per discussion and vote stage: agents, invalid votes, share correct, majority correct."""
+    votes = rows[rows["kind"] == "vote"]
+    out = []
+    for key, group in votes.groupby([*DISCUSSION, "stage"], sort=True, dropna=False):
+        counts = group.loc[group["valid"] == 1, "answer"].value_counts()
+        leads = len(counts) > 0 and (len(counts) == 1 or counts.iloc[0] > counts.iloc[1])
+        leader_right = leads and group.loc[group["answer"] == counts.index[0], "correct"].max()
+        majority = int(bool(leader_right))
+        out.append(
+            dict(zip([*DISCUSSION, "stage"], key, strict=True))
+            | {
+                "agents": len(group),
+                "invalid": int((group["valid"] == 0).sum()),
+                "share_correct": float(group["correct"].mean()),
+                "majority_correct": majority,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (discussion, measure) with its ``value`` (module docstring)."""
+    parts = []
+    groups = group_votes(rows)
+    for stage in ("initial", "final"):
+        mine = groups[groups["stage"] == stage]
+        for column, name in (
+            ("share_correct", "group share"),
+            ("majority_correct", "group majority"),
+        ):
+            parts.append(mine[DISCUSSION].assign(measure=f"{name} ({stage})", value=mine[column]))
+    decisions = rows[rows["kind"] == "decision"]
+    parts.append(
+        decisions[DISCUSSION].assign(
+            measure="decision: " + decisions["policy"], value=decisions["correct"].astype(float)
+        )
+    )
+    if disclosure is not None and len(disclosure):
+        private = disclosure[disclosure["private"] == 1]
+        rates = private.groupby(DISCUSSION, dropna=False)[["full", "partial"]].mean().reset_index()
+        parts.append(rates[DISCUSSION].assign(measure=FULL_PRIVATE, value=rates["full"]))
+        parts.append(rates[DISCUSSION].assign(measure=PARTIAL_PRIVATE, value=rates["partial"]))
+    frame = pd.concat(parts, ignore_index=True)
+    frame["value"] = frame["value"].astype(float)
+    return frame
+
+
+def _bootstrap_table(
+    frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
+) -> pd.DataFrame:
+    """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval."""
+    combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
+    statistics = {
+        str(i): mean_of(value, dict(zip(keys, combo, strict=True)))
+        for i, combo in enumerate(combos.itertuples(index=False, name=None))
+    }
+    if not statistics:
+        return pd.DataFrame(columns=[*keys, *INTERVAL_COLUMNS])
+    results = cluster_bootstrap_many(frame, statistics, "template", n_resamples, seed=seed)
+    rows = []
+    for (name, result), combo in zip(
+        results.items(), combos.itertuples(index=False, name=None), strict=True
+    ):
+        del name
+        rows.append(
+            dict(zip(keys, combo, strict=True))
+            | {
+                "estimate": result.estimate,
+                "low": result.low,
+                "high": result.high,
+                "n_clusters": result.n_clusters,
+            }
+        )
+    return pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS])
+
+
+def accuracy_table(
+    rows: pd.DataFrame,
+    disclosure: pd.DataFrame | None = None,
+    *,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals."""
+    return _bootstrap_table(
+        outcomes(rows, disclosure),
+        ["profile", "benchmark", "prompt", "measure"],
+        "value",
+        n_resamples,
+        seed,
+    )
+
+
+def disclosure_table(
+    disclosure: pd.DataFrame,
+    by: Sequence[str] = ("profile", "benchmark", "prompt", "private"),
+    *,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Rates of full, partial and no disclosure per cell of ``by`` (facts pooled within a
+    cell; templates resampled)."""
+    long = disclosure.melt(
+        id_vars=[c for c in disclosure.columns if c not in ("full", "partial", "none")],
+        value_vars=["full", "partial", "none"],
+        var_name="disclosure",
+        value_name="rate",
+    )
+    long["rate"] = long["rate"].astype(float)
+    return _bootstrap_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
+
+
+def paired_effect(
+    rows: pd.DataFrame,
+    disclosure: pd.DataFrame | None = None,
+    *,
+    a: str = "evidence-first",
+    b: str = "plain",
+    measures: Sequence[str] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Prompt ``a`` minus prompt ``b`` per benchmark and measure, paired on (task, replicate):
+    both variants of a task are discussed with fresh seeds, and only tasks with both count."""
+    frame = outcomes(rows, disclosure)
+    if measures is not None:
+        frame = frame[frame["measure"].isin(measures)]
+    pairs = []
+    for (name, benchmark, measure), group in frame.groupby(
+        ["profile", "benchmark", "measure"], sort=True
+    ):
+        if not {a, b} <= set(group["prompt"]):
+            continue
+        both = group.groupby(["template", "task", "replicate"])["prompt"].transform("nunique") == 2
+        diff = paired_differences(
+            group[both], a, b, by="prompt", value="value", pair_on=["task", "replicate"]
+        )
+        pairs.append(diff.assign(profile=name, benchmark=benchmark, measure=measure))
+    if not pairs:
+        return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
+    table = _bootstrap_table(
+        pd.concat(pairs, ignore_index=True),
+        ["profile", "benchmark", "measure"],
+        "difference",
+        n_resamples,
+        seed,
+    )
+    return table.assign(contrast=f"{a} - {b}")
+
+
+def policy_contrasts(
+    rows: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Decision accuracy of policy ``a`` minus ``b`` on the same discussions, per benchmark
+    and prompt variant."""
+    decisions = rows[rows["kind"] == "decision"]
+    parts = []
+    for a, b in pairs:
+        for (name, benchmark, prompt), group in decisions.groupby(
+            ["profile", "benchmark", "prompt"], sort=True
+        ):
+            if not {a, b} <= set(group["policy"]):
+                continue
+            diff = paired_differences(
+                group, a, b, by="policy", value="correct", pair_on=["task", "replicate"]
+            )
+            parts.append(
+                diff.assign(profile=name, benchmark=benchmark, prompt=prompt, contrast=f"{a} - {b}")
+            )
+    if not parts:
+        return pd.DataFrame(
+            columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
+        )
+    return _bootstrap_table(
+        pd.concat(parts, ignore_index=True),
+        ["profile", "benchmark", "prompt", "contrast"],
+        "difference",
+        n_resamples,
+        seed,
+    )
+
+
+def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows and invalid answers per benchmark, kind, vote stage or decision policy (an invalid
+    row is kept and counted wrong)."""
+    frame = rows.assign(what=np.where(rows["kind"] == "vote", rows["stage"], rows["policy"]))
+    table = (
+        frame.groupby(["profile", "benchmark", "kind", "what"], sort=True)
+        .agg(rows=("valid", "size"), invalid=("valid", lambda v: int((v == 0).sum())))
+        .reset_index()
+    )
+    table["invalid_share"] = table["invalid"] / table["rows"]
+    return table
+
+
+def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> plt.Figure:
+    """Bars with 95% intervals: one panel per benchmark, one bar group per measure, one bar
+    per prompt variant."""
+    table = table[table["measure"].isin(measures)]
+    benchmarks = sorted(table["benchmark"].unique())
+    prompts = sorted(table["prompt"].unique(), key=lambda p: p != "plain")
+    fig, axes = plt.subplots(
+        1, max(1, len(benchmarks)), figsize=(1.2 + 0.9 * len(measures) * max(1, len(benchmarks)), 4),
+        squeeze=False, sharey=True,
+    )  # fmt: skip
+    width = 0.8 / max(1, len(prompts))
+    for ax, benchmark in zip(axes[0], benchmarks, strict=False):
+        mine = table[table["benchmark"] == benchmark]
+        present = [m for m in measures if m in set(mine["measure"])]
+        for k, prompt in enumerate(prompts):
+            part = mine[mine["prompt"] == prompt].set_index("measure").reindex(present)
+            x = np.arange(len(present)) + (k - (len(prompts) - 1) / 2) * width
+            err = np.vstack(
+                [part["estimate"] - part["low"], part["high"] - part["estimate"]]
+            ).astype(float)
+            ax.bar(x, part["estimate"], width, yerr=err, capsize=2, label=prompt)
+        ax.set_xticks(np.arange(len(present)))
+        ax.set_xticklabels([m.removeprefix("decision: ") for m in present], rotation=45, ha="right")
+        ax.set_title(benchmark)
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("accuracy (95% cluster-bootstrap interval)")
+    axes[0][0].legend(title="prompt", fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
+    """Stacked full / partial / none shares of facts per benchmark, prompt and private flag."""
+    index = [c for c in ("profile", "benchmark", "prompt", "private") if c in table.columns]
+    pivot = table.pivot_table(index=index, columns="disclosure", values="estimate").reindex(
+        columns=["full", "partial", "none"]
+    )
+    fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(pivot), 4))
+    bottom = np.zeros(len(pivot))
+    for label in pivot.columns:
+        ax.bar(range(len(pivot)), pivot[label].fillna(0), bottom=bottom, label=label)
+        bottom += pivot[label].fillna(0).to_numpy()
+    ax.set_xticks(range(len(pivot)))
+    ax.set_xticklabels(
+        ["\n".join(str(x) for x in key[:-1]) + ("\nprivate" if key[-1] else "\nshared")
+         for key in pivot.index],
+        fontsize="small",
+    )  # fmt: skip
+    ax.set_ylabel("share of facts")
+    ax.legend(title="stated", fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
