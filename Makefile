@@ -7,14 +7,16 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper test lint unit nbval lab data bench clean clean-cache
+.PHONY: help setup paper plan report test lint unit nbval lab data bench clean clean-cache
 
 help:
-	@echo "make paper [PROFILE=sim]  run every notebook headlessly (papermill); outputs in figures/ tables/"
+	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
+	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
+	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
 	@echo "make test                 lint + unit tests + notebooks under nbval (smoke profile)"
 	@echo "make lab                  JupyterLab on the notebooks"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
-	@echo "make bench                speed benchmarks"
+	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
 
@@ -26,38 +28,37 @@ $(SETUP_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# Each notebook is executed into build/executed/<profile>/ (temp file, renamed on success; a
-# failed run is kept as FAILED-<name> for debugging, never under the finished name). The
-# notebooks write their own figures and tables under figures/<profile>/ and tables/<profile>/.
+# The build lives in the library (deliberation.paper.build): it prints the plan, runs each notebook
+# of notebooks/manifest.yaml whose inputs changed since its last successful run (FORCE=1: all)
+# into build/executed/<profile>/, stops at a failing notebook naming it and the failing cell
+# (kept as FAILED-<name>), then checks that every file figures/README.md lists exists.
+# ONLY="00 07" limits the run. The notebooks write figures/<profile>/ and tables/<profile>/.
 paper: setup
-	@mkdir -p $(EXECUTED)
-	@set -e; for nb in $(NOTEBOOKS); do \
-	  name=$$(basename $$nb); \
-	  echo "== $$name (profile $(PROFILE))"; \
-	  rm -f $(EXECUTED)/FAILED-$$name; \
-	  if $(VENV)/bin/papermill --no-progress-bar --cwd notebooks -k python3 -p profile $(PROFILE) \
-	      $$nb $(EXECUTED)/.tmp-$$name; then \
-	    mv $(EXECUTED)/.tmp-$$name $(EXECUTED)/$$name; \
-	  else \
-	    mv $(EXECUTED)/.tmp-$$name $(EXECUTED)/FAILED-$$name 2>/dev/null || true; \
-	    rm -f $(EXECUTED)/$$name; \
-	    echo "$$name failed: see $(EXECUTED)/FAILED-$$name"; exit 1; \
-	  fi; \
-	done
-	@echo "figures: figures/$(PROFILE)/  tables: tables/$(PROFILE)/  executed notebooks: $(EXECUTED)/"
+	$(PY) -m deliberation paper $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
+	  $(if $(ONLY),--notebooks $(ONLY))
+
+# Model calls, tokens, cache hits and cost per notebook and stage; sends nothing.
+plan: setup
+	$(PY) -m deliberation plan $(PROFILE) $(if $(ONLY),--notebooks $(ONLY))
+
+# HTML site of the executed notebooks, figures and tables: build/report/<profile>/index.html.
+report: setup
+	$(PY) -m deliberation report $(PROFILE)
+
+# Each part of `make test` prints its own wall time (.ci/run prints the total).
+TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
 
 lint: setup
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	@$(TIMED) $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 # Run from tests/, not the root, so a test that depends on the working directory fails here.
 unit: setup
-	cd tests && $(abspath $(VENV))/bin/pytest -q
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10
 
 # Notebooks run as-is under nbval with the smoke profile injected through the environment;
 # outputs and caches go to a temporary folder, never into the working tree.
 nbval: setup
-	@tmp=$$(mktemp -d); \
+	@$(TIMED) tmp=$$(mktemp -d); \
 	DELIBERATION_PROFILE=smoke DELIBERATION_OUTPUT_ROOT=$$tmp/out DELIBERATION_CACHE_DIR=$$tmp/cache \
 	  $(VENV)/bin/pytest -q -p no:cacheprovider --nbval-lax $(NOTEBOOKS); \
 	status=$$?; rm -rf $$tmp; exit $$status
@@ -71,8 +72,9 @@ lab: setup
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external
 
+# One table of the project's performance figures (printed and written to build/bench.md).
 bench: setup
-	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b; done
+	$(PY) -m deliberation bench
 
 # .cache/ holds the response caches: answers of paid API and GPU runs. `clean` never touches it;
 # only `clean-cache` deletes it, after a "yes" typed at the prompt or with CONFIRM=1.

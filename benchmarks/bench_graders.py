@@ -31,6 +31,7 @@ import numpy as np
 
 from deliberation import datasets
 from deliberation.datasets import AnswerType, symbolic
+from deliberation.paper.bench import BenchRow, write_rows
 from deliberation.paths import shared_data_dir
 
 N_REPLIES = 10_000
@@ -124,9 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=shared_data_dir())
     parser.add_argument("--replies", type=int, default=N_REPLIES)
+    parser.add_argument("--rows", help="write this benchmark's rows of the make-bench table here")
     args = parser.parse_args(argv)
     if args.root is None:
         print("bench_graders: no ../shared/data (set DELIBERATION_SHARED_DATA); skipped")
+        write_rows(args.rows, [BenchRow("DHD graders", "skipped", "no ../shared/data")])
         return 0
     logging.basicConfig(level=logging.ERROR)  # a timed-out tower is counted, not logged
     items = [it for name in datasets.BENCHMARKS for it in datasets.load(name, args.root / name)]
@@ -174,6 +177,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'  ' + name:28s} {count:>10d}")
     over = [t for t in cpu_times if t[0] > LIMIT_S]
     print(f"{'replies over ' + str(LIMIT_S) + ' s CPU':28s} {len(over):>10d}  (goal: 0)")
+    write_rows(
+        args.rows,
+        [
+            BenchRow(
+                f"DHD graders: {len(replies):,} replies, slowest reply (CPU)",
+                f"{slowest_cpu[0]:.2f} s",
+                f"total {total:.1f} s, mean {1e3 * total / len(times):.2f} ms per reply",
+                f"<= {LIMIT_S:g} s each: {'met' if not over else 'NOT met'}",
+            )
+        ],
+    )
     return 1 if over else 0
 
 

@@ -27,6 +27,7 @@ from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.inference.testing import running_sim_server
+from deliberation.paper.bench import BenchRow, write_rows
 
 SPEEDUP_GOAL = 15.0
 
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequential", type=int, default=30, help="requests in the sequential run")
     parser.add_argument("--cache-reads", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3, help="concurrent runs (median reported)")
+    parser.add_argument("--rows", help="write this benchmark's rows of the make-bench table here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -134,6 +136,19 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(w, len(h)) for w, h in zip(widths, header, strict=True)]
     for row in (header, tuple("-" * w for w in widths), *rows):
         print(f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]}")
+    write_rows(
+        args.rows,
+        [
+            BenchRow(
+                f"openai backend over serve-sim ({args.latency_ms:g} ms latency),"
+                f" concurrency {args.concurrency}",
+                f"{concurrent_rate:,.1f} req/s",
+                f"sequential: {sequential_rate:,.1f} req/s ({ratio:,.1f}x)",
+                f">= {SPEEDUP_GOAL:g}x: {'met' if ratio >= SPEEDUP_GOAL else 'NOT met'}",
+            ),
+            BenchRow("cache-hit reads (CachedClient.generate)", f"{hit_rate:,.0f} /s"),
+        ],
+    )
     return 0
 
 

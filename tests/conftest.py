@@ -10,4 +10,5 @@ def _isolated_outputs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     root = tmp_path_factory.mktemp("outputs")
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(root / "out"))
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(root / "cache"))
+    monkeypatch.setenv("DELIBERATION_BUILD_DIR", str(root / "build"))
     yield root

@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "deliberation.memory_runs.commands",
     "deliberation.dhd.commands",
     "deliberation.natural_runs.commands",
+    "deliberation.paper.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
@@ -31,6 +32,10 @@ COMMANDS = {
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
     "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
+    "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
+    "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
+    "report": "HTML site of a profile's executed notebooks, figures and tables",
+    "bench": "run every benchmark and write one table (build/bench.md)",
 }
 
 

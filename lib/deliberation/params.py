@@ -19,6 +19,7 @@ must (see :mod:`deliberation.inference.generation`).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -38,6 +39,7 @@ from pydantic import (
 )
 
 from deliberation import paths
+from deliberation.cost import CostModel
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
@@ -165,6 +167,9 @@ class Profile(_Strict):
         description="the backend's own section (validated by backend_class(backend).Options)"
     )
     experiments: ExperimentOptions = ExperimentOptions()
+    cost: CostModel = Field(
+        CostModel(), description="throughput or prices for `deliberation plan`; changes no answer"
+    )
     served_by_sim: bool = Field(
         False,
         description="set by make_client when the server says it is serve-sim; never from YAML",
@@ -222,7 +227,7 @@ class Profile(_Strict):
     @property
     def params_hash(self) -> str:
         """Short hash of everything that can change results (not the file path)."""
-        payload = self.model_dump(exclude={"source", "description"})
+        payload = self.model_dump(exclude={"source", "description", "cost"})
         blob = json.dumps(payload, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -253,6 +258,27 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: expected a mapping of keys at the top level")
     return data
+
+
+def profile_files(name_or_path: str | Path) -> list[Path]:
+    """The profile's file and every file it ``extends:``, child first."""
+    path = _profile_path(name_or_path)
+    files = [path]
+    while (parent := _read_yaml(files[-1]).get("extends")) is not None:
+        files.append(files[-1].parent / f"{parent}.yaml")
+        if files[-1] in files[:-1] or not files[-1].is_file():
+            break  # load_profile reports the cycle or the missing parent
+    return files
+
+
+def _profile_path(name_or_path: str | Path) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix not in {".yaml", ".yml"}:
+        candidate = paths.params_dir() / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
+        raise ProfileError(f"{candidate}: no such profile; available: {available}")
+    return candidate
 
 
 def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -305,8 +331,10 @@ def _converted(given: Any, validated: Any, path: str = "") -> list[str]:
         ]
     if given is None or validated is None or isinstance(given, dict | list):
         return []
-    same = type(given) is type(validated) or (
-        type(given) is int and type(validated) is float  # 180 for a float field
+    same = (
+        type(given) is type(validated)
+        or (type(given) is int and type(validated) is float)  # 180 for a float field
+        or (isinstance(given, dt.date) and validated == given.isoformat())  # a YAML date
     )
     if same:
         return []
@@ -331,12 +359,7 @@ def _non_finite(value: Any, path: str = "") -> str | None:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
-    candidate = Path(name_or_path)
-    if candidate.suffix not in {".yaml", ".yml"}:
-        candidate = paths.params_dir() / f"{name_or_path}.yaml"
-    if not candidate.is_file():
-        available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
-        raise ProfileError(f"{candidate}: no such profile; available: {available}")
+    candidate = _profile_path(name_or_path)
     data = _resolve(candidate)
     if "served_by_sim" in data or "options" in data:
         key = "served_by_sim" if "served_by_sim" in data else "options"

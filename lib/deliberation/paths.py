@@ -38,6 +38,12 @@ def output_root() -> Path:
     return Path(env).resolve() if env else repo_root()
 
 
+def build_dir() -> Path:
+    """Executed notebooks, build stamps, the report and the benchmark table."""
+    env = os.environ.get("DELIBERATION_BUILD_DIR")
+    return Path(env).resolve() if env else repo_root() / "build"
+
+
 def cache_dir() -> Path:
     env = os.environ.get("DELIBERATION_CACHE_DIR")
     return Path(env).resolve() if env else repo_root() / ".cache"

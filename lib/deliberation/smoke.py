@@ -15,8 +15,10 @@ import pandas as pd
 
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.generation import StageSettings, stage_request
+from deliberation.runs import run_requests
 
 if TYPE_CHECKING:
+    from deliberation.inference.client import CachedClient
     from deliberation.params import Profile
 
 PROMPT = "What is {a} + {b}? Reply in the form 'Answer: N'."
@@ -67,6 +69,14 @@ def score(items: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     frame["valid"] = frame["answer"].notna()
     frame["correct"] = (frame["answer"] == frame["truth"]).fillna(False).astype(bool)
     return frame
+
+
+def run_profile(profile: Profile, client: CachedClient) -> pd.DataFrame:
+    """The notebook's experiment (``notebooks/manifest.yaml``): the profile's items through the
+    client, scored (one row per call)."""
+    items = arithmetic_items(profile.experiments.smoke_items, seed=profile.seed)
+    _, results = run_requests(client, arithmetic_requests(profile, items), desc="smoke")
+    return score(items, results)
 
 
 def summary(scored: pd.DataFrame) -> pd.DataFrame:

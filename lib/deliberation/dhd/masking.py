@@ -338,3 +338,27 @@ def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:
         cases=("message", "size"), flagged=("flagged", "sum"), benchmarks=("benchmark", "nunique")
     )
     return summary.reindex([c for c in CELLS if c in summary.index]).reset_index()
+
+
+def run_profile_masking(
+    profile: Profile, client: CachedClient
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Notebook 08's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
+    it): notebook 07's run (from the cache), the cases chosen from its replays, and their
+    masking replays with the profile's ``experiments.dhd`` settings."""
+    from deliberation.dhd.labels import trajectory_values
+    from deliberation.dhd.run import run_profile
+
+    options = profile.experiments.dhd
+    results = run_profile(client, profile)
+    values = trajectory_values(results.replays)
+    cases = choose_cases(values, results.proposals, per_cell=options.masking_cases)
+    return run_masking(
+        client,
+        profile,
+        results.items,
+        results.pools,
+        cases,
+        replicates=options.masking_replicates,
+        seed=profile.seed,
+    )

@@ -246,6 +246,14 @@ class Backend(abc.ABC):
         an instance of ``cls.Options``)."""
         raise NotImplementedError(f"{cls.__name__} cannot be built from a profile")
 
+    @classmethod
+    def for_planning(cls, profile: Any) -> Backend:
+        """The backend as far as keys go (:meth:`identity`, :meth:`request_payload`), built
+        without a key, an engine, a GPU or the network: ``deliberation plan`` computes each
+        request's cache key with it and never calls :meth:`generate`. The default is
+        :meth:`from_profile`; backends whose construction needs more override it."""
+        return cls.from_profile(profile)
+
     def server_is_synthetic(self) -> bool:
         """Whether the server behind this backend says its answers are synthetic (serve-sim
         does, in ``/v1/models``); backends without a server answer ``synthetic``."""

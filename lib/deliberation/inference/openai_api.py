@@ -227,13 +227,22 @@ class OpenAIBackend(Backend):
     @classmethod
     def from_profile(cls, profile: Any) -> OpenAIBackend:
         options: OpenAIOptions = profile.options
+        key = read_api_key(options.api_key_env, profile=profile.name, field="openai.api_key_env")
+        return cls._build(profile, key)
+
+    @classmethod
+    def for_planning(cls, profile: Any) -> OpenAIBackend:
+        """Keys only: the key never enters a payload, so none is read (``deliberation plan``)."""
+        return cls._build(profile, PLACEHOLDER_KEY)
+
+    @classmethod
+    def _build(cls, profile: Any, api_key: str) -> OpenAIBackend:
+        options: OpenAIOptions = profile.options
         return cls(
             model=profile.model,
             revision=profile.revision,
             base_url=options.base_url,
-            api_key=read_api_key(
-                options.api_key_env, profile=profile.name, field="openai.api_key_env"
-            ),
+            api_key=api_key,
             concurrency=options.concurrency,
             max_retries=options.max_retries,
             timeout_s=options.timeout_s,

@@ -219,7 +219,13 @@ class VLLMBackend(Backend):
     Options = VLLMOptions
 
     def __init__(
-        self, *, model: str, revision: str | None = None, seed: int = 0, **options: Any
+        self,
+        *,
+        model: str,
+        revision: str | None = None,
+        seed: int = 0,
+        load_vllm: bool = True,
+        **options: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model: expected a model id, got {model!r}")
@@ -227,9 +233,12 @@ class VLLMBackend(Backend):
         self.revision = revision or None
         self.seed = seed
         self.options = VLLMOptions.from_options(options)
+        self._llm: Any = None
+        if not load_vllm:  # keys and payloads only (for_planning): never generates
+            self._vllm = None
+            return
         self._vllm = import_vllm()
         self._sampling_params_module = importlib.import_module("vllm.sampling_params")
-        self._llm: Any = None
         logger.info(
             "vllm backend: vLLM %s, model %s",
             getattr(self._vllm, "__version__", "?"),
@@ -243,6 +252,17 @@ class VLLMBackend(Backend):
             model=profile.model,
             revision=profile.revision or None,
             seed=profile.seed,
+            **profile.options.model_dump(),
+        )
+
+    @classmethod
+    def for_planning(cls, profile: Any) -> VLLMBackend:
+        """Keys and payloads without vLLM installed (``deliberation plan`` on a CPU machine)."""
+        return cls(
+            model=profile.model,
+            revision=profile.revision or None,
+            seed=profile.seed,
+            load_vllm=False,
             **profile.options.model_dump(),
         )
 
@@ -263,6 +283,8 @@ class VLLMBackend(Backend):
         }
 
     def _engine(self) -> Any:
+        if self._vllm is None:
+            raise RuntimeError("this vllm backend was built for planning (keys only)")
         if self._llm is None:
             kwargs = self.options.engine_kwargs(self.model, self.revision, self.seed)
             logger.info("loading vLLM engine: %s", kwargs)

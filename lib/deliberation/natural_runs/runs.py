@@ -472,3 +472,10 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
         report,
         [d for r in results for d in r.discussions],
     )
+
+
+def run_notebook(profile: Any, client: CachedClient) -> NaturalResult:
+    """Notebook 06's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
+    it): every benchmark of the profile's ``experiments.natural`` whose data is here."""
+    benchmarks, _ = runnable_benchmarks(profile.experiments.natural.benchmarks)
+    return run_from_profile(profile, benchmarks=benchmarks, client=client)

@@ -45,3 +45,22 @@ def notebook_rows(
         name = f"{benchmark} {template_set or ''}".strip()
         lines += [f"{name}: {line}" for line in result.report.lines()]
     return with_capacity(pd.concat(frames, ignore_index=True)), lines
+
+
+def notebook_experiment(
+    profile,  # noqa: ANN001
+    client,  # noqa: ANN001
+    *,
+    benchmark: Literal["crossprofile", "hiddenbench"],
+    primary_budget_only: bool = False,
+    **options,  # noqa: ANN003
+) -> tuple[pd.DataFrame, list[str]]:
+    """A paper-1 notebook's model calls with its default parameters, for
+    ``notebooks/manifest.yaml`` (``deliberation plan`` calls it): :func:`resolve` then
+    :func:`notebook_rows` with the notebook's options; ``primary_budget_only`` runs only
+    r = 0.6, as notebook 04 does."""
+    from deliberation.paper1.settings import resolve
+
+    run_profile, analysis = resolve(profile, benchmark)
+    budgets = (analysis.primary_budget,) if primary_budget_only else None
+    return notebook_rows(benchmark, run_profile, client, analysis, budgets=budgets, **options)

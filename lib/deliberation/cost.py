@@ -1,0 +1,121 @@
+"""What a profile's model calls cost: the profile's ``cost:`` section and the estimate from
+token counts (``deliberation plan``).
+
+Two ways to price tokens, either or both per profile:
+
+- ``cost.gpu``: the engine's throughput on its GPUs (prefill and decode tokens per second under
+  batching, for the whole deployment) and how many GPUs it holds; gives wall hours and GPU hours.
+- ``cost.price``: the provider's list price per million prompt and completion tokens, with the
+  date the price was read (prices change; the plan prints the date).
+
+The section changes no answer, so it is outside the profile's ``params_hash`` and the cache key,
+and editing it never reruns a notebook.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GPUThroughput(_Strict):
+    gpus: int = Field(..., gt=0, description="GPUs the deployment holds (all replicas, all nodes)")
+    prompt_tokens_per_s: float = Field(
+        ..., gt=0, description="prefill throughput, whole deployment"
+    )
+    completion_tokens_per_s: float = Field(
+        ..., gt=0, description="decode throughput under batching"
+    )
+    basis: str = Field("", description="where the throughput figures come from")
+
+
+class APIPrice(_Strict):
+    currency: str = "USD"
+    prompt_per_million: float = Field(..., ge=0)
+    completion_per_million: float = Field(..., ge=0)
+    cached_prompt_per_million: float | None = Field(
+        None, ge=0, description="provider-side prompt-cache hits, when the provider discounts them"
+    )
+    as_of: dt.date = Field(..., description="the date the price was read")
+    source: str = Field("", description="where the price was read")
+
+
+class CostModel(_Strict):
+    gpu: GPUThroughput | None = None
+    price: APIPrice | None = None
+
+
+def amount(value: float) -> str:
+    """Hours or money, with enough digits to show a small value."""
+    return f"{value:,.2f}" if value >= 1 else f"{value:.4f}"
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """Cost of sending ``prompt_tokens`` and ``completion_tokens`` (None where the profile has no
+    figure). ``*_ceiling`` prices every completion at its ``max_tokens``."""
+
+    wall_hours: float | None = None
+    gpu_hours: float | None = None
+    gpu_hours_ceiling: float | None = None
+    money: float | None = None
+    money_ceiling: float | None = None
+    currency: str = ""
+    price_date: dt.date | None = None
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.gpu_hours is not None:
+            out.append(
+                f"GPU time: {amount(self.gpu_hours)} GPU hours ({amount(self.wall_hours)} h wall);"
+                f" at most {amount(self.gpu_hours_ceiling)} GPU hours if every answer ran to max_tokens"
+            )
+        if self.money is not None:
+            out.append(
+                f"price: {amount(self.money)} {self.currency}; at most {amount(self.money_ceiling)}"
+                f" {self.currency} if every answer ran to max_tokens (list price of"
+                f" {self.price_date.isoformat()})"
+            )
+        if not out:
+            out.append("cost: the profile has no cost section (cost.gpu or cost.price)")
+        return out
+
+
+def estimate(
+    model: CostModel, prompt_tokens: int, completion_tokens: int, completion_ceiling: int
+) -> CostEstimate:
+    """GPU hours from throughput (prefill and decode timed separately), money from list prices."""
+    fields: dict = {}
+    if model.gpu is not None:
+        gpu = model.gpu
+
+        def hours(completion: int) -> float:
+            seconds = prompt_tokens / gpu.prompt_tokens_per_s
+            return (seconds + completion / gpu.completion_tokens_per_s) / 3600
+
+        fields |= {
+            "wall_hours": hours(completion_tokens),
+            "gpu_hours": hours(completion_tokens) * gpu.gpus,
+            "gpu_hours_ceiling": hours(completion_ceiling) * gpu.gpus,
+        }
+    if model.price is not None:
+        price = model.price
+
+        def money(completion: int) -> float:
+            return (
+                prompt_tokens * price.prompt_per_million + completion * price.completion_per_million
+            ) / 1e6
+
+        fields |= {
+            "money": money(completion_tokens),
+            "money_ceiling": money(completion_ceiling),
+            "currency": price.currency,
+            "price_date": price.as_of,
+        }
+    return CostEstimate(**fields)

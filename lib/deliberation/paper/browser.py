@@ -1,0 +1,208 @@
+"""Open the report in headless Chromium and check it as a reader would see it.
+
+:func:`check_site` starts Chromium (the ``chromium`` system package) with a fresh profile and
+no background networking, drives it over the Chrome DevTools Protocol (``websocket-client``),
+takes a screenshot of the index, and visits every page the index links to (and the pages they
+link to, inside the site): on each it checks that every image loaded (decoded, non-zero size),
+that every link resolves to an existing file, and that the page carries the provenance banner.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-allow-origins=*",
+    "--window-size=1280,1600",
+]
+_LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
+_PAGE_STATE = """JSON.stringify({
+  banner: (document.querySelector('#provenance') || {}).textContent || '',
+  images: Array.from(document.images).map(i => ({src: i.currentSrc || i.src,
+                                                ok: i.complete && i.naturalWidth > 0})),
+  links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
+})"""
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol session on one page target."""
+
+    def __init__(self, websocket_url: str, timeout_s: float) -> None:
+        import websocket
+
+        self._ws = websocket.create_connection(websocket_url, timeout=timeout_s)
+        self._next = 0
+        self.timeout_s = timeout_s
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self._next += 1
+        ident = self._next
+        self._ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self._ws.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def navigate(self, url: str) -> None:
+        """Load ``url`` and wait for its load event."""
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            message = json.loads(self._ws.recv())
+            if message.get("method") == "Page.loadEventFired":
+                return
+        raise TimeoutError(f"{url} did not finish loading in {self.timeout_s} s")
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        self._ws.close()
+
+
+@contextmanager
+def headless_chromium(executable: str | None = None, timeout_s: float = 30.0) -> Iterator[DevTools]:
+    """Chromium with a fresh ``--user-data-dir`` and a DevTools session on its first page."""
+    executable = executable or find_chromium()
+    if executable is None:
+        raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")
+    with tempfile.TemporaryDirectory(prefix="deliberation-chromium-") as profile_dir:
+        process = subprocess.Popen(
+            [executable, *FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
+             "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            browser_url = _wait_for_devtools(process, timeout_s)
+            port = urllib.parse.urlsplit(browser_url).port
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as reply:
+                targets = json.loads(reply.read())
+            page = next(t for t in targets if t.get("type") == "page")
+            session = DevTools(page["webSocketDebuggerUrl"], timeout_s)
+            try:
+                session.call("Page.enable")
+                yield session
+            finally:
+                session.close()
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_for_devtools(process: subprocess.Popen, timeout_s: float) -> str:
+    assert process.stderr is not None
+    deadline = time.monotonic() + timeout_s
+    seen = []
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line and process.poll() is not None:
+            break
+        seen.append(line)
+        match = _LISTENING.search(line)
+        if match:
+            return match.group(1)
+    raise RuntimeError("Chromium did not start its DevTools endpoint:\n" + "".join(seen[-20:]))
+
+
+@dataclass
+class SiteCheck:
+    pages: list[str] = field(default_factory=list)
+    images: int = 0
+    links: int = 0
+    broken_images: list[str] = field(default_factory=list)
+    broken_links: list[str] = field(default_factory=list)
+    external_links: list[str] = field(default_factory=list)
+    pages_without_banner: list[str] = field(default_factory=list)
+    banners: set[str] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.broken_images
+            or self.broken_links
+            or self.external_links
+            or self.pages_without_banner
+        )
+
+
+def _file_of(url: str) -> Path | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    return Path(urllib.parse.unquote(parts.path))
+
+
+def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 30.0) -> SiteCheck:
+    """Visit the site from ``index`` (see the module docstring); screenshot the index."""
+    index = index.resolve()
+    site = index.parent
+    check = SiteCheck()
+    queue, seen = [index], {index}
+    with headless_chromium(timeout_s=timeout_s) as browser:
+        while queue:
+            page = queue.pop(0)
+            browser.navigate(page.as_uri())
+            if page == index and screenshot is not None:
+                shot = browser.call("Page.captureScreenshot", format="png")
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
+            state = json.loads(browser.evaluate(_PAGE_STATE))
+            name = str(page.relative_to(site))
+            check.pages.append(name)
+            if not state["banner"].strip():
+                check.pages_without_banner.append(name)
+            check.banners.add(" ".join(state["banner"].split()))
+            for image in state["images"]:
+                check.images += 1
+                if not image["ok"]:
+                    check.broken_images.append(f"{name}: {image['src'][:120]}")
+            for link in state["links"]:
+                check.links += 1
+                target = _file_of(link)
+                if target is None:
+                    check.external_links.append(f"{name}: {link}")
+                    continue
+                if not target.exists():
+                    check.broken_links.append(f"{name}: {link}")
+                elif (
+                    target.suffix == ".html" and target.is_relative_to(site) and target not in seen
+                ):
+                    seen.add(target)
+                    queue.append(target)
+    return check

@@ -1,0 +1,340 @@
+"""``make paper``: every notebook of the manifest through papermill, skipping the current ones.
+
+A notebook is *current* for a profile when the hash of its inputs equals the one recorded by its
+last successful run, its executed copy exists, and every output it wrote (found through the
+provenance sidecars naming it) is still there unchanged. Its inputs, hashed part by part so the
+build can say what changed:
+
+- ``library``: every file under ``lib/deliberation/``;
+- ``templates``: every file under ``templates/``;
+- ``profile``: the resolved profile (its file and every file it ``extends:``, merged; the
+  description and the ``cost:`` section are left out: they change no result);
+- ``notebook``: the notebook file; ``entry``: its manifest entry;
+- ``data``: the files its manifest entry ``reads`` (path and content).
+
+Executed notebooks go to ``build/executed/<profile>/<name>`` (written to a temporary name and
+renamed on success); a failed run stops the build, is kept as ``FAILED-<name>``, and the error
+names the notebook and the first line of the failing cell. The record of a successful run is
+``<stem>.inputs.json`` beside the executed notebook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deliberation import paths
+from deliberation.atomic import atomic_write_text
+from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
+from deliberation.paper.outputs import missing_outputs, unlisted_outputs
+from deliberation.params import Profile, load_profile, profile_files
+
+Printer = Callable[[str], None]
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook that raised: names it and the first line of the failing cell."""
+
+    def __init__(self, notebook: str, cell_line: str, error: str, kept: Path | None) -> None:
+        self.notebook, self.cell_line, self.error, self.kept = notebook, cell_line, error, kept
+        where = f" in the cell starting `{cell_line}`" if cell_line else ""
+        keep = f"; the partial notebook is {kept}" if kept else ""
+        super().__init__(f"{notebook} failed{where}: {error}{keep}")
+
+
+def _hash_files(files: Iterable[Path], base: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        try:
+            name = str(path.relative_to(base))
+        except ValueError:
+            name = str(path)
+        digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _tree_files(folder: Path) -> list[Path]:
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
+
+
+def profile_digest(profile: Profile) -> str:
+    """Everything in the resolved profile that can change a result (see ``params_hash``)."""
+    payload = profile.model_dump(mode="json", exclude={"source", "description", "cost"})
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class SharedInputs:
+    """Hashes every notebook shares, computed once per build."""
+
+    library: str
+    templates: str
+    profile: str
+    profile_files: list[str]
+
+    @classmethod
+    def compute(cls, profile: Profile, profile_arg: str) -> SharedInputs:
+        root = paths.repo_root()
+        return cls(
+            library=_hash_files(_tree_files(root / "lib" / "deliberation"), root),
+            templates=_hash_files(_tree_files(paths.templates_dir()), root),
+            profile=profile_digest(profile),
+            profile_files=[str(p) for p in profile_files(profile_arg)],
+        )
+
+
+def notebook_inputs(
+    entry: NotebookEntry, shared: SharedInputs, folder: Path | None = None
+) -> dict[str, str]:
+    """The input hashes of one notebook, by part."""
+    folder = folder or notebooks_dir()
+    notebook = folder / entry.name
+    return {
+        "library": shared.library,
+        "templates": shared.templates,
+        "profile": shared.profile,
+        "notebook": hashlib.sha256(notebook.read_bytes()).hexdigest(),
+        "entry": hashlib.sha256(entry.model_dump_json().encode()).hexdigest(),
+        "data": _hash_files(entry.data_files(), paths.repo_root()),
+    }
+
+
+def written_outputs(profile: str, notebook_stem: str) -> dict[str, str]:
+    """Files the notebook wrote for the profile, from the provenance sidecars naming it:
+    path (relative to the output root) -> sha256, sidecars included."""
+    root = paths.output_root()
+    found: dict[str, str] = {}
+    for kind in ("figures", "tables"):
+        for sidecar in sorted((root / kind / profile).glob("*.provenance.json")):
+            try:
+                record = json.loads(sidecar.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("notebook") != notebook_stem:
+                continue
+            for name, sha in record.get("files", {}).items():
+                found[str((sidecar.parent / name).relative_to(root))] = sha
+            found[str(sidecar.relative_to(root))] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
+    return found
+
+
+def _outputs_intact(recorded: dict[str, str]) -> list[str]:
+    """Recorded outputs now missing or changed."""
+    root = paths.output_root()
+    bad = []
+    for name, sha in recorded.items():
+        path = root / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            bad.append(name)
+    return bad
+
+
+@dataclass(frozen=True)
+class Status:
+    entry: NotebookEntry
+    run: bool
+    reason: str
+    inputs: dict[str, str]
+
+
+def notebook_status(
+    entry: NotebookEntry,
+    inputs: dict[str, str],
+    executed_dir: Path,
+    *,
+    force: bool = False,
+) -> Status:
+    """Whether to run the notebook, and why (or why not) in words."""
+    if force:
+        return Status(entry, True, "FORCE=1", inputs)
+    stamp = executed_dir / f"{entry.stem}.inputs.json"
+    if not stamp.is_file() or not (executed_dir / entry.name).is_file():
+        return Status(entry, True, "no successful run recorded", inputs)
+    try:
+        record = json.loads(stamp.read_text())
+    except ValueError:
+        return Status(entry, True, "unreadable run record", inputs)
+    previous = record.get("inputs", {})
+    changed = [part for part in inputs if previous.get(part) != inputs[part]]
+    if changed:
+        return Status(entry, True, f"changed since its last run: {', '.join(changed)}", inputs)
+    damaged = _outputs_intact(record.get("outputs", {}))
+    if damaged:
+        return Status(entry, True, f"outputs missing or changed: {', '.join(damaged[:3])}", inputs)
+    return Status(entry, False, "current: inputs unchanged since its last successful run", inputs)
+
+
+def _first_line(source: str) -> str:
+    for line in source.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return source.strip().splitlines()[0] if source.strip() else ""
+
+
+def execute_notebook(
+    entry: NotebookEntry,
+    profile_arg: str,
+    executed_dir: Path,
+    folder: Path | None = None,
+) -> Path:
+    """Run one notebook with papermill into ``executed_dir``; raise :class:`NotebookFailed`."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    logging.getLogger("papermill").setLevel(logging.WARNING)  # the build prints its own lines
+    folder = folder or notebooks_dir()
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    final = executed_dir / entry.name
+    partial = executed_dir / f".tmp-{entry.name}"
+    failed = executed_dir / f"FAILED-{entry.name}"
+    failed.unlink(missing_ok=True)
+    try:
+        pm.execute_notebook(
+            str(folder / entry.name),
+            str(partial),
+            parameters={"profile": profile_arg},
+            cwd=str(folder),
+            kernel_name="python3",
+            progress_bar=False,
+        )
+    except PapermillExecutionError as exc:
+        kept = _keep_failed(partial, failed, final)
+        raise NotebookFailed(
+            entry.name, _first_line(exc.source), f"{exc.ename}: {exc.evalue}", kept
+        ) from None
+    except Exception as exc:  # kernel died, notebook unreadable, ...
+        kept = _keep_failed(partial, failed, final)
+        raise NotebookFailed(entry.name, "", f"{type(exc).__name__}: {exc}", kept) from None
+    os.replace(partial, final)
+    return final
+
+
+def _keep_failed(partial: Path, failed: Path, final: Path) -> Path | None:
+    final.unlink(missing_ok=True)  # never leave an older success under the finished name
+    if partial.is_file():
+        os.replace(partial, failed)
+        return failed
+    return None
+
+
+def record_success(entry: NotebookEntry, status: Status, profile: str, executed_dir: Path) -> None:
+    record = {
+        "notebook": entry.name,
+        "profile": profile,
+        "inputs": status.inputs,
+        "outputs": written_outputs(profile, entry.stem),
+    }
+    atomic_write_text(
+        executed_dir / f"{entry.stem}.inputs.json", json.dumps(record, indent=2) + "\n"
+    )
+
+
+@dataclass
+class BuildResult:
+    profile: str
+    executed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: NotebookFailed | None = None
+    missing: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failed is None and not self.missing
+
+
+def build_paper(
+    profile_arg: str,
+    *,
+    notebooks: Sequence[str] | None = None,
+    force: bool = False,
+    plan: bool = True,
+    folder: Path | None = None,
+    readme: Path | None = None,
+    out: Printer = print,
+) -> BuildResult:
+    """Print the plan, run the stale notebooks in order, then check the promised outputs."""
+    started = time.perf_counter()
+    profile = load_profile(profile_arg)
+    executed_dir = paths.build_dir() / "executed" / profile.name
+    entries = select(load_manifest(folder), notebooks)
+    shared = SharedInputs.compute(profile, profile_arg)
+    statuses = [
+        notebook_status(e, notebook_inputs(e, shared, folder), executed_dir, force=force)
+        for e in entries
+    ]
+    result = BuildResult(profile.name)
+    out(f"make paper: profile {profile.name} ({'synthetic' if profile.synthetic else 'model'})")
+    for status in statuses:
+        verb = "run " if status.run else "skip"
+        out(f"  {verb} {status.entry.name}: {status.reason}")
+    stale = [s.entry for s in statuses if s.run]
+    if plan and stale:
+        from deliberation.paper.plan import format_plan, plan_calls
+
+        out("")
+        for line in format_plan(plan_calls(profile, stale)):
+            out(line)
+        out("")
+    for status in statuses:
+        name = status.entry.name
+        if not status.run:
+            result.skipped.append(name)
+            continue
+        out(f"== {name} (profile {profile.name})")
+        t0 = time.perf_counter()
+        try:
+            execute_notebook(status.entry, profile_arg, executed_dir, folder)
+        except NotebookFailed as failure:
+            result.failed = failure
+            out(f"FAILED: {failure}")
+            break
+        record_success(status.entry, status, profile.name, executed_dir)
+        result.executed.append(name)
+        out(f"   {name} done in {time.perf_counter() - t0:.1f} s")
+    if result.failed is None:
+        result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
+        _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
+    result.seconds = time.perf_counter() - started
+    out(
+        f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
+        f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"
+        f" {executed_dir}"
+    )
+    return result
+
+
+def _verdict(result: BuildResult) -> str:
+    if result.failed is not None:
+        return f"FAILED at {result.failed.notebook}"
+    if result.missing:
+        return f"{len(result.missing)} listed output(s) MISSING"
+    return "ok"
+
+
+def _report_outputs(
+    result: BuildResult, profile: str, readme: Path | None, out: Printer, *, check_unlisted: bool
+) -> None:
+    root = paths.output_root()
+    if result.missing:
+        out(f"MISSING: {len(result.missing)} file(s) listed in figures/README.md were not made:")
+        for path in result.missing:
+            out(f"  {path.relative_to(root) if path.is_relative_to(root) else path}")
+    else:
+        out(f"outputs: every file figures/README.md lists for these notebooks exists ({profile})")
+    if check_unlisted:
+        extra = unlisted_outputs(profile, readme=readme)
+        if extra:
+            out(f"note: {len(extra)} output(s) not listed in figures/README.md:")
+            for path in extra:
+                out(f"  {path.relative_to(root)}")

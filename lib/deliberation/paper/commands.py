@@ -1,0 +1,126 @@
+"""CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report`` and
+``deliberation bench`` (the Makefile's ``paper``, ``plan``, ``report`` and ``bench`` targets)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    paper = subparsers.add_parser(
+        "paper",
+        help="run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
+    )
+    paper.add_argument("profile", help="profile name or path")
+    paper.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    paper.add_argument("--force", action="store_true", help="run every notebook (FORCE=1)")
+    paper.add_argument("--no-plan", action="store_true", help="do not print the plan first")
+    paper.set_defaults(func=_paper)
+
+    plan = subparsers.add_parser(
+        "plan",
+        help="model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
+    )
+    plan.add_argument("profiles", nargs="+", metavar="profile", help="profile names or paths")
+    plan.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    plan.add_argument(
+        "--csv", type=Path, help="also write the per-stage table as CSV (one profile)"
+    )
+    plan.add_argument(
+        "--summary", action="store_true", help="one line per profile: totals and cost (Markdown)"
+    )
+    plan.set_defaults(func=_plan)
+
+    report = subparsers.add_parser(
+        "report", help="HTML site of the executed notebooks, figures and tables of a profile"
+    )
+    report.add_argument("profile", help="profile name or path")
+    report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
+    report.set_defaults(func=_report)
+
+    bench = subparsers.add_parser(
+        "bench", help="run benchmarks/bench_*.py and write one table to build/bench.md"
+    )
+    bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
+    bench.add_argument("--out", type=Path, help="Markdown file (default build/bench.md)")
+    bench.set_defaults(func=_bench)
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that name a file and field: printed as one line, never as a traceback."""
+    from deliberation.paper.manifest import ManifestError
+    from deliberation.paper.outputs import OutputListError
+    from deliberation.params import ProfileError
+
+    return (ManifestError, OutputListError, ProfileError)
+
+
+def _reported(command):  # noqa: ANN001, ANN202
+    """Run a command; a user error is printed with the command's name and exits with 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _user_errors() as error:
+            print(f"deliberation {args.command}: {error}")
+            return 2
+
+    return run
+
+
+@_reported
+def _paper(args: argparse.Namespace) -> int:
+    from deliberation.paper.build import build_paper
+
+    result = build_paper(
+        args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
+    )
+    return 0 if result.ok else 1
+
+
+@_reported
+def _plan(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from deliberation.paper.manifest import load_manifest, select
+    from deliberation.paper.plan import format_plan, plan_calls, summary_row
+
+    if args.csv and len(args.profiles) > 1:
+        raise SystemExit("deliberation plan: --csv takes one profile")
+    entries = select(load_manifest(), args.notebooks)
+    rows = []
+    for name in args.profiles:
+        plan = plan_calls(name, entries)
+        if args.summary:
+            rows.append(summary_row(plan))
+            continue
+        for line in format_plan(plan):
+            print(line)
+        if args.csv:
+            from deliberation.atomic import atomic_write_text
+
+            atomic_write_text(args.csv, plan.table().to_csv(index=False))
+    if rows:
+        print(pd.DataFrame(rows).to_markdown(index=False))
+    return 0
+
+
+@_reported
+def _report(args: argparse.Namespace) -> int:
+    from deliberation.paper.report import build_report
+
+    index = build_report(args.profile, out=args.out)
+    print(f"report: {index}")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from deliberation.paper.bench import run_benchmarks
+
+    try:
+        run_benchmarks(only=args.only, out=args.out)
+    except ValueError as error:
+        print(f"deliberation bench: {error}")
+        return 2
+    return 0

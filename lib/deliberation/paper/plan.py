@@ -1,0 +1,305 @@
+"""``deliberation plan PROFILE``: what a run would send, before anything runs.
+
+Each notebook's experiment function (``notebooks/manifest.yaml``) runs with a
+:class:`PlanningClient` in place of the :class:`~deliberation.inference.client.CachedClient`.
+It builds the very requests the run builds and keys them with the profile's own backend
+(:meth:`Backend.for_planning`: no API key, no GPU, no network), looks each key up in the
+profile's response cache (read only), and answers the misses with the sim so that multi-stage
+protocols, whose later prompts depend on earlier answers, can proceed. Nothing is sent and
+nothing is written: experiments run with the cache and output folders pointed at a scratch
+folder (so e.g. stored DHD pools are not written), and the real cache is opened read-only.
+
+Counts are exact for the sim, and for every stage whose prompts do not depend on model answers.
+For a real model, the prompts of later stages are built from the sim's answers where the real
+answers are not yet cached, so their counts and tokens are estimates. Tokens of a call not yet
+made are the project's deterministic counter (prompt) and the sim answer's length
+(completion); the ceiling prices every completion at its ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from deliberation.cost import amount, estimate
+from deliberation.inference import cache_path
+from deliberation.inference.base import (
+    Backend,
+    ChatRequest,
+    ChatResponse,
+    InvalidRequestError,
+    backend_class,
+)
+from deliberation.inference.cache import ResponseCache, request_key
+from deliberation.inference.sim import SimBackend
+from deliberation.paper.manifest import NotebookEntry, load_manifest
+from deliberation.params import Profile, load_profile
+
+ESTIMATE_NOTE = (
+    "For a real model, the prompts of a stage that depend on earlier answers are built from the"
+    " sim's answers where the real ones are not cached yet: later-stage counts and tokens are"
+    " estimates. Tokens not yet spent: the project's token counter (prompts) and the sim's"
+    " answer lengths (completions)."
+)
+PLAN_COLUMNS = [
+    "notebook",
+    "stage",
+    "requests",
+    "unique",
+    "cached",
+    "to_send",
+    "invalid",
+    "prompt_tokens",
+    "completion_tokens",
+    "completion_ceiling",
+]
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    notebook: str
+    stage: str
+    key: str
+    # "cached" (in the profile's cache), "send" (first time), "repeat" (sent earlier in this
+    # plan), "invalid" (cannot be sent; the run records it as failed)
+    state: str
+    prompt_tokens: int
+    completion_tokens: int
+    max_tokens: int
+
+
+class PlanningClient:
+    """:class:`CachedClient`'s interface (``backend``, ``cache``, ``profile``, ``key``,
+    ``generate``) that sends nothing: keys from the profile's backend, hits from its cache (read
+    only), misses answered by ``answerer`` (the sim) and remembered, as the cache would."""
+
+    def __init__(
+        self, backend: Backend, cache: ResponseCache, answerer: Backend, *, profile: str
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.answerer = answerer
+        self.profile = profile
+        self.progress = False
+        self.notebook = ""
+        self.calls: list[PlannedCall] = []
+        self._answered: dict[str, ChatResponse] = {}
+
+    def key(self, request: ChatRequest) -> str:
+        return request_key(self.backend, request)
+
+    def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
+        keys: list[str | None] = []  # None: cannot be sent, as CachedClient decides
+        invalid: dict[int, ChatResponse] = {}
+        for index, request in enumerate(requests):
+            try:
+                keys.append(self.key(request))
+            except InvalidRequestError as exc:
+                keys.append(None)
+                invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
+        fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
+        cached = self.cache.get_many(fresh, count_hits=False)
+        first: dict[str, ChatRequest] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key is not None and key not in self._answered and key not in cached:
+                first.setdefault(key, request)
+        answers = self.answerer.generate(list(first.values())) if first else []
+        new = dict(zip(first, answers, strict=True))
+        out = []
+        for index, (key, request) in enumerate(zip(keys, requests, strict=True)):
+            if key is None:
+                state, response = "invalid", invalid[index]
+            elif key in cached:
+                state, response = "cached", cached[key]
+            elif key in new:
+                state, response = "send", new.pop(key)
+                self._answered[key] = response
+            else:
+                state, response = "repeat", self._answered[key]
+            self.calls.append(
+                PlannedCall(
+                    self.notebook,
+                    request.stage,
+                    key or "",
+                    state,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    request.max_tokens,
+                )
+            )
+            out.append(response)
+        return out
+
+
+def planning_answerer(profile: Profile) -> Backend:
+    """The sim that answers the calls not in the cache: the profile's own sim for a sim
+    profile (so the plan is exact), else the ``sim`` profile's mechanism with this seed."""
+    if profile.backend == "sim":
+        return SimBackend.from_profile(profile)
+    sim = load_profile("sim").model_copy(update={"seed": profile.seed})
+    return SimBackend.from_profile(sim)
+
+
+@contextlib.contextmanager
+def _scratch_folders() -> Iterator[Path]:
+    """Point the cache and output folders at a scratch folder while experiments plan, so
+    nothing they store beside the cache is written; restore them afterwards."""
+    names = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT")
+    old = {n: os.environ.get(n) for n in names}
+    with tempfile.TemporaryDirectory(prefix="deliberation-plan-") as scratch:
+        os.environ["DELIBERATION_CACHE_DIR"] = str(Path(scratch) / "cache")
+        os.environ["DELIBERATION_OUTPUT_ROOT"] = str(Path(scratch) / "out")
+        try:
+            yield Path(scratch)
+        finally:
+            for name, value in old.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@dataclass
+class Plan:
+    profile: Profile
+    calls: list[PlannedCall] = field(default_factory=list)
+    notebooks: list[str] = field(default_factory=list)
+    without_model: list[str] = field(default_factory=list)
+    not_planned: dict[str, str] = field(default_factory=dict)  # notebook -> why (e.g. no data)
+
+    def table(self) -> pd.DataFrame:
+        """One row per notebook and stage (columns :data:`PLAN_COLUMNS`)."""
+        if not self.calls:
+            return pd.DataFrame(columns=PLAN_COLUMNS)
+        frame = pd.DataFrame([c.__dict__ for c in self.calls])
+        send = frame["state"] == "send"
+        frame["to_send"] = send.astype(int)
+        frame["cached_"] = (frame["state"] == "cached").astype(int)
+        frame["invalid_"] = (frame["state"] == "invalid").astype(int)
+        for column in ("prompt_tokens", "completion_tokens", "max_tokens"):
+            frame[column] = frame[column].where(send, 0)
+        grouped = frame.groupby(["notebook", "stage"], sort=False)
+        table = grouped.agg(
+            requests=("key", "size"),
+            unique=("key", lambda keys: keys[keys != ""].nunique()),
+            cached=("cached_", "sum"),
+            to_send=("to_send", "sum"),
+            invalid=("invalid_", "sum"),
+            prompt_tokens=("prompt_tokens", "sum"),
+            completion_tokens=("completion_tokens", "sum"),
+            completion_ceiling=("max_tokens", "sum"),
+        ).reset_index()
+        return table[PLAN_COLUMNS]
+
+    def totals(self) -> dict[str, int]:
+        table = self.table()
+        return {c: int(table[c].sum()) for c in PLAN_COLUMNS[2:]}
+
+
+def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None = None) -> Plan:
+    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send."""
+    if not isinstance(profile, Profile):
+        profile = load_profile(profile)
+    entries = list(entries) if entries is not None else load_manifest()
+    backend = backend_class(profile.backend).for_planning(profile)
+    real_cache = cache_path(profile)  # resolved before the folders are redirected
+    plan = Plan(profile)
+    with _scratch_folders() as scratch:
+        # The profile's cache read-only (hits are not counted); no cache yet: an empty one.
+        if real_cache.is_file():
+            reader = ResponseCache(real_cache, read_only=True)
+        else:
+            reader = ResponseCache(scratch / "empty.sqlite")
+        client = PlanningClient(backend, reader, planning_answerer(profile), profile=profile.name)
+        try:
+            for entry in entries:
+                function = entry.experiment_function()
+                if function is None:
+                    plan.without_model.append(entry.name)
+                    continue
+                plan.notebooks.append(entry.name)
+                client.notebook = entry.stem
+                before = len(client.calls)
+                try:
+                    function(profile=profile, client=client, **entry.kwargs)
+                except Exception as exc:  # the run would fail the same way: say so, plan the rest
+                    del client.calls[before:]
+                    plan.not_planned[entry.name] = f"{type(exc).__name__}: {exc}"
+        finally:
+            reader.close()
+    plan.calls = client.calls
+    return plan
+
+
+def format_plan(plan: Plan) -> list[str]:
+    profile = plan.profile
+    kind = "synthetic (sim)" if profile.synthetic else f"{profile.backend} {profile.model}"
+    lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
+    table = plan.table()
+    if len(table):
+        shown = table.rename(columns={"completion_ceiling": "ceiling"})
+        lines += shown.to_markdown(index=False, intfmt=",").splitlines()
+    totals = plan.totals()
+    lines.append(
+        f"total: {totals['requests']:,} requests, {totals['cached']:,} already in the cache"
+        f" ({cache_path(profile)}), {totals['to_send']:,} to send: {totals['prompt_tokens']:,}"
+        f" prompt and ~{totals['completion_tokens']:,} completion tokens"
+        f" (at most {totals['completion_ceiling']:,})"
+    )
+    if plan.without_model:
+        lines.append(f"no model calls: {', '.join(plan.without_model)}")
+    for name, reason in plan.not_planned.items():
+        lines.append(f"NOT PLANNED {name} (its run would fail too): {reason}")
+    if profile.synthetic:
+        lines.append("cost: none (the sim runs on the CPU)")
+    else:
+        cost = estimate(
+            profile.cost,
+            totals["prompt_tokens"],
+            totals["completion_tokens"],
+            totals["completion_ceiling"],
+        )
+        lines += cost.lines()
+        lines.append(ESTIMATE_NOTE)
+    return lines
+
+
+def summary_row(plan: Plan) -> dict[str, str]:
+    """One line of ``deliberation plan --summary``: the whole plan's calls, tokens and cost."""
+    totals = plan.totals()
+    profile = plan.profile
+    cost = estimate(
+        profile.cost,
+        totals["prompt_tokens"],
+        totals["completion_tokens"],
+        totals["completion_ceiling"],
+    )
+    if profile.synthetic:
+        money = "none (sim, CPU)"
+    elif cost.gpu_hours is not None:
+        money = (
+            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} GPU h"
+            f" (at most {amount(cost.gpu_hours_ceiling)})"
+        )
+    elif cost.money is not None:
+        money = (
+            f"{amount(cost.money)} {cost.currency} (at most {amount(cost.money_ceiling)};"
+            f" prices of {cost.price_date.isoformat()})"
+        )
+    else:
+        money = "no cost section"
+    return {
+        "profile": f"`{profile.name}`",
+        "calls to send": f"{totals['to_send']:,}",
+        "already cached": f"{totals['cached']:,}",
+        "prompt tokens": f"{totals['prompt_tokens'] / 1e6:,.2f} M",
+        "completion tokens": f"~{totals['completion_tokens'] / 1e6:,.2f} M",
+        "cost": money,
+        "not planned": ", ".join(plan.not_planned) or "",
+    }
