@@ -13,12 +13,22 @@ import numpy as np
 import pandas as pd
 
 from deliberation.stats import (
+    BootstrapResult,
     cluster_bootstrap_many,
     difference_statistic,
     mean_of,
 )
 
 REFERENCE = "reference"
+
+
+def percent_interval(
+    result: BootstrapResult,
+    columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
+) -> dict[str, object]:
+    """A bootstrap result as table columns, proportions in percentage points."""
+    row = result.as_row(scale=100)
+    return {column: row[column] for column in columns}
 
 
 def capacity_label(budget: float | None, item_limit: int | None) -> str:
@@ -98,11 +108,7 @@ def differences(
             {
                 "comparison": name,
                 "where": label,
-                "estimate": 100 * r.estimate,
-                "low": 100 * r.low,
-                "high": 100 * r.high,
-                "p_value": r.p_value,
-                "n_clusters": r.n_clusters,
+                **percent_interval(r),
             }
             for name, r in results.items()
         ]

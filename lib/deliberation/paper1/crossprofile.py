@@ -9,7 +9,12 @@ import pandas as pd
 
 from deliberation.crossprofile import CLASSIC
 from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
-from deliberation.paper1.accuracy import accuracy_table, cue_baseline, differences
+from deliberation.paper1.accuracy import (
+    accuracy_table,
+    cue_baseline,
+    differences,
+    percent_interval,
+)
 from deliberation.stats import cluster_bootstrap_many, mean_of, preregistered_tests
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
@@ -175,10 +180,7 @@ def labeller_scores(labels: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.
         [
             {
                 "measure": name,
-                "estimate": 100 * r.estimate,
-                "low": 100 * r.low,
-                "high": 100 * r.high,
-                "n_clusters": r.n_clusters,
+                **percent_interval(r, ("estimate", "low", "high", "n_clusters")),
             }
             for name, r in results.items()
         ]

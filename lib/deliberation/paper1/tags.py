@@ -13,6 +13,7 @@ from collections.abc import Hashable
 import pandas as pd
 
 from deliberation.crossprofile.variants import ALL_VARIANTS
+from deliberation.paper1.accuracy import percent_interval
 from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
 
 BY = ("tags", "support", "decoy", "irrelevant")
@@ -59,11 +60,7 @@ def social_proof_table(
             {
                 "policy": policy,
                 "contrast": name,
-                "estimate": 100 * r.estimate,
-                "low": 100 * r.low,
-                "high": 100 * r.high,
-                "p_value": r.p_value,
-                "n_clusters": r.n_clusters,
+                **percent_interval(r),
             }
             for name, r in results.items()
         ]
