@@ -52,3 +52,15 @@ def test_a_lone_surrogate_fails_its_request_alone_over_http(tmp_path) -> None:
         profile = openai_profile(handle.base_url)
         _check_batch(make_client(profile, cache_file=tmp_path / "c.sqlite", progress=False))
         assert handle.stats()["arrivals"] == 3  # the broken prompt never reached the server
+
+
+def test_a_lone_surrogate_fails_alone_through_an_experiment_stage(tmp_path) -> None:
+    """Experiments send stages through runs.send, which must not raise on the bad request."""
+    from deliberation.runs import send
+
+    client = make_client(load_profile("sim"), cache_file=tmp_path / "c.sqlite", progress=False)
+    counts: list = []
+    responses, keys = send(client, _batch(), "smoke.arithmetic", counts)
+    assert [r.ok for r in responses] == [True, False, True, True]
+    assert keys[1] == "" and all(keys[i] for i in (0, 2, 3))
+    assert (counts[0].built, counts[0].unique, counts[0].sent) == (4, 3, 3)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest, ChatResponse
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import CachedClient, keys_or_failures
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ def send(
 ) -> tuple[list[ChatResponse], list[str]]:
     """One stage's batch through the cache (identical prompts sent once); returns the responses
     and each request's key, and appends the stage's :class:`StageCounts` to ``counts``."""
-    keys = [client.key(r) for r in requests]
-    unique = list(dict.fromkeys(keys))
+    # A request that cannot be sent fails alone (its key is ""), as in CachedClient.generate.
+    maybe_keys, _ = keys_or_failures(client.key, requests)
+    keys = [k or "" for k in maybe_keys]
+    unique = [k for k in dict.fromkeys(keys) if k]
     cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
     responses = client.generate(requests, desc=stage) if requests else []
     stage_counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)

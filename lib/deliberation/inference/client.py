@@ -34,6 +34,23 @@ from deliberation.inference.cache import CacheWriteError, ResponseCache, request
 log = logging.getLogger(__name__)
 
 
+def keys_or_failures(
+    key: Callable[[ChatRequest], str], requests: Sequence[ChatRequest]
+) -> tuple[list[str | None], dict[int, ChatResponse]]:
+    """Each request's cache key, or None with a failed response for a request that cannot be
+    sent (e.g. a lone surrogate in a message): that request fails alone, the others go on."""
+    keys: list[str | None] = []
+    invalid: dict[int, ChatResponse] = {}
+    for index, request in enumerate(requests):
+        try:
+            keys.append(key(request))
+        except InvalidRequestError as exc:
+            keys.append(None)
+            invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
+            log.warning("request %d (stage %s) not sent: %s", index, request.stage, exc)
+    return keys, invalid
+
+
 class CachedClient:
     def __init__(
         self,
@@ -56,15 +73,7 @@ class CachedClient:
         return request_key(self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
-        keys: list[str | None] = []  # None: the request cannot be sent (it fails alone)
-        invalid: dict[int, ChatResponse] = {}
-        for index, request in enumerate(requests):
-            try:
-                keys.append(self.key(request))
-            except InvalidRequestError as exc:
-                keys.append(None)
-                invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
-                log.warning("request %d (stage %s) not sent: %s", index, request.stage, exc)
+        keys, invalid = keys_or_failures(self.key, requests)
         results: dict[str, ChatResponse] = self.cache.get_many([k for k in keys if k is not None])
         pending: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):

@@ -33,10 +33,10 @@ from deliberation.inference.base import (
     Backend,
     ChatRequest,
     ChatResponse,
-    InvalidRequestError,
     backend_class,
 )
 from deliberation.inference.cache import ResponseCache, request_key
+from deliberation.inference.client import keys_or_failures
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
@@ -95,14 +95,7 @@ class PlanningClient:
         return request_key(self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
-        keys: list[str | None] = []  # None: cannot be sent, as CachedClient decides
-        invalid: dict[int, ChatResponse] = {}
-        for index, request in enumerate(requests):
-            try:
-                keys.append(self.key(request))
-            except InvalidRequestError as exc:
-                keys.append(None)
-                invalid[index] = ChatResponse(text="", error=str(exc), attempts=0)
+        keys, invalid = keys_or_failures(self.key, requests)  # as CachedClient decides
         fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
         cached = self.cache.get_many(fresh, count_hits=False)
         first: dict[str, ChatRequest] = {}
