@@ -83,6 +83,10 @@ def _empty(tmp_path: Path) -> Path:
     return tmp_path / "no-data"
 
 
+# One policy, budget and tag mode on one template (or task) of the smoke profile.
+SMALL_MEMORY_RUN = ["--profile", "smoke", "--limit", "1", "--policies", "R1", "--budgets", "0.6",
+                    "--tags", "keep", "--out", "{tmp}/rows.csv", "--no-progress"]  # fmt: skip
+
 # leaf -> (arguments after the leaf, setup, expected exit code, text the output must contain)
 INVOCATIONS = {
     ("serve-sim",): (["--host", "0.0.0.0", "--port", "0"], None, 2, "loopback only"),
@@ -90,52 +94,14 @@ INVOCATIONS = {
     ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "audit"): ([], None, 0, "audit OK"),
-    ("run", "crossprofile"): (
-        [
-            "--profile",
-            "smoke",
-            "--limit",
-            "1",
-            "--policies",
-            "R1",
-            "--budgets",
-            "0.6",
-            "--tags",
-            "keep",
-            "--out",
-            "{tmp}/rows.csv",
-            "--no-progress",
-        ],
-        None,
-        0,
-        "sent",
-    ),  # fmt: skip
+    ("run", "crossprofile"): (SMALL_MEMORY_RUN, None, 0, "sent"),
     ("run", "dhd"): (
         ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],
         None,
         0,
         "replay rows ->",
     ),
-    ("run", "hiddenbench"): (
-        [
-            "--profile",
-            "smoke",
-            "--limit",
-            "1",
-            "--policies",
-            "R1",
-            "--budgets",
-            "0.6",
-            "--tags",
-            "keep",
-            "--out",
-            "{tmp}/rows.csv",
-            "--no-progress",
-        ],
-        None,
-        0,
-        "sent",
-    ),  # fmt: skip
+    ("run", "hiddenbench"): (SMALL_MEMORY_RUN, None, 0, "sent"),
     ("run", "natural"): (
         [
             "--profile",

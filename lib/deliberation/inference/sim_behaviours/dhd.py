@@ -83,7 +83,7 @@ _CANDIDATE = re.compile(r"Candidate final answer:\s*(.+?)\s*$", re.IGNORECASE | 
 
 
 def _param(context: SimContext, name: str) -> float:
-    return context.param(name, PARAMETERS[name])
+    return context.param(name)
 
 
 def _rng(*parts: object) -> np.random.Generator:
