@@ -168,3 +168,20 @@ def test_bad_input_is_reported_without_a_traceback(tmp_path, capsys) -> None:
     assert status == 2
     assert str(profile) in captured.err and "seed" in captured.err
     assert "Traceback" not in captured.out + captured.err
+
+
+def test_a_missing_optional_backend_is_one_paragraph_naming_the_profile(tmp_path) -> None:
+    # A vLLM profile on a machine without vLLM (blocked here even where it is installed).
+    code = (
+        "import sys; sys.modules['vllm'] = None\n"
+        "from deliberation.cli import main\n"
+        f"sys.exit(main(['run', 'crossprofile', '--profile', 'qwen2.5-7b-vllm', '--limit', '1',"
+        f" '--out', {str(tmp_path / 'rows.csv')!r}, '--no-progress']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    message = done.stderr.strip()
+    assert "\n" not in message
+    assert "qwen2.5-7b-vllm" in message and "pip install -e '.[vllm]'" in message
+    assert not (tmp_path / "rows.csv").exists()

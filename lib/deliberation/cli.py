@@ -143,6 +143,7 @@ USER_ERRORS = frozenset(
         "PoolExistsError",
         "FetchError",
         "ChecksumMismatch",
+        "BackendUnavailableError",
     }
 )
 

@@ -284,6 +284,11 @@ def register_backend(name: str, target: str | type[Backend]) -> None:
     _REGISTRY[name] = target
 
 
+class BackendUnavailableError(ImportError):
+    """A backend whose optional dependency is not installed here (vLLM on a machine without
+    it): a problem of the environment, reported in one paragraph that says what to install."""
+
+
 def registered_backends() -> list[str]:
     return sorted(_REGISTRY)
 

@@ -50,6 +50,7 @@ from pydantic import (
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
+    BackendUnavailableError,
     ChatRequest,
     ChatResponse,
     OnResponse,
@@ -62,8 +63,9 @@ from deliberation.inference.structured import parse_structured_text, vllm_struct
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = (
-    "the vllm backend needs vLLM (CUDA GPUs only): install the extra with "
-    "`pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34)"
+    "the vllm backend needs vLLM (CUDA GPUs only), which is not installed here: install the "
+    "extra with `pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34), or run the same model "
+    "behind an OpenAI-compatible server with a profile like params/vllm-serve-local.yaml"
 )
 # Engine arguments this module sets itself; engine_extra may not override them.
 _MANAGED_ENGINE_KEYS = frozenset(
@@ -161,7 +163,7 @@ def import_vllm() -> ModuleType:
     try:
         return importlib.import_module("vllm")
     except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+        raise BackendUnavailableError(INSTALL_HINT) from exc
 
 
 def sampling_fields(request: ChatRequest, default_seed: int) -> dict[str, Any]:
