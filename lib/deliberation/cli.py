@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "deliberation.dhd.commands",
     "deliberation.natural_runs.commands",
     "deliberation.paper.commands",
+    "deliberation.results.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
@@ -36,6 +37,7 @@ COMMANDS = {
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "bench": "run every benchmark and write one table (build/bench.md)",
+    "replies": "the prompts and raw replies of a profile's calls (invalid first, by stage, task)",
 }
 
 

@@ -1,0 +1,57 @@
+"""CLI: ``deliberation replies`` (prompts and raw replies from the response cache)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    replies = subparsers.add_parser(
+        "replies",
+        help="the prompts and raw replies of a profile's calls, from its response cache",
+        description=(
+            "Shows each call's prompt as sent and the model's raw reply, read from the profile's "
+            "response cache (read-only). Validity, reason and task come from the rows the runs "
+            "wrote (tables/<profile>/*_rows.csv, build/runs/<profile>/, and any --rows file); "
+            "a reply no rows mention is checked against its request's output spec."
+        ),
+    )
+    replies.add_argument("--profile", default="sim", help="profile name or path (default sim)")
+    replies.add_argument("--stage", help="a stage (crossprofile.decision) or its prefix (dhd)")
+    replies.add_argument("--task", help="a task id (template/variant) or a template id")
+    order = replies.add_mutually_exclusive_group()
+    order.add_argument(
+        "--invalid-first", action="store_true", help="invalid replies first, then failed calls"
+    )
+    order.add_argument(
+        "--only", choices=("invalid", "failed", "valid", "unchecked"), help="only these calls"
+    )
+    replies.add_argument("--limit", type=int, default=5, help="replies shown (default 5; 0: all)")
+    replies.add_argument(
+        "--rows", type=Path, nargs="+", default=[], help="rows files (deliberation run --out)"
+    )
+    replies.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
+    replies.set_defaults(func=_replies)
+
+
+def _replies(args: argparse.Namespace) -> int:
+    from deliberation.results.replies import find_replies, format_selection
+
+    missing = [path for path in args.rows if not path.is_file()]
+    if missing:
+        print(f"deliberation replies: --rows: no such file {missing[0]}")
+        return 2
+    selection = find_replies(
+        args.profile,
+        cache_file=args.cache,
+        rows=args.rows,
+        stage=args.stage,
+        task=args.task,
+        only=args.only,
+        invalid_first=args.invalid_first,
+        limit=args.limit or None,
+    )
+    for line in format_selection(selection):
+        print(line)
+    return 0
