@@ -108,3 +108,34 @@ def test_a_run_without_out_then_replies_shows_its_prompt_and_reply(capsys):
 def test_replies_without_a_cache_say_nothing_ran(capsys):
     assert main(["replies", "--profile", "smoke"]) == 0
     assert "no response cache" in capsys.readouterr().out
+
+
+def test_the_report_links_a_sample_of_replies_per_stage_invalid_first(tmp_path):
+    from deliberation.inference import make_client
+    from deliberation.inference.cache import request_key
+    from deliberation.paper.report import REPLIES_PER_STAGE, build_report
+    from deliberation.params import load_profile
+
+    client = make_client(load_profile("smoke"), progress=False)
+    sums = [
+        ChatRequest.from_prompt(f"What is {i} + 1?", stage="smoke.arithmetic") for i in range(5)
+    ]
+    client.generate([*sums, ChatRequest.from_prompt("What is 7 + 7?", stage="smoke.other")])
+    last_key = request_key(client.backend, sums[-1])
+    client.cache.close()
+    # The experiment's rows say the last sum's reply was invalid.
+    tables = paths.output_root() / "tables" / "smoke"
+    tables.mkdir(parents=True)
+    pd.DataFrame(
+        {"task": ["t/1"], "valid": [0], "error": ["not a number"], "key": [last_key]}
+    ).to_csv(tables / "toy_rows.csv", index=False)
+    index = build_report("smoke", out=tmp_path / "site")
+    assert 'href="replies.html"' in index.read_text()
+    page = (index.parent / "replies.html").read_text()
+    arithmetic = page.split("smoke.arithmetic</h2>", 1)[1].split("<h2", 1)[0]
+    assert "1 invalid, 4 unchecked" in arithmetic  # no output spec and no rows for the others
+    assert arithmetic.count("<details") == REPLIES_PER_STAGE
+    first = arithmetic.split("<details", 2)[1]
+    assert "invalid: not a number" in first and "What is 4 + 1?" in first
+    other = page.split("smoke.other</h2>", 1)[1]  # a stage the sim does not know: no reply
+    assert "1 failed" in other and other.count("<details") == 1 and "no reply" in other

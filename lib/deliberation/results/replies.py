@@ -67,6 +67,7 @@ class ReplySelection:
     matched: Counter = field(default_factory=Counter)  # state -> calls matching the filters
     replies: tuple[Reply, ...] = ()
     rows_files: tuple[Path, ...] = ()
+    matched_by_stage: dict[str, Counter] = field(default_factory=dict)
 
 
 def default_rows_files(profile: str) -> list[Path]:
@@ -152,10 +153,12 @@ def find_replies(
     only: State | None = None,
     invalid_first: bool = False,
     limit: int | None = 5,
+    per_stage: int | None = None,
 ) -> ReplySelection:
     """The calls of a profile's cache that match the filters, oldest first (``invalid_first``:
-    invalid, then failed, then the rest), with the first ``limit`` read in full. ``rows``
-    adds rows files to the profile's default ones (:func:`default_rows_files`)."""
+    invalid, then failed, then the rest), with the first ``limit`` read in full (``per_stage``:
+    the first so many of each stage instead). ``rows`` adds rows files to the profile's default
+    ones (:func:`default_rows_files`)."""
     from deliberation.inference import cache_path
 
     profile = load_profile(profile) if isinstance(profile, (str, Path)) else profile
@@ -188,10 +191,21 @@ def find_replies(
             keys = [k for k in keys if states[k] == only]
         if invalid_first:
             keys = sorted(keys, key=lambda k: STATES.index(states[k]))
-        chosen = keys if limit is None else keys[:limit]
-        records = cache.records(chosen)
         stages = dict(zip(failures["key"], failures["stage"], strict=True))
         stages.update(zip(answered["key"], answered["stage"], strict=True))
+        if per_stage is not None:
+            taken: Counter = Counter()
+            chosen = []
+            for key in keys:
+                if taken[stages[key]] < per_stage:
+                    taken[stages[key]] += 1
+                    chosen.append(key)
+        else:
+            chosen = keys if limit is None else keys[:limit]
+        records = cache.records(chosen)
+        by_stage: dict[str, Counter] = {}
+        for key in keys:
+            by_stage.setdefault(stages[key], Counter())[states[key]] += 1
     replies = []
     for key in chosen:
         request, response = records.get(key, ({}, {}))
@@ -207,7 +221,12 @@ def find_replies(
             )
         )
     return ReplySelection(
-        profile.name, path, Counter(states[k] for k in keys), tuple(replies), tuple(files)
+        profile.name,
+        path,
+        Counter(states[k] for k in keys),
+        tuple(replies),
+        tuple(files),
+        dict(sorted(by_stage.items())),
     )
 
 
