@@ -38,6 +38,7 @@ COMMANDS = {
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "bench": "run every benchmark and write one table (build/bench.md)",
     "replies": "the prompts and raw replies of a profile's calls (invalid first, by stage, task)",
+    "compare": "the headline numbers of several profiles side by side, with intervals",
 }
 
 

@@ -1,4 +1,5 @@
-"""CLI: ``deliberation replies`` (prompts and raw replies from the response cache)."""
+"""CLI: ``deliberation replies`` (prompts and raw replies from the response cache) and
+``deliberation compare`` (several profiles' headline numbers side by side)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replies.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
     replies.set_defaults(func=_replies)
 
+    compare = subparsers.add_parser(
+        "compare",
+        help="the headline numbers of several profiles side by side, with intervals",
+        description=(
+            "Reads each profile's published tables (tables/<profile>/, written by make paper) "
+            "for every table the claims tables of figures/README.md name, and shows estimate "
+            "[95% interval] side by side; also writes a report page."
+        ),
+    )
+    compare.add_argument("profiles", nargs="+", metavar="profile", help="profile names")
+    compare.add_argument("--tables", nargs="+", help="only these tables (file stems)")
+    compare.add_argument(
+        "--out", type=Path, help="page folder (default build/report/compare-<P1>-<P2>...)"
+    )
+    compare.set_defaults(func=_compare)
+
 
 def _replies(args: argparse.Namespace) -> int:
     from deliberation.results.replies import find_replies, format_selection
@@ -55,3 +72,17 @@ def _replies(args: argparse.Namespace) -> int:
     for line in format_selection(selection):
         print(line)
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from deliberation.results.compare import compare_profiles, write_comparison_page
+
+    comparison = compare_profiles(args.profiles, tables=args.tables)
+    for line in comparison.lines():
+        print(line)
+    page = write_comparison_page(comparison, args.out)
+    print(f"\npage: {page}")
+    made = any(not block.frame.empty for block in comparison.blocks)
+    if not made:
+        print("no headline table exists for these profiles yet: run make paper PROFILE=<name>")
+    return 0 if made else 1
