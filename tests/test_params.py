@@ -55,6 +55,7 @@ def test_every_shipped_profile_loads_and_names_its_backend_options():
 
 
 def test_the_shipped_list_names_existing_profiles_only():
+    assert {"sim", "smoke", "vllm-serve-local"} <= set(shipped_profiles())
     assert set(shipped_profiles()) <= set(available_profiles())
 
 
