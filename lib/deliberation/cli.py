@@ -66,7 +66,12 @@ EPILOG = """\
 examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
   deliberation crossprofile verify check every CrossProfile template
-  deliberation run crossprofile --profile sim --out rows.csv   one experiment grid
+  deliberation run crossprofile --profile sim --limit 1
+                                   one template's grid (rows in build/runs/sim/)
+  deliberation replies --profile sim --invalid-first
+                                   the prompts and raw replies behind those rows
+  deliberation compare sim my-model
+                                   two profiles' headline numbers side by side
   deliberation cache stats         what the response caches hold
   deliberation serve-sim --port 0  the sim behind an OpenAI-compatible endpoint
 
