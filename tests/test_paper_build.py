@@ -258,6 +258,7 @@ time.sleep(1.5)
 """
 
 
+@pytest.mark.slow
 def test_the_terminal_shows_cell_and_calls_and_no_kernel_noise(project, capfd):
     """Progress lines name the notebook, its cell and the calls done; the kernel neither warns
     about TCP nor reports an interrupt at shutdown; the notebook holds no progress bar."""
