@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import importlib.util
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -256,6 +257,16 @@ class VLLMBackend(Backend):
             seed=profile.seed,
             **profile.options.model_dump(),
         )
+
+    @classmethod
+    def check_available(cls) -> None:
+        """vLLM importable here (found, not imported: importing it takes seconds)."""
+        try:
+            found = importlib.util.find_spec("vllm") is not None
+        except (ImportError, ValueError):  # a broken or blocked installation
+            found = False
+        if not found:
+            raise BackendUnavailableError(INSTALL_HINT)
 
     @classmethod
     def for_planning(cls, profile: Any) -> VLLMBackend:
