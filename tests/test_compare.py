@@ -79,3 +79,15 @@ def test_two_profiles_side_by_side_with_a_missing_table_and_a_missing_row(tmp_pa
 def test_compare_without_any_table_says_what_to_run(capsys):
     assert main(["compare", "sim", "smoke", "--out", str(paths.build_dir() / "c")]) == 1
     assert "make paper PROFILE" in capsys.readouterr().out
+
+
+def test_tables_copied_from_elsewhere_compare_without_their_profile_file():
+    import json
+
+    _table("their-model", "03_h1_h3", pd.DataFrame(
+        {"label": ["H1"], "estimate": [30.0], "low": [20.0], "high": [40.0]}))  # fmt: skip
+    sidecar = paths.output_root() / "tables" / "their-model" / "03_h1_h3.provenance.json"
+    sidecar.write_text(json.dumps({"synthetic": False}))
+    comparison = compare_profiles(["their-model"], tables=["03_h1_h3"])
+    assert comparison.synthetic == {"their-model": False}
+    assert comparison.blocks[0].frame["their-model"].tolist() == ["30 [20, 40]"]

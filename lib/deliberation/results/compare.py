@@ -168,14 +168,27 @@ def _cells(frame: pd.DataFrame, layout: Layout) -> pd.Series:
     return pd.Series(cells, index=pd.MultiIndex.from_frame(frame[keys]))
 
 
+def _synthetic(profile: str) -> bool:
+    """As the report labels it; for tables whose profile file is not here (copied from another
+    machine), from their provenance sidecars."""
+    import json
+
+    from deliberation.paper.report import run_label
+    from deliberation.params import ProfileError
+
+    try:
+        return run_label(profile).synthetic
+    except ProfileError:
+        sidecars = (paths.output_root() / "tables" / profile).glob("*.provenance.json")
+        return any(json.loads(p.read_text()).get("synthetic") for p in sidecars)
+
+
 def compare_profiles(
     profiles: Sequence[str], *, tables: Sequence[str] | None = None, readme: Path | None = None
 ) -> Comparison:
     """The headline tables of ``profiles`` side by side (``tables``: only these stems)."""
-    from deliberation.paper.report import run_label
-
     profiles = list(dict.fromkeys(profiles))
-    synthetic = {p: run_label(p).synthetic for p in profiles}
+    synthetic = {p: _synthetic(p) for p in profiles}
     wanted = headline_tables(readme)
     if tables:
         wanted = [h for h in wanted if h.table in set(tables)]
