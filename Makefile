@@ -14,7 +14,7 @@ help:
 	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
 	@echo "make test                 lint + unit tests + notebooks under nbval (smoke profile)"
-	@echo "make lab                  JupyterLab on the notebooks"
+	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
@@ -65,9 +65,22 @@ nbval: setup
 
 test: lint unit nbval
 
-lab: setup
+# JupyterLab rooted at the repository, so build/executed/<profile>/ (the notebooks with their
+# outputs) is browsable beside notebooks/; it opens on the profile's executed notebooks when they
+# exist, else on notebooks/. The lab extra is installed once (a stamp, redone when pyproject.toml
+# changes). LAB_ARGS passes options on (make lab LAB_ARGS="--port 8890 --no-browser"); as root,
+# Jupyter's --allow-root is added. Kernels get DELIBERATION_PROFILE=$(PROFILE) (show_memory's default).
+LAB_STAMP := $(VENV)/.lab-stamp
+$(LAB_STAMP): $(SETUP_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,lab]'
-	$(VENV)/bin/jupyter lab notebooks/
+	touch $@
+
+lab: setup $(LAB_STAMP)
+	@start=notebooks; if [ -d "$(EXECUTED)" ]; then start="$(EXECUTED)"; fi; \
+	root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; fi; \
+	echo "JupyterLab on $(CURDIR), opening $$start/ (executed notebooks: build/executed/<profile>/)"; \
+	DELIBERATION_PROFILE=$(PROFILE) exec $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.default_url="/lab/tree/$$start" $$root $(LAB_ARGS)
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external

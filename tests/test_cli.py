@@ -127,6 +127,8 @@ INVOCATIONS = {
     ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
     ("report",): (["smoke", "--out", "{tmp}/report"], None, 0, "index.html"),
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),
+    ("compare",): (["sim", "smoke", "--out", "{tmp}/compare"], None, 1, "make paper PROFILE"),
+    ("replies",): (["--profile", "sim", "--limit", "1"], _cached_answer, 0, "What is 2 + 3?"),
 }
 
 
@@ -168,3 +170,29 @@ def test_bad_input_is_reported_without_a_traceback(tmp_path, capsys) -> None:
     assert status == 2
     assert str(profile) in captured.err and "seed" in captured.err
     assert "Traceback" not in captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "crossprofile", "--profile", "qwen2.5-7b-vllm", "--limit", "1", "--out",
+         "{tmp}/rows.csv", "--no-progress"],
+        ["paper", "qwen2.5-7b-vllm", "--notebooks", "00"],  # fails before planning anything
+    ],
+    ids=["run", "paper"],
+)  # fmt: skip
+def test_a_missing_optional_backend_is_one_paragraph_naming_the_profile(command, tmp_path) -> None:
+    # A vLLM profile on a machine without vLLM (blocked here even where it is installed).
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    code = (
+        "import sys; sys.modules['vllm'] = None\n"
+        "from deliberation.cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""  # no plan, no notebook
+    message = done.stderr.strip()
+    assert "\n" not in message
+    assert "qwen2.5-7b-vllm" in message and "pip install -e '.[vllm]'" in message
+    assert not (tmp_path / "rows.csv").exists()

@@ -89,3 +89,48 @@ def test_make_clean_keeps_the_response_cache_and_clean_cache_asks_first(tmp_path
     paid.write_bytes(b"again")
     assert _make(tmp_path, "clean-cache", "CONFIRM=1").returncode == 0
     assert not paid.parent.exists()
+
+
+def _fake_tool(path, log):
+    """An executable that appends its name and arguments to ``log`` and succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/bash\necho "$(basename "$0") $*" >> {log}\n')
+    path.chmod(0o755)
+
+
+def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tmp_path):
+    """The probe: `make lab` failed as root, reinstalled on every call, took no arguments and
+    hid build/executed/ outside its root."""
+    for name in ("Makefile", "pyproject.toml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    log = tmp_path / "calls.log"
+    for tool in ("python", "jupyter"):
+        _fake_tool(tmp_path / "venv" / "bin" / tool, log)
+    for uid in ("0", "1000"):  # `id -u` as root and as a user
+        (tmp_path / f"uid{uid}").mkdir()
+        (tmp_path / f"uid{uid}" / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+        (tmp_path / f"uid{uid}" / "id").chmod(0o755)
+
+    def lab(uid, *args):
+        env = {"PATH": f"{tmp_path / f'uid{uid}'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+        done = subprocess.run(
+            ["make", "--no-print-directory", "-C", str(tmp_path), "lab", f"VENV={tmp_path}/venv",
+             *args],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        calls = log.read_text().splitlines()
+        log.unlink()
+        return calls
+
+    first = lab("1000", "LAB_ARGS=--port 8890 --no-browser")
+    assert sum("pip install" in c and "[dev,lab]" in c for c in first) == 1
+    jupyter = first[-1]
+    assert jupyter.startswith("jupyter lab ") and jupyter.endswith("--port 8890 --no-browser")
+    assert f"--ServerApp.root_dir={tmp_path}" in jupyter and "--allow-root" not in jupyter
+    assert "--LabApp.default_url=/lab/tree/notebooks" in jupyter
+
+    (tmp_path / "build" / "executed" / "sim").mkdir(parents=True)
+    again = lab("0")
+    assert len(again) == 1 and "--allow-root" in again[0]  # installed once: no pip call
+    assert "--LabApp.default_url=/lab/tree/build/executed/sim" in again[0]

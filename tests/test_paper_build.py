@@ -244,3 +244,34 @@ def test_every_file_the_claim_tables_name_is_in_the_output_table():
     listed = {e.pattern for e in outputs.expected_outputs()}
     assert claimed
     assert {c.replace("<profile>", "{profile}") for c in claimed} <= listed
+
+
+CALLS_CELL = """\
+import time
+from deliberation.inference import make_client
+from deliberation.inference.base import ChatRequest
+from deliberation.params import load_profile
+client = make_client(load_profile(profile))
+client.generate([ChatRequest.from_prompt(f"What is {i} + 2?", stage="smoke.arithmetic")
+                 for i in range(3)])
+time.sleep(1.5)
+"""
+
+
+@pytest.mark.slow
+def test_the_terminal_shows_cell_and_calls_and_no_kernel_noise(project, capfd):
+    """Progress lines name the notebook, its cell and the calls done; the kernel neither warns
+    about TCP nor reports an interrupt at shutdown; the notebook holds no progress bar."""
+    notebook(project["folder"] / "00_a.ipynb", CALLS_CELL, "time.sleep(1.5)")
+    result, text = run(project, notebooks=["00"], progress_interval_s=0.3)
+    assert result.executed == ["00_a.ipynb"], text
+    # papermill adds its injected-parameters cell: four code cells.
+    assert "00_a.ipynb: cell 3 of 4 (`import time`), 3 calls" in text
+    assert "00_a.ipynb: cell 4 of 4 (`time.sleep(1.5)`), 3 calls" in text
+    assert "00_a.ipynb done in" in text and ", 3 model calls" in text
+    terminal = capfd.readouterr()
+    noise = terminal.out + terminal.err
+    assert "without encryption" not in noise and "KeyboardInterrupt" not in noise
+    executed = nbformat.read(build.paths.build_dir() / "executed" / "smoke" / "00_a.ipynb", 4)
+    streams = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
+    assert not any("model calls" in s or "IProgress" in s or "it/s" in s for s in streams)

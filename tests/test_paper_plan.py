@@ -13,7 +13,7 @@ import pytest
 
 from deliberation.cost import APIPrice, CostModel, GPUThroughput, estimate
 from deliberation.inference import make_client
-from deliberation.inference.base import backend_class
+from deliberation.inference.base import ChatRequest, backend_class
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.paper.manifest import load_manifest
@@ -188,10 +188,11 @@ def test_cost_from_throughput_and_from_prices():
     assert "no cost section" in estimate(CostModel(), 1, 1, 1).lines()[0]
 
 
-def test_every_real_profile_prices_its_calls():
-    from deliberation.params import available_profiles
+def test_every_shipped_real_profile_prices_its_calls():
+    """Shipped profiles only: the README calls `cost:` optional for a profile a user adds."""
+    from deliberation.params import shipped_profiles
 
-    for name in available_profiles():
+    for name in shipped_profiles():
         profile = load_profile(name)
         if not profile.synthetic:
             assert profile.cost.gpu or profile.cost.price, f"{name}: no cost section"
@@ -226,3 +227,21 @@ def test_a_request_that_cannot_be_sent_is_counted_invalid_not_planned(tmp_path):
     responses = client.generate([good, bad, good])
     assert responses[1].error and "cannot send" in responses[1].error
     assert [c.state for c in client.calls] == ["send", "invalid", "repeat"]
+
+
+def test_planning_logs_no_sent_lines_while_a_run_does(caplog):
+    """The plan says nothing was sent; the experiments it runs must not log "... N sent"."""
+    from deliberation.paper.manifest import select
+
+    entry = select(load_manifest(), ["03"])
+    with caplog.at_level("INFO"):
+        plan = plan_calls(load_profile("smoke"), entry)
+    assert plan.totals()["to_send"] > 0
+    assert not [r for r in caplog.records if r.getMessage().endswith(" sent")]
+    caplog.clear()
+    from deliberation.runs import send
+
+    client = make_client(load_profile("smoke"), progress=False)
+    with caplog.at_level("INFO"):
+        send(client, [ChatRequest.from_prompt("What is 1 + 2?", stage="smoke.arithmetic")], "smoke")
+    assert [r for r in caplog.records if r.getMessage().endswith(", 1 sent")]

@@ -10,7 +10,13 @@ import pytest
 
 from deliberation import paths
 from deliberation.inference.sim_registry import BEHAVIOURS_PACKAGE
-from deliberation.params import ProfileError, available_profiles, load_profile
+from deliberation.params import (
+    ProfileError,
+    available_profiles,
+    load_profile,
+    shipped_profiles,
+    user_profiles,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +34,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_every_shipped_profile_loads_and_names_its_backend_options():
-    names = available_profiles()
+    names = shipped_profiles()
     assert {
         "sim",
         "smoke",
@@ -46,6 +52,58 @@ def test_every_shipped_profile_loads_and_names_its_backend_options():
             assert profile.options.base_url
         if profile.backend == "vllm":
             assert profile.options is not None
+
+
+def test_the_shipped_list_names_existing_profiles_only():
+    assert {"sim", "smoke", "vllm-serve-local"} <= set(shipped_profiles())
+    assert set(shipped_profiles()) <= set(available_profiles())
+
+
+def test_a_users_profile_loads_strictly():
+    """What the README promises a profile a user adds to params/: it loads (or the error names
+    the file and the key). Its name may differ from the file stem and `cost:` is optional."""
+    for name in user_profiles():
+        load_profile(name)
+
+
+# A copy of vllm-serve-local.yaml made the README's way: another model and port, no `cost:`.
+USER_PROFILE = """\
+name: my-local-model
+description: a user's own llama.cpp server
+backend: openai
+model: HuggingFaceTB/SmolLM2-135M-Instruct
+openai:
+  base_url: http://127.0.0.1:8080/v1
+  api_key_env: null
+  structured_output: response_format
+"""
+
+
+def test_a_user_profile_without_cost_leaves_the_shipped_profile_tests_passing(
+    tmp_path, monkeypatch
+):
+    import shutil
+
+    import test_paper_plan
+    import test_scaling_profiles
+
+    params = tmp_path / "params"
+    shutil.copytree(paths.params_dir(), params)
+    (params / "smollm2-local.yaml").write_text(USER_PROFILE)
+    (params / "my-vllm.yaml").write_text(
+        "backend: vllm\nmodel: some/model\nvllm:\n  tensor_parallel_size: 2\n"
+    )
+    monkeypatch.setattr(paths, "params_dir", lambda: params)
+    assert {"smollm2-local", "my-vllm"} <= set(user_profiles())
+    user = load_profile("smollm2-local")
+    assert user.name == "my-local-model" and not user.synthetic
+    assert not (user.cost.gpu or user.cost.price)
+    test_a_users_profile_loads_strictly()
+    test_every_shipped_profile_loads_and_names_its_backend_options()
+    test_paper_plan.test_every_shipped_real_profile_prices_its_calls()
+    for name in shipped_profiles():
+        if load_profile(name).backend == "vllm":
+            test_scaling_profiles.test_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name)
 
 
 def test_only_the_sim_profiles_are_synthetic():

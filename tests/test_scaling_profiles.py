@@ -10,7 +10,7 @@ import pytest
 from deliberation.inference.base import backend_class
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import format_plan, plan_calls
-from deliberation.params import available_profiles, load_profile
+from deliberation.params import load_profile, shipped_profiles
 from deliberation.paths import repo_root
 
 # The README's "Scaling out" section, one profile per way of running.
@@ -37,7 +37,7 @@ def test_the_readme_names_every_scaling_profile():
 
 
 @pytest.mark.parametrize(
-    "name", [p for p in available_profiles() if load_profile(p).backend == "vllm"]
+    "name", [p for p in shipped_profiles() if load_profile(p).backend == "vllm"]
 )
 def test_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name):
     profile = load_profile(name)

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "deliberation.dhd.commands",
     "deliberation.natural_runs.commands",
     "deliberation.paper.commands",
+    "deliberation.results.commands",
 ]
 
 # What `deliberation --help` lists: every top-level command a module above registers, with a
@@ -36,6 +37,8 @@ COMMANDS = {
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "bench": "run every benchmark and write one table (build/bench.md)",
+    "replies": "the prompts and raw replies of a profile's calls (invalid first, by stage, task)",
+    "compare": "the headline numbers of several profiles side by side, with intervals",
 }
 
 
@@ -63,7 +66,12 @@ EPILOG = """\
 examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
   deliberation crossprofile verify check every CrossProfile template
-  deliberation run crossprofile --profile sim --out rows.csv   one experiment grid
+  deliberation run crossprofile --profile sim --limit 1
+                                   one template's grid (rows in build/runs/sim/)
+  deliberation replies --profile sim --invalid-first
+                                   the prompts and raw replies behind those rows
+  deliberation compare sim my-model
+                                   two profiles' headline numbers side by side
   deliberation cache stats         what the response caches hold
   deliberation serve-sim --port 0  the sim behind an OpenAI-compatible endpoint
 
@@ -143,6 +151,7 @@ USER_ERRORS = frozenset(
         "PoolExistsError",
         "FetchError",
         "ChecksumMismatch",
+        "BackendUnavailableError",
     }
 )
 

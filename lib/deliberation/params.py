@@ -382,4 +382,27 @@ def load_profile(name_or_path: str | Path) -> Profile:
 
 
 def available_profiles() -> list[str]:
+    """Every profile in ``params/``: the shipped ones and any a user added."""
     return sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
+
+
+SHIPPED_LIST = "shipped.txt"
+
+
+def shipped_profiles() -> list[str]:
+    """The profiles this repository ships (``params/shipped.txt``, one name a line). Tests hold
+    these to the project's standards (a real model prices its calls); a profile a user adds
+    beside them is held only to what the README promises, so it never breaks ``make test``."""
+    listing = paths.params_dir() / SHIPPED_LIST
+    if not listing.is_file():
+        return []
+    names = [
+        line.split("#", 1)[0].strip() for line in listing.read_text(encoding="utf-8").splitlines()
+    ]
+    return sorted(name for name in names if name)
+
+
+def user_profiles() -> list[str]:
+    """The profiles in ``params/`` that the repository does not ship."""
+    shipped = set(shipped_profiles())
+    return [name for name in available_profiles() if name not in shipped]

@@ -44,6 +44,14 @@ def build_dir() -> Path:
     return Path(env).resolve() if env else repo_root() / "build"
 
 
+def run_rows(profile: str, experiment: str) -> Path:
+    """Where ``deliberation run EXPERIMENT`` writes its rows without ``--out`` (its parent made):
+    ``build/runs/<profile>/<experiment>_rows.csv``, where ``deliberation replies`` looks too."""
+    folder = build_dir() / "runs" / profile
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{experiment}_rows.csv"
+
+
 def cache_dir() -> Path:
     env = os.environ.get("DELIBERATION_CACHE_DIR")
     return Path(env).resolve() if env else repo_root() / ".cache"

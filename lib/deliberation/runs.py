@@ -55,7 +55,8 @@ def send(
     stage_counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)
     if counts is not None:
         counts.append(stage_counts)
-    log.info(stage_counts.line())
+    # A planning client sends nothing: its counts are the plan's to report, not "sent" lines.
+    log.log(logging.INFO if getattr(client, "sends", True) else logging.DEBUG, stage_counts.line())
     return responses, keys
 
 

@@ -37,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", type=Path, help="benchmark folders (default: make data's)")
     parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
     parser.add_argument(
-        "--out", type=Path, required=True, help="replay rows (CSV); proposals go beside it"
+        "--out",
+        type=Path,
+        help="replay rows (CSV; default build/runs/<profile>/dhd_rows.csv); proposals beside it",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run_command)
@@ -65,7 +67,9 @@ def run_command(args: argparse.Namespace) -> int:
     except (KeyError, ValueError, DatasetNotFoundError) as error:
         print(f"deliberation run dhd: {error}")
         return 2
-    rows, proposals = write_results(results, args.out)
+    from deliberation import paths
+
+    rows, proposals = write_results(results, args.out or paths.run_rows(profile.name, "dhd"))
     for line in results.lines():
         print(line)
     if profile.synthetic:

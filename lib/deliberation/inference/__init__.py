@@ -14,6 +14,7 @@ from deliberation import paths
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
+    BackendUnavailableError,
     ChatRequest,
     ChatResponse,
     Message,
@@ -45,12 +46,28 @@ __all__ = [
     "register_backend",
     "registered_backends",
     "request_key",
+    "require_backend",
 ]
 
 
 def build_backend(profile: Profile) -> Backend:
-    """Construct the backend a profile names (imported on first use; it reads its own options)."""
-    return backend_class(profile.backend).from_profile(profile)
+    """Construct the backend a profile names (imported on first use; it reads its own options).
+    A backend whose optional dependency is missing fails naming the profile, in one paragraph."""
+    try:
+        return backend_class(profile.backend).from_profile(profile)
+    except BackendUnavailableError as exc:
+        where = f" ({profile.source})" if profile.source else ""
+        raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
+
+
+def require_backend(profile: Profile) -> None:
+    """Fail at once, in one paragraph naming the profile, when this machine cannot run the
+    profile's backend (``make paper PROFILE=<a vLLM profile>`` without vLLM)."""
+    try:
+        backend_class(profile.backend).check_available()
+    except BackendUnavailableError as exc:
+        where = f" ({profile.source})" if profile.source else ""
+        raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
 
 
 def cache_path(profile: Profile) -> Path:

@@ -247,6 +247,12 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"{cls.__name__} cannot be built from a profile")
 
     @classmethod
+    def check_available(cls) -> None:
+        """Raise :class:`BackendUnavailableError` when this machine cannot run the backend (an
+        optional dependency missing), cheaply and before any work: ``make paper`` asks first."""
+        return None  # the default: nothing optional to check
+
+    @classmethod
     def for_planning(cls, profile: Any) -> Backend:
         """The backend as far as keys go (:meth:`identity`, :meth:`request_payload`), built
         without a key, an engine, a GPU or the network: ``deliberation plan`` computes each
@@ -282,6 +288,11 @@ def register_backend(name: str, target: str | type[Backend]) -> None:
     if isinstance(target, str) and ":" not in target:
         raise ValueError(f"backend {name!r}: target {target!r} is not 'module:Class'")
     _REGISTRY[name] = target
+
+
+class BackendUnavailableError(ImportError):
+    """A backend whose optional dependency is not installed here (vLLM on a machine without
+    it): a problem of the environment, reported in one paragraph that says what to install."""
 
 
 def registered_backends() -> list[str]:

@@ -582,6 +582,27 @@ class ResponseCache:
         with self._reading():
             return {row[0] for row in self._conn.execute("SELECT key FROM responses")}
 
+    def answered(self) -> pd.DataFrame:
+        """One row per stored answer, oldest first: ``key, stage, created`` (no texts, so a
+        large cache is cheap to filter before :meth:`records` reads the few wanted)."""
+        with self._reading():
+            return pd.read_sql_query(
+                "SELECT key, stage, created FROM responses ORDER BY created, rowid", self._conn
+            )
+
+    def records(self, keys: Iterable[str]) -> dict[str, tuple[dict, dict]]:
+        """The request as recorded (messages, stage, sampling fields) and the response, by key,
+        for the keys present. Reading never counts a hit."""
+        found: dict[str, tuple[dict, dict]] = {}
+        with self._reading():
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                marks = ",".join("?" * len(chunk))
+                for key, request, response in self._conn.execute(
+                    f"SELECT key, request, response FROM responses WHERE key IN ({marks})", chunk
+                ):
+                    found[key] = (json.loads(request), json.loads(response))
+        return found
+
     def failures(self) -> pd.DataFrame:
         """Outstanding failures (requests with no answer yet), oldest first."""
         with self._reading():

@@ -26,10 +26,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from tqdm.auto import tqdm
-
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, InvalidRequestError
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
+from deliberation.progress import calls_done, progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +51,10 @@ def keys_or_failures(
 
 
 class CachedClient:
+    # Whether generate() really sends (a planning client only counts): run logs say "sent"
+    # only for a client that does.
+    sends = True
+
     def __init__(
         self,
         backend: Backend,
@@ -87,6 +90,7 @@ class CachedClient:
             sum(k is not None and k not in pending for k in keys),
             len(miss_requests),
         )
+        calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid
         if miss_requests:
             if self.cache.read_only:
                 raise CacheWriteError(
@@ -95,6 +99,7 @@ class CachedClient:
                     " not in this read-only cache; sending them needs write access",
                 )
             self._send_once_across_processes(pending, results, desc)
+        calls_done(0, flush=True)
         out: list[ChatResponse] = []
         seen: set[str] = set()
         for index, key in enumerate(keys):
@@ -130,6 +135,7 @@ class CachedClient:
                 for key, response in (*arrived.items(), *failed.items()):
                     results[key] = response
                     del todo[key]
+                calls_done(len(arrived) + len(failed))
                 if todo and not mine:
                     if delay == self.poll_s:  # once per wait, not per poll
                         log.info(
@@ -150,7 +156,9 @@ class CachedClient:
         done: set[int] = set()
         held: dict[int, ChatResponse] = {}  # received, not yet in the cache (a write failed)
         warned: list[CacheWriteError] = []
-        bar = tqdm(total=len(requests), desc=desc or "model calls", disable=not self.progress)
+        bar = progress_bar(
+            total=len(requests), desc=desc or "model calls", disable=not self.progress
+        )
 
         def write_held() -> None:
             for index in sorted(held):
@@ -163,6 +171,7 @@ class CachedClient:
             done.add(index)
             held[index] = response
             bar.update(1)
+            calls_done(1)
             try:
                 write_held()
             except CacheWriteError as exc:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import importlib.util
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,7 @@ from pydantic import (
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
+    BackendUnavailableError,
     ChatRequest,
     ChatResponse,
     OnResponse,
@@ -62,8 +64,9 @@ from deliberation.inference.structured import parse_structured_text, vllm_struct
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = (
-    "the vllm backend needs vLLM (CUDA GPUs only): install the extra with "
-    "`pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34)"
+    "the vllm backend needs vLLM (CUDA GPUs only), which is not installed here: install the "
+    "extra with `pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34), or run the same model "
+    "behind an OpenAI-compatible server with a profile like params/vllm-serve-local.yaml"
 )
 # Engine arguments this module sets itself; engine_extra may not override them.
 _MANAGED_ENGINE_KEYS = frozenset(
@@ -161,7 +164,7 @@ def import_vllm() -> ModuleType:
     try:
         return importlib.import_module("vllm")
     except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+        raise BackendUnavailableError(INSTALL_HINT) from exc
 
 
 def sampling_fields(request: ChatRequest, default_seed: int) -> dict[str, Any]:
@@ -254,6 +257,16 @@ class VLLMBackend(Backend):
             seed=profile.seed,
             **profile.options.model_dump(),
         )
+
+    @classmethod
+    def check_available(cls) -> None:
+        """vLLM importable here (found, not imported: importing it takes seconds)."""
+        try:
+            found = importlib.util.find_spec("vllm") is not None
+        except (ImportError, ValueError):  # a broken or blocked installation
+            found = False
+        if not found:
+            raise BackendUnavailableError(INSTALL_HINT)
 
     @classmethod
     def for_planning(cls, profile: Any) -> VLLMBackend:

@@ -43,7 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench)",
         )
         parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
-        parser.add_argument("--out", type=Path, required=True, help="rows.csv to write")
+        parser.add_argument(
+            "--out",
+            type=Path,
+            help="rows.csv to write (default build/runs/<profile>/<experiment>_rows.csv)",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
         parser.set_defaults(func=run_command, benchmark=benchmark)
 
@@ -69,6 +73,9 @@ def run_command(args: argparse.Namespace) -> int:
     except (KeyError, ValueError) as error:
         print(f"deliberation run {args.benchmark}: {error}")
         return 2
+    from deliberation import paths
+
+    args.out = args.out or paths.run_rows(profile.name, args.benchmark)
     write_rows(result.frame, args.out)
     for line in result.report.lines():
         print(line)

@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from deliberation import prompts, runs
 from deliberation.decision import parse_choice, render_decision_prompt
 from deliberation.discussion import (
@@ -39,6 +37,7 @@ from deliberation.memory import (
 )
 from deliberation.memory.labels import read_balance, read_relevance
 from deliberation.memory_runs.grid import Cell, Grid
+from deliberation.progress import progress_bar
 from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
@@ -260,7 +259,8 @@ def decide(
     plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
     requests: list[ChatRequest] = []
     cells = grid.cells()
-    for p in tqdm(prepared, desc="memories", disable=not progress or len(prepared) < 50):
+    quiet = not progress or len(prepared) < 50
+    for p in progress_bar(prepared, desc="memories", disable=quiet):
         for cell in cells:
             memory, limit = _memory(p, cell)
             if memory.summary is not None:

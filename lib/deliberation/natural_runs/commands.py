@@ -30,7 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--limit", type=int, help="only the first N templates or tasks")
     parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
-    parser.add_argument("--out", type=Path, required=True, help="rows.csv to write")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="rows.csv to write (default build/runs/<profile>/<experiment>_rows.csv)",
+    )
     parser.add_argument(
         "--disclosure-out",
         type=Path,
@@ -57,6 +61,9 @@ def run_command(args: argparse.Namespace) -> int:
     except (KeyError, ValueError) as error:
         print(f"deliberation run natural: {error}")
         return 2
+    from deliberation import paths
+
+    args.out = args.out or paths.run_rows(profile.name, "natural")
     disclosure_out = args.disclosure_out or args.out.with_name(f"{args.out.stem}_disclosure.csv")
     write_rows(result.rows, args.out)
     write_rows(result.disclosure, disclosure_out)

@@ -20,6 +20,7 @@ names the notebook and the first line of the failing cell. The record of a succe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -33,9 +34,12 @@ from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
 from deliberation.paper.outputs import missing_outputs, unlisted_outputs
+from deliberation.paper.progress import INTERVAL_S, NotebookProgress, reporting
 from deliberation.params import Profile, load_profile, profile_files
 
 Printer = Callable[[str], None]
+# Flushed line by line: `make paper` is often piped (tee, CI), and progress lines must not wait.
+_print_now: Printer = functools.partial(print, flush=True)
 
 
 class NotebookFailed(RuntimeError):
@@ -186,10 +190,15 @@ def execute_notebook(
     profile_arg: str,
     executed_dir: Path,
     folder: Path | None = None,
+    progress: NotebookProgress | None = None,
 ) -> Path:
-    """Run one notebook with papermill into ``executed_dir``; raise :class:`NotebookFailed`."""
+    """Run one notebook with papermill into ``executed_dir``; raise :class:`NotebookFailed`.
+    ``progress`` learns each code cell as it starts."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
+
+    from deliberation.paper.kernel import QuietKernelManager
+    from deliberation.paper.progress import ENGINE_NAME
 
     logging.getLogger("papermill").setLevel(logging.WARNING)  # the build prints its own lines
     folder = folder or notebooks_dir()
@@ -206,6 +215,9 @@ def execute_notebook(
             cwd=str(folder),
             kernel_name="python3",
             progress_bar=False,
+            engine_name=ENGINE_NAME,
+            progress=progress,
+            kernel_manager_class=QuietKernelManager,
         )
     except PapermillExecutionError as exc:
         kept = _keep_failed(partial, failed, final)
@@ -261,9 +273,11 @@ def build_paper(
     plan: bool = True,
     folder: Path | None = None,
     readme: Path | None = None,
-    out: Printer = print,
+    out: Printer = _print_now,
+    progress_interval_s: float = INTERVAL_S,
 ) -> BuildResult:
-    """Print the plan, run the stale notebooks in order, then check the promised outputs."""
+    """Print the plan, run the stale notebooks in order (a progress line at most every
+    ``progress_interval_s`` while one runs), then check the promised outputs."""
     started = time.perf_counter()
     profile = load_profile(profile_arg)
     executed_dir = paths.build_dir() / "executed" / profile.name
@@ -279,13 +293,17 @@ def build_paper(
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
     stale = [s.entry for s in statuses if s.run]
+    planned: dict[str, int] = {}  # notebook stem -> calls the plan counts (progress lines)
     if plan and stale:
         from deliberation.paper.plan import format_plan, plan_calls
 
         out("")
-        for line in format_plan(plan_calls(profile, stale)):
+        the_plan = plan_calls(profile, stale)
+        for line in format_plan(the_plan):
             out(line)
         out("")
+        for call in the_plan.calls:
+            planned[call.notebook] = planned.get(call.notebook, 0) + 1
     for status in statuses:
         name = status.entry.name
         if not status.run:
@@ -293,15 +311,19 @@ def build_paper(
             continue
         out(f"== {name} (profile {profile.name})")
         t0 = time.perf_counter()
+        progress = NotebookProgress(name, planned.get(status.entry.stem))
         try:
-            execute_notebook(status.entry, profile_arg, executed_dir, folder)
+            with reporting(progress, out, progress_interval_s):
+                execute_notebook(status.entry, profile_arg, executed_dir, folder, progress)
+                calls = progress.calls()
         except NotebookFailed as failure:
             result.failed = failure
             out(f"FAILED: {failure}")
             break
         record_success(status.entry, status, profile.name, executed_dir)
         result.executed.append(name)
-        out(f"   {name} done in {time.perf_counter() - t0:.1f} s")
+        of_calls = f", {calls:,} model calls" if calls else ""
+        out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
     if result.failed is None:
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
         _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)

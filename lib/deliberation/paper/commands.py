@@ -71,8 +71,11 @@ def _reported(command):  # noqa: ANN001, ANN202
 
 @_reported
 def _paper(args: argparse.Namespace) -> int:
+    from deliberation.inference import require_backend
     from deliberation.paper.build import build_paper
+    from deliberation.params import load_profile
 
+    require_backend(load_profile(args.profile))  # before the plan: no vLLM, no notebook runs
     result = build_paper(
         args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
     )

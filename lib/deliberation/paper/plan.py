@@ -79,6 +79,8 @@ class PlanningClient:
     ``generate``) that sends nothing: keys from the profile's backend, hits from its cache (read
     only), misses answered by ``answerer`` (the sim) and remembered, as the cache would."""
 
+    sends = False  # experiments' "... sent" log lines stay quiet while planning
+
     def __init__(
         self, backend: Backend, cache: ResponseCache, answerer: Backend, *, profile: str
     ) -> None:

@@ -35,6 +35,9 @@ img { max-width: 100%; }
 pre { overflow-x: auto; background: #f6f8fa; padding: .5em; }
 .failed { color: #a00; }
 .cell-input { border-left: 3px solid #8aa; padding-left: .5em; margin-top: 1em; }
+details { border: 1px solid #ddd; margin: .4em 0; padding: .3em .6em; }
+details.invalid summary, details.failed summary { color: #a00; }
+pre { white-space: pre-wrap; }
 """
 
 
@@ -111,6 +114,59 @@ def _caption(sidecar: Path) -> str:
     return str(json.loads(sidecar.read_text()).get("caption", ""))
 
 
+REPLIES_PER_STAGE = 3
+
+
+def _replies_body(profile_arg: str) -> tuple[str, list[str]]:
+    """The replies page (a sample per stage, invalid and failed calls first: what a reader
+    wants to see) and the index's links to each stage on it."""
+    from deliberation.results.replies import STATES, find_replies
+
+    selection = find_replies(profile_arg, invalid_first=True, per_stage=REPLIES_PER_STAGE)
+    if not selection.cache.is_file():
+        return "<p>No response cache for this profile: nothing ran yet.</p>", []
+    intro = (
+        f"<p>Up to {REPLIES_PER_STAGE} calls per stage from <code>"
+        f"{html.escape(selection.cache.name)}</code>, invalid and failed ones first, each with its"
+        " prompt as sent and the raw reply. More: <code>deliberation replies --profile"
+        f" {html.escape(selection.profile)} --stage STAGE --invalid-first --limit N</code>.</p>"
+    )
+    sections, links = [intro], []
+    for number, (stage, counts) in enumerate(selection.matched_by_stage.items()):
+        summary = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s])
+        anchor = f"stage-{number}"
+        links.append(
+            f'<li><a href="replies.html#{anchor}">{html.escape(stage)}</a> ({summary})</li>'
+        )
+        parts = [f'<h2 id="{anchor}">{html.escape(stage)}</h2><p>{summary}</p>']
+        for reply in (r for r in selection.replies if r.stage == stage):
+            verdict = reply.verdict
+            title = " · ".join(
+                x
+                for x in (
+                    f"task {verdict.tasks[0]}" if verdict.tasks else "",
+                    f"{verdict.state}: {verdict.reason}" if verdict.reason else verdict.state,
+                )
+                if x
+            )
+            prompt = "".join(
+                f"<p>prompt [{html.escape(str(m.get('role')))}]</p>"
+                f"<pre>{html.escape(str(m.get('content')))}</pre>"
+                for m in reply.messages
+            )
+            answer = (
+                "<p>no reply: the call failed (the next run retries it)</p>"
+                if reply.state == "failed"
+                else f"<p>reply</p><pre>{html.escape(reply.text)}</pre>"
+            )
+            parts.append(
+                f'<details class="{html.escape(reply.state)}"><summary>{html.escape(title)}'
+                f"</summary>{prompt}{answer}</details>"
+            )
+        sections.append("".join(parts))
+    return "".join(sections), links
+
+
 def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     """Write the site and return its ``index.html``. The folder is rebuilt from scratch (in a
     temporary folder renamed into place), so a stale page never survives."""
@@ -171,6 +227,9 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
             f'<li><a href="tables/{stem}.html">{html.escape(stem)}</a> — {html.escape(caption)}</li>'
         )
 
+    replies_body, reply_items = _replies_body(profile_arg)
+    (staging / "replies.html").write_text(_page("Replies", label, replies_body, up=""))
+
     def section(title: str, items: list[str], wrap: str = "ul") -> str:
         content = "".join(items) if items else "<li>none</li>"
         if wrap == "div":
@@ -183,7 +242,8 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
         label,
         section("Notebooks", notebook_items)
         + section("Figures", figure_items, wrap="div")
-        + section("Tables", table_items),
+        + section("Tables", table_items)
+        + section('Replies: <a href="replies.html">a sample per stage</a>', reply_items),
     )
     atomic_write_text(staging / "index.html", index)
     shutil.rmtree(target, ignore_errors=True)
