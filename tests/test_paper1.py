@@ -223,7 +223,7 @@ def test_evidence_model_tests_the_policy_terms():
     for t, p, lead in itertools.product(range(12), ("R1", "B4"), (-1, 0, 1, 2)):
         correct = int((lead + (t % 3) - 1) > 0)
         rows.append({"template": f"t{t}", "policy": p, "net_lead": lead,
-                     "irrelevant_tone": (t + lead) % 3 - 1, "correct": correct})  # fmt: skip
+                     "tone_lead": (t + lead) % 3 - 1, "correct": correct})  # fmt: skip
     coefficients, test = evidence.evidence_model(pd.DataFrame(rows))
     assert set(coefficients["model"]) == {"lead + tone", "lead + tone + policy"}
     assert test.loc[0, "df"] == 1 and test.loc[0, "n_templates"] == 12

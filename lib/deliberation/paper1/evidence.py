@@ -36,6 +36,7 @@ def copy_policy_rows(
     out = rows[keep].copy()
     out["net_lead"] = out["net_lead"].astype(int)
     out["irrelevant_tone"] = out["irrelevant_tone"].astype(int)
+    out["tone_lead"] = out["tone_lead"].astype(int)
     out["lead_bin"] = lead_bins(out["net_lead"])
     return out
 
@@ -59,8 +60,8 @@ def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.D
 
 
 def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Logistic model of correctness on net lead and irrelevant tone; do policy terms add
-    anything? Returns (coefficients of both models, the likelihood-ratio and cluster-robust
+    """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
+    the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both models, the likelihood-ratio and cluster-robust
     Wald tests of the policy terms)."""
     test = likelihood_ratio_test(rows, POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(
