@@ -98,6 +98,26 @@ def test_h1_h3_table_reads_main_rows_at_the_primary_budget_only():
     assert table.loc["H2", "estimate"] == 0
     assert table.loc["H3", "estimate"] == -100
     assert table.loc["H1", "family"] == "primary" and table.loc["H1", "p_holm"] > 0
+    assert set(table.loc[["H1", "H2", "H3", "H1 vs Random"], "budgets"]) == {"r=0.6"}
+
+
+def test_h2_h3_pooled_over_budgets_follow_their_primary_rows_and_the_caption_names_both():
+    rows = _h1_rows(advantage_shared=1, advantage_private=0)
+    other = rows.assign(budget=0.4, correct=0)  # every policy wrong at r = 0.4
+    pilot = rows.assign(pilot=1, correct=0)  # pilot templates: never pooled
+    table = crossprofile.h1_h3_table(pd.concat([rows, other, pilot]), n_resamples=R, seed=0)
+    assert table["test"].tolist() == [
+        "H1", "H2", "H2, budgets pooled", "H3", "H3, budgets pooled", "H1 vs Random"
+    ]  # fmt: skip
+    pooled = table.set_index("test").loc[["H2, budgets pooled", "H3, budgets pooled"]]
+    assert pooled["budgets"].tolist() == ["r=0.4/0.6 pooled"] * 2
+    assert pooled["family"].tolist() == ["secondary"] * 2 and pooled["p_holm"].isna().all()
+    assert pooled["estimate"].tolist() == [0, -50]  # H3: -100 at r = .6, 0 at r = .4
+    caption = crossprofile.h1_h3_caption(table)
+    assert "H1-H3 at r=0.6" in caption and "budgets 0.4/0.6 pooled" in caption
+    alone = crossprofile.h1_h3_table(rows, n_resamples=R, seed=0)  # one budget: no pooled rows
+    assert not alone["test"].str.contains("pooled").any()
+    assert "pooled" not in crossprofile.h1_h3_caption(alone)
 
 
 def test_cell_accuracy_spells_out_ownership_and_matrix_orders_cells():
@@ -310,3 +330,32 @@ def test_tag_effects_refuse_a_policy_read_at_several_capacities():
     mixed = pd.concat([rows, rows.assign(budget=0.4)], ignore_index=True)
     with pytest.raises(ValueError, match="several capacities"):
         tags.tag_effects_by_cell(mixed, n_resamples=R, seed=0)
+
+
+def test_fixed_count_overlap_counts_memories_equal_to_their_fixed_count_memory():
+    def row(task, policy, kept, budget=None, item_limit=None, **extra):
+        return {"task": task, "template": task, "policy": policy, "kept_facts": kept,
+                "budget": budget, "item_limit": item_limit, **extra}  # fmt: skip
+
+    rows = frame(
+        [
+            row("t1", "R1", "a;b;c", budget=0.6),
+            row("t1", "R1", "a;b;c", item_limit=7),  # same memory
+            row("t2", "R1", "a;b", budget=0.6),
+            row("t2", "R1", "b;a", item_limit=7),  # same facts, other order: not the same
+            row("t1", "B4", "x", budget=0.6),
+            row("t1", "B4", "y", item_limit=7),
+            row("t1", "B4", "y", budget=0.4),  # another budget: not read
+            row("t1", "B3", "", budget=0.6),  # not a copy policy
+            row("t1", "B3", "", item_limit=7),
+            row("t3", "R1", "a", budget=0.6, pilot=1),  # pilot: not read
+            row("t3", "R1", "a", item_limit=7, pilot=1),
+        ]
+    )
+    table = crossprofile.fixed_count_overlap(rows).set_index("policy")
+    assert table.loc["R1", ["memories", "same_as_fixed"]].tolist() == [2, 1]
+    assert table.loc["B4", ["memories", "same_as_fixed"]].tolist() == [1, 0]
+    assert table.loc["all copy policies", "share %"] == pytest.approx(100 / 3)
+    assert "B3" not in table.index
+    with pytest.raises(ValueError, match="no \\(task, policy\\)"):
+        crossprofile.fixed_count_overlap(rows, budget=0.8)
