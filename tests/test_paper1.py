@@ -205,7 +205,9 @@ def test_tag_effects_by_cell_are_paired_differences_from_tags_kept():
 def test_lead_bins_clip_both_ends_and_label_them():
     bins = evidence.lead_bins(pd.Series([-5, -2, 0, 3, 4, 7]))
     assert bins.tolist() == [-2, -2, 0, 3, 4, 4]
-    assert [evidence.lead_label(v) for v in (-2, 0, 4)] == ["-2 or less", "+0", "+4 or more"]
+    assert evidence.lead_label(-2, below=True) == "-2 or less"
+    assert [evidence.lead_label(v) for v in (0, 4)] == ["+0", "+4"]
+    assert evidence.lead_label(4, above=True) == "+4 or more"
 
 
 def test_accuracy_by_lead_pools_policies_per_lead():
@@ -218,8 +220,14 @@ def test_accuracy_by_lead_pools_policies_per_lead():
         ]
     ).assign(lead_bin=lambda f: evidence.lead_bins(f["net_lead"]))
     table = evidence.accuracy_by_lead(rows, n_resamples=R, seed=0)
+    # -3 was pooled into "-2 or less"; +2 is the largest lead seen, so no "or more" and no
+    # empty bin up to the paper's +4
     assert table["lead"].tolist() == ["-2 or less", "+1", "+2"]
     assert table["accuracy"].tolist() == [0, 100, 100] and table["n_rows"].tolist() == [4, 4, 4]
+    assert evidence.lead_range(rows) == (-3, 2)
+    exact = rows.assign(net_lead=rows["net_lead"].clip(lower=-2))  # nothing below -2 now
+    exact = exact.assign(lead_bin=evidence.lead_bins(exact["net_lead"]))
+    assert evidence.accuracy_by_lead(exact, n_resamples=R, seed=0)["lead"].iloc[0] == "-2"
 
 
 def test_decoy_choices_among_all_and_among_wrong_decisions():

@@ -34,10 +34,12 @@ def _markdown_cell(value: object) -> object:
 
 
 def markdown_table(frame: pd.DataFrame, float_format: str = DISPLAY_FLOAT_FORMAT) -> str:
-    """``frame`` as a GitHub Markdown table: strings escaped, floats rounded."""
+    """``frame`` as a GitHub Markdown table: strings escaped, floats rounded, missing values
+    left blank (not ``nan``)."""
     shown = frame.rename(columns=lambda c: _markdown_cell(str(c)))
     shown = shown.apply(lambda column: column.map(_markdown_cell))
-    return shown.to_markdown(index=False, floatfmt=float_format.lstrip("%"))
+    shown = shown.astype(object).where(shown.notna(), None)
+    return shown.to_markdown(index=False, floatfmt=float_format.lstrip("%"), missingval="")
 
 
 def write_table(
