@@ -367,3 +367,27 @@ def test_fixed_count_overlap_counts_memories_equal_to_their_fixed_count_memory()
     assert "B3" not in table.index
     with pytest.raises(ValueError, match="no \\(task, policy\\)"):
         crossprofile.fixed_count_overlap(rows, budget=0.8)
+
+
+def test_reference_lines_each_have_their_own_look_and_heatmaps_explain_the_cell_codes():
+    from deliberation.paper1 import figures
+
+    references = ["all", "empty", "private-only", "shared-only", "someday-new"]
+    table = pd.DataFrame(
+        {
+            "policy": ["R1", *references],
+            "capacity": ["r=0.6", *["reference"] * len(references)],
+            "accuracy": [60.0, 90.0, 30.0, 80.0, 10.0, 50.0],
+            "low": [50.0, 85.0, 25.0, 75.0, 5.0, 45.0],
+            "high": [70.0, 95.0, 35.0, 85.0, 15.0, 55.0],
+        }
+    )
+    fig = figures.accuracy_by_budget(table, "t")
+    lines = [ln for ln in fig.axes[0].get_lines() if ln.get_label().endswith("(reference)")]
+    assert len(lines) == len(references)
+    assert len({ln.get_color() for ln in lines}) == len(references)  # no two alike
+    matrix = pd.DataFrame([[50.0] * 8], index=["R1"], columns=list(crossprofile.VARIANT_ORDER))
+    heat = figures.cell_heatmaps(matrix, "t")
+    assert "SP-DS-IP = support private, decoys shared" in heat.get_supxlabel()
+    ticks = [t.get_text() for t in heat.axes[0].get_xticklabels()]
+    assert ticks[2] == "decoys S\nirrel. P"

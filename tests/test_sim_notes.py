@@ -63,3 +63,30 @@ def test_r1_in_the_classic_cell_and_r1_and_random_on_average_at_the_primary_budg
     assert as_quoted(100 * in_classic, classic) == classic
     assert as_quoted(100 * r1["correct"].mean(), r1_mean) == r1_mean
     assert as_quoted(100 * random["correct"].mean(), random_mean) == random_mean
+
+
+def test_natural_discussion_disclosure_votes_and_decisions(tmp_path):
+    from deliberation.natural_runs import report
+    from deliberation.natural_runs.runs import run_from_profile as run_natural
+
+    pattern = (
+        r"private facts in full (\d+)% \(evidence-first (\d+)%\), group final votes (\d+)% right "
+        r"vs every fact (\d+)%, and full transcript (\d+)% vs empty memory (\d+)%"
+    )
+    texts = quoted(pattern)
+    (templates,) = quoted(r"With these values \((\d+) main templates, plain prompt\)")
+    assert int(templates) == SIM.experiments.natural.limit
+    result = run_natural(
+        SIM, benchmarks=["crossprofile"], cache_file=tmp_path / "cache.sqlite", progress=False
+    )
+    values = report.outcomes(result.rows, result.disclosure)
+    means = 100 * values.groupby(["prompt", "measure"])["value"].mean()
+    computed = [
+        means[("plain", report.FULL_PRIVATE)],
+        means[("evidence-first", report.FULL_PRIVATE)],
+        means[("plain", "group share (final)")],
+        means[("plain", "decision: every-fact")],
+        means[("plain", "decision: transcript")],
+        means[("plain", "decision: empty")],
+    ]
+    assert [as_quoted(v, t) for v, t in zip(computed, texts, strict=True)] == list(texts)
