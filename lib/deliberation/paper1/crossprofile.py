@@ -11,6 +11,7 @@ from deliberation.crossprofile import CLASSIC
 from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.paper1.accuracy import (
     accuracy_table,
+    budget_scope,
     cue_baseline,
     differences,
     percent_interval,
@@ -97,15 +98,6 @@ def policy_accuracy(
     used = set(mine["template"])
     baseline = cue_baseline([t for t in cue_templates if t.id in used], seed)
     return pd.concat([table, baseline], ignore_index=True)
-
-
-def budget_scope(budgets: Sequence[float]) -> str:
-    """How a table names the budgets a contrast reads: ``r=0.6``, or ``r=0.4/0.6/0.8 pooled``."""
-    values = sorted({float(b) for b in budgets})
-    if not values:
-        raise ValueError("budget_scope: no budgets")
-    text = "/".join(f"{v:g}" for v in values)
-    return f"r={text}" if len(values) == 1 else f"r={text} pooled"
 
 
 def pooled_rows(rows: pd.DataFrame) -> pd.DataFrame:
