@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, score_options
+from deliberation.crossprofile.scoring import (
+    irrelevant_tone,
+    net_evidence_lead,
+    option_tones,
+    score_options,
+    tone_lead,
+)
 
 OPTIONS = ("X", "Y", "Z")
 
@@ -63,3 +69,21 @@ def test_irrelevant_tone_sums_tones_of_irrelevant_facts_only():
     assert irrelevant_tone([I_GOOD_Z, I_BAD_X, I_BAD_X]) == -1
     assert irrelevant_tone([S_X, D_Y, F("support", "X", polarity=1, tone=1)]) == 0
     assert irrelevant_tone([]) == 0
+
+
+def test_tone_lead_is_key_tone_minus_the_best_sounding_competitor():
+    good_x = F("irrelevant", "X", tone=1)
+    bad_y = F("irrelevant", "Y", tone=-1)
+    assert option_tones([I_GOOD_Z, I_BAD_X, S_X], OPTIONS) == {"X": -1, "Y": 0, "Z": 1}
+    assert tone_lead([I_GOOD_Z, I_BAD_X], "X", OPTIONS) == -2  # -1 on X, +1 on Z
+    assert tone_lead([good_x, bad_y], "X", OPTIONS) == 1  # Z (0) sounds best among competitors
+    assert tone_lead([], "X", OPTIONS) == 0
+    # tones that cancel in the unsigned sum still pull: +1 on a competitor, -1 on the key
+    assert (
+        irrelevant_tone([I_GOOD_Z, I_BAD_X]) == 0
+        and tone_lead([I_GOOD_Z, I_BAD_X], "X", OPTIONS) == -2
+    )
+    # evidence facts carry no tone, whatever their polarity
+    assert tone_lead([S_X, F("support", "X", polarity=1, tone=1)], "X", OPTIONS) == 0
+    with pytest.raises(ValueError, match="not among"):
+        tone_lead([], "W", OPTIONS)

@@ -93,3 +93,23 @@ def test_released_rows_missing_a_policy_column_name_file_and_column(tmp_path):
     frame.to_csv(path, index=False)
     with pytest.raises(ValueError, match=r"value_aware_one_removal_per_fold.csv.*hindsight_value"):
         reference.selection_per_fold(copy)
+
+
+def test_released_rows_are_labelled_with_the_authors_models_repository_and_commit():
+    from deliberation.datasets.sources import source
+
+    flips = reference.flip_direction(ROOT)
+    assert set(zip(flips["model"], flips["model_name"], strict=True)) == {
+        ("OSS", "gpt-oss-120b"),
+        ("Gemma", "gemma-4-31B-it"),
+    }
+    _, gains = reference.selection_tables(ROOT, n_resamples=50)
+    assert set(gains["model_name"]) == {"gpt-oss-120b", "gemma-4-31B-it"}
+    with pytest.raises(ValueError, match="'llama'"):
+        reference.model_name("llama")
+    released = reference.released_source(reference.FLIP_DIRECTION)
+    pinned = source("dhd_reference")
+    assert released.repository == "ChihHsuan-Yang/AAAI_Wrong-but-Useful" == pinned.repository
+    assert released.commit == pinned.commit and len(released.commit) == 40
+    assert released.files == (str(reference.FLIP_DIRECTION),)
+    assert "gpt-oss-120b" in released.label() and "sim" not in released.label()

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from deliberation.memory_runs import run_from_profile
+from deliberation.paper1 import evidence
 from deliberation.params import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
 
@@ -87,3 +88,21 @@ def test_h1_interaction_absent_when_the_sim_answers_at_random(tmp_path):
     blind = {"evidence_weight": 0.0, "social_weight": 0.0, "tone_weight": 0.0}
     results = [h1(tmp_path, s, **blind) for s in NULL_SEEDS]
     assert sum(map(contains_zero, results)) >= 3, results
+
+
+def tone_coefficient(tmp_path, seed, tone_weight):
+    """Notebook 05's evidence model on the copy policies' rows of a sim with ``tone_weight``
+    planted: the ``tone_lead`` coefficient row (estimate, cluster-robust interval)."""
+    profile = sim_profile(tmp_path, "tone", seed, tone_weight=tone_weight)
+    frame = run(tmp_path, profile, policies=("R1", "B4", "Random"), budgets=(0.6,))
+    coefficients, _ = evidence.evidence_model(evidence.copy_policy_rows(frame, (0.6,)))
+    reduced = coefficients[coefficients["model"] == "lead + tone"].set_index("term")
+    return reduced.loc["tone_lead"]
+
+
+def test_planted_tone_weight_is_recovered_and_no_tone_weight_finds_none(tmp_path):
+    nulls = [tone_coefficient(tmp_path, s, 0.0) for s in NULL_SEEDS]
+    assert sum(row["low"] <= 0 <= row["high"] for row in nulls) >= 3, nulls
+    planted = tone_coefficient(tmp_path, 0, 0.2)
+    assert planted["low"] > 0, planted  # found, with its sign
+    assert planted["low"] > nulls[0]["high"], (planted, nulls[0])  # separate from the null

@@ -88,3 +88,75 @@ def test_tables_that_call_no_model_say_so_instead_of_claiming_a_model_or_the_sim
     assert SYNTHETIC_LABEL not in files["md"].read_text()
     assert sidecar["uses_model"] is False and sidecar["synthetic"] is False
     assert sidecar["label"] == "benchmark description (no model calls)"
+
+
+def _rendered_rows(markdown: str) -> list[list[str]]:
+    """The cells of every row of the first table, as a Markdown renderer reads them."""
+    mistune = pytest.importorskip("mistune")  # nbconvert's Markdown renderer
+    html = mistune.create_markdown(plugins=["table"])(markdown)
+    import re
+
+    rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)
+    return [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, flags=re.S) for row in rows]
+
+
+def test_markdown_tables_escape_pipes_render_every_cell_and_round_numbers():
+    frame = pd.DataFrame(
+        {
+            "measure": ["labelled relevant | support", "(R1 - B4 | decoy shared) - (...)"],
+            "estimate": [62.916666666667, 0.000123456789],
+            "p_holm": [0.5, float("nan")],
+        }
+    )
+    files = write_table(
+        frame, "t", profile=load_profile("smoke"), caption="A | B", notebook="nb",
+        float_format="%.10g",
+    )  # fmt: skip
+    text = files["md"].read_text()
+    rows = _rendered_rows(text)
+    assert [len(r) for r in rows] == [3, 3, 3]  # header + 2 rows, no cell split at a "|"
+    assert rows[1][0] == "labelled relevant | support"
+    assert rows[2][2] == "" and "nan" not in text  # a missing value is blank
+    assert "62.92" in text and "62.9166" not in text and "0.0001235" in text
+    assert "62.91666667" in files["csv"].read_text()  # the CSV keeps its own precision
+    assert pd.read_csv(files["csv"])["measure"].tolist() == frame["measure"].tolist()
+
+
+def test_row_dumps_are_csv_only():
+    files = write_table(FRAME, "nb_rows", profile=load_profile("smoke"), caption="c", notebook="n")
+    assert set(files) == {"csv", "provenance"}
+    with pytest.raises(ValueError, match="CSV only"):
+        write_table(
+            FRAME, "nb_rows", profile=load_profile("smoke"), caption="c", notebook="n",
+            markdown=True,
+        )  # fmt: skip
+
+
+def test_released_results_name_their_models_and_source_never_the_sim():
+    from deliberation.provenance import ReleasedSource
+
+    source = ReleasedSource(
+        models=("gpt-oss-120b", "gemma-4-31B-it"),
+        repository="owner/repo",
+        commit="a" * 40,
+        licence="MIT",
+        files=("figures/x.csv",),
+    )
+    profile = load_profile("smoke")
+    files = write_table(FRAME, "ref", profile=profile, caption="Released", notebook="nb",
+                        source=source)  # fmt: skip
+    sidecar = json.loads(files["provenance"].read_text())
+    assert sidecar["backend"] is None and sidecar["model"] == "gpt-oss-120b, gemma-4-31B-it"
+    assert sidecar["synthetic"] is False and sidecar["revision"] == "a" * 40
+    assert sidecar["source"]["repository"] == "https://github.com/owner/repo"
+    assert sidecar["source"]["files"] == ["figures/x.csv"]
+    for text in (sidecar["label"], sidecar["caption"], files["md"].read_text()):
+        assert SYNTHETIC_LABEL not in text and "sim" not in text.split("[")[-1]
+        assert "gpt-oss-120b" in text and "owner/repo" in text
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    figure = save_figure(fig, "ref", profile=profile, caption="c", notebook="nb", source=source)
+    plt.close(fig)
+    figure_sidecar = json.loads(figure["provenance"].read_text())
+    assert figure_sidecar["backend"] is None and not figure_sidecar["synthetic"]
+    assert SYNTHETIC_LABEL not in fig._suptitle.get_text()

@@ -98,6 +98,26 @@ def test_h1_h3_table_reads_main_rows_at_the_primary_budget_only():
     assert table.loc["H2", "estimate"] == 0
     assert table.loc["H3", "estimate"] == -100
     assert table.loc["H1", "family"] == "primary" and table.loc["H1", "p_holm"] > 0
+    assert set(table.loc[["H1", "H2", "H3", "H1 vs Random"], "budgets"]) == {"r=0.6"}
+
+
+def test_h2_h3_pooled_over_budgets_follow_their_primary_rows_and_the_caption_names_both():
+    rows = _h1_rows(advantage_shared=1, advantage_private=0)
+    other = rows.assign(budget=0.4, correct=0)  # every policy wrong at r = 0.4
+    pilot = rows.assign(pilot=1, correct=0)  # pilot templates: never pooled
+    table = crossprofile.h1_h3_table(pd.concat([rows, other, pilot]), n_resamples=R, seed=0)
+    assert table["test"].tolist() == [
+        "H1", "H2", "H2, budgets pooled", "H3", "H3, budgets pooled", "H1 vs Random"
+    ]  # fmt: skip
+    pooled = table.set_index("test").loc[["H2, budgets pooled", "H3, budgets pooled"]]
+    assert pooled["budgets"].tolist() == ["r=0.4/0.6 pooled"] * 2
+    assert pooled["family"].tolist() == ["secondary"] * 2 and pooled["p_holm"].isna().all()
+    assert pooled["estimate"].tolist() == [0, -50]  # H3: -100 at r = .6, 0 at r = .4
+    caption = crossprofile.h1_h3_caption(table)
+    assert "H1-H3 at r=0.6" in caption and "budgets 0.4/0.6 pooled" in caption
+    alone = crossprofile.h1_h3_table(rows, n_resamples=R, seed=0)  # one budget: no pooled rows
+    assert not alone["test"].str.contains("pooled").any()
+    assert "pooled" not in crossprofile.h1_h3_caption(alone)
 
 
 def test_cell_accuracy_spells_out_ownership_and_matrix_orders_cells():
@@ -185,7 +205,9 @@ def test_tag_effects_by_cell_are_paired_differences_from_tags_kept():
 def test_lead_bins_clip_both_ends_and_label_them():
     bins = evidence.lead_bins(pd.Series([-5, -2, 0, 3, 4, 7]))
     assert bins.tolist() == [-2, -2, 0, 3, 4, 4]
-    assert [evidence.lead_label(v) for v in (-2, 0, 4)] == ["-2 or less", "+0", "+4 or more"]
+    assert evidence.lead_label(-2, below=True) == "-2 or less"
+    assert [evidence.lead_label(v) for v in (0, 4)] == ["+0", "+4"]
+    assert evidence.lead_label(4, above=True) == "+4 or more"
 
 
 def test_accuracy_by_lead_pools_policies_per_lead():
@@ -198,8 +220,14 @@ def test_accuracy_by_lead_pools_policies_per_lead():
         ]
     ).assign(lead_bin=lambda f: evidence.lead_bins(f["net_lead"]))
     table = evidence.accuracy_by_lead(rows, n_resamples=R, seed=0)
+    # -3 was pooled into "-2 or less"; +2 is the largest lead seen, so no "or more" and no
+    # empty bin up to the paper's +4
     assert table["lead"].tolist() == ["-2 or less", "+1", "+2"]
     assert table["accuracy"].tolist() == [0, 100, 100] and table["n_rows"].tolist() == [4, 4, 4]
+    assert evidence.lead_range(rows) == (-3, 2)
+    exact = rows.assign(net_lead=rows["net_lead"].clip(lower=-2))  # nothing below -2 now
+    exact = exact.assign(lead_bin=evidence.lead_bins(exact["net_lead"]))
+    assert evidence.accuracy_by_lead(exact, n_resamples=R, seed=0)["lead"].iloc[0] == "-2"
 
 
 def test_decoy_choices_among_all_and_among_wrong_decisions():
@@ -223,7 +251,7 @@ def test_evidence_model_tests_the_policy_terms():
     for t, p, lead in itertools.product(range(12), ("R1", "B4"), (-1, 0, 1, 2)):
         correct = int((lead + (t % 3) - 1) > 0)
         rows.append({"template": f"t{t}", "policy": p, "net_lead": lead,
-                     "irrelevant_tone": (t + lead) % 3 - 1, "correct": correct})  # fmt: skip
+                     "tone_lead": (t + lead) % 3 - 1, "correct": correct})  # fmt: skip
     coefficients, test = evidence.evidence_model(pd.DataFrame(rows))
     assert set(coefficients["model"]) == {"lead + tone", "lead + tone + policy"}
     assert test.loc[0, "df"] == 1 and test.loc[0, "n_templates"] == 12
@@ -310,3 +338,56 @@ def test_tag_effects_refuse_a_policy_read_at_several_capacities():
     mixed = pd.concat([rows, rows.assign(budget=0.4)], ignore_index=True)
     with pytest.raises(ValueError, match="several capacities"):
         tags.tag_effects_by_cell(mixed, n_resamples=R, seed=0)
+
+
+def test_fixed_count_overlap_counts_memories_equal_to_their_fixed_count_memory():
+    def row(task, policy, kept, budget=None, item_limit=None, **extra):
+        return {"task": task, "template": task, "policy": policy, "kept_facts": kept,
+                "budget": budget, "item_limit": item_limit, **extra}  # fmt: skip
+
+    rows = frame(
+        [
+            row("t1", "R1", "a;b;c", budget=0.6),
+            row("t1", "R1", "a;b;c", item_limit=7),  # same memory
+            row("t2", "R1", "a;b", budget=0.6),
+            row("t2", "R1", "b;a", item_limit=7),  # same facts, other order: not the same
+            row("t1", "B4", "x", budget=0.6),
+            row("t1", "B4", "y", item_limit=7),
+            row("t1", "B4", "y", budget=0.4),  # another budget: not read
+            row("t1", "B3", "", budget=0.6),  # not a copy policy
+            row("t1", "B3", "", item_limit=7),
+            row("t3", "R1", "a", budget=0.6, pilot=1),  # pilot: not read
+            row("t3", "R1", "a", item_limit=7, pilot=1),
+        ]
+    )
+    table = crossprofile.fixed_count_overlap(rows).set_index("policy")
+    assert table.loc["R1", ["memories", "same_as_fixed"]].tolist() == [2, 1]
+    assert table.loc["B4", ["memories", "same_as_fixed"]].tolist() == [1, 0]
+    assert table.loc["all copy policies", "share %"] == pytest.approx(100 / 3)
+    assert "B3" not in table.index
+    with pytest.raises(ValueError, match="no \\(task, policy\\)"):
+        crossprofile.fixed_count_overlap(rows, budget=0.8)
+
+
+def test_reference_lines_each_have_their_own_look_and_heatmaps_explain_the_cell_codes():
+    from deliberation.paper1 import figures
+
+    references = ["all", "empty", "private-only", "shared-only", "someday-new"]
+    table = pd.DataFrame(
+        {
+            "policy": ["R1", *references],
+            "capacity": ["r=0.6", *["reference"] * len(references)],
+            "accuracy": [60.0, 90.0, 30.0, 80.0, 10.0, 50.0],
+            "low": [50.0, 85.0, 25.0, 75.0, 5.0, 45.0],
+            "high": [70.0, 95.0, 35.0, 85.0, 15.0, 55.0],
+        }
+    )
+    fig = figures.accuracy_by_budget(table, "t")
+    lines = [ln for ln in fig.axes[0].get_lines() if ln.get_label().endswith("(reference)")]
+    assert len(lines) == len(references)
+    assert len({ln.get_color() for ln in lines}) == len(references)  # no two alike
+    matrix = pd.DataFrame([[50.0] * 8], index=["R1"], columns=list(crossprofile.VARIANT_ORDER))
+    heat = figures.cell_heatmaps(matrix, "t")
+    assert "SP-DS-IP = support private, decoys shared" in heat.get_supxlabel()
+    ticks = [t.get_text() for t in heat.axes[0].get_xticklabels()]
+    assert ticks[2] == "decoys S\nirrel. P"

@@ -171,3 +171,13 @@ def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
     altered = world_knowledge(tmp_path)
     original = world_knowledge()
     assert altered and all(original[text] == reading for text, reading in altered.items())
+
+
+def test_signal_to_noise_of_a_line_grows_with_its_holders_against_fixed_noise():
+    from deliberation.inference.sim_behaviours.memory_mechanism import signal_to_noise
+
+    planted = {"evidence_weight": 1.0, "social_weight": 0.2, "choice_noise": 0.5}
+    assert signal_to_noise(planted, 1) == pytest.approx(2.0)
+    assert signal_to_noise(planted, 4) == pytest.approx(3.2)  # (1 + 0.2 x 3) / 0.5
+    assert signal_to_noise({}, 4) == pytest.approx(1.0)  # defaults: no social weight, noise 1
+    assert signal_to_noise({**planted, "choice_noise": 0.0}, 1) == float("inf")

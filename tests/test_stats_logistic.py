@@ -27,14 +27,14 @@ def decisions(policy_effect: float, seed: int, n_templates: int = 40) -> pd.Data
             "template": np.repeat([f"T{k}" for k in range(n_templates)], 30),
             "policy": rng.choice(["R1", "B4", "Random"], size=n),
             "net_lead": rng.integers(-2, 5, size=n),
-            "irrelevant_tone": rng.integers(-2, 3, size=n),
+            "tone_lead": rng.integers(-2, 3, size=n),
         }
     )
     template_effect = np.repeat(rng.normal(0, 0.5, n_templates), 30)
     logit = (
         -0.3
         + 0.9 * frame["net_lead"]
-        + 0.3 * frame["irrelevant_tone"]
+        + 0.3 * frame["tone_lead"]
         + template_effect
         + policy_effect * (frame["policy"] == "B4")
     )

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from deliberation import paths  # noqa: E402
 from deliberation.params import Profile  # noqa: E402
-from deliberation.provenance import SYNTHETIC_LABEL, write_output_set  # noqa: E402
+from deliberation.provenance import SYNTHETIC_LABEL, ReleasedSource, write_output_set  # noqa: E402
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}
@@ -35,11 +35,23 @@ def label_figure(fig: plt.Figure, profile: Profile) -> None:
 
 
 def save_figure(
-    fig: plt.Figure, name: str, *, profile: Profile, caption: str, notebook: str, dpi: int = 150
+    fig: plt.Figure,
+    name: str,
+    *,
+    profile: Profile,
+    caption: str,
+    notebook: str,
+    dpi: int = 150,
+    source: ReleasedSource | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.provenance.json`` as one set (all or
-    none, the sidecar last with the hashes of the others)."""
-    label_figure(fig, profile)
+    none, the sidecar last with the hashes of the others). A figure of other people's
+    released results (``source``) is titled with their label, not the synthetic one."""
+    if source is None:
+        label_figure(fig, profile)
+    else:
+        current = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        fig.suptitle(f"{current} [{source.label()}]".strip())
 
     def writer(fmt: str, meta: dict[str, None]) -> Callable[[Path], None]:
         def write(path: Path) -> None:
@@ -53,4 +65,5 @@ def save_figure(
         profile,
         notebook=notebook,
         caption=caption,
+        source=source,
     )

@@ -10,6 +10,7 @@ import hashlib
 import json
 import subprocess
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,33 @@ from deliberation.params import Profile
 
 SYNTHETIC_LABEL = "synthetic (sim backend)"
 NO_MODEL_LABEL = "benchmark description (no model calls)"
+
+
+@dataclass(frozen=True)
+class ReleasedSource:
+    """Results other people made with their own models and released, re-analysed here: an output
+    made from them is theirs under every profile, never a run of the profile (nor the sim's)."""
+
+    models: tuple[str, ...]
+    repository: str  # owner/name on GitHub
+    commit: str
+    licence: str
+    files: tuple[str, ...] = ()  # paths in the repository the output reads
+
+    def label(self) -> str:
+        return (
+            f"authors' released results ({', '.join(self.models)}; "
+            f"github.com/{self.repository} at {self.commit[:12]}), re-analysed"
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "models": list(self.models),
+            "repository": f"https://github.com/{self.repository}",
+            "commit": self.commit,
+            "licence": self.licence,
+            "files": list(self.files),
+        }
 
 
 # What makes an output: edits (tracked or not, ignored files aside) under these folders make the
@@ -46,16 +74,29 @@ def git_state() -> tuple[str, bool]:
     return commit, bool(status)
 
 
-def output_label(profile: Profile, *, uses_model: bool = True) -> str:
-    """What made an output: the sim (synthetic), a named model, or no model at all (a table
-    describing a benchmark, identical under every profile)."""
+def output_label(
+    profile: Profile, *, uses_model: bool = True, source: ReleasedSource | None = None
+) -> str:
+    """What made an output: the sim (synthetic), a named model, no model at all (a table
+    describing a benchmark, identical under every profile), or someone else's released results."""
+    if source is not None:
+        return source.label()
     if not uses_model:
         return NO_MODEL_LABEL
     return SYNTHETIC_LABEL if profile.synthetic else f"model output ({profile.model})"
 
 
-def label_caption(caption: str, profile: Profile, *, uses_model: bool = True) -> str:
-    """Captions of sim-made outputs carry the synthetic label; no exceptions."""
+def label_caption(
+    caption: str,
+    profile: Profile,
+    *,
+    uses_model: bool = True,
+    source: ReleasedSource | None = None,
+) -> str:
+    """Captions of sim-made outputs carry the synthetic label, no exceptions; those of released
+    results name their models and source."""
+    if source is not None:
+        return f"{caption} [{source.label()}]"
     if uses_model and profile.synthetic:
         return f"{caption} [{SYNTHETIC_LABEL}]"
     return caption
@@ -68,11 +109,22 @@ def provenance_record(
     caption: str,
     files: Mapping[str, Path],
     uses_model: bool = True,
+    source: ReleasedSource | None = None,
 ) -> dict[str, Any]:
     """The sidecar's content; ``files`` maps each output's name to the path to hash (the
-    temporary file while a set is being written)."""
+    temporary file while a set is being written). With ``source`` (released results) the
+    backend is none and the model and revision are the release's."""
     commit, dirty = git_state()
-    return {
+    made_by: dict[str, Any] = {}
+    if source is not None:
+        uses_model = False
+        made_by = {
+            "backend": None,
+            "model": ", ".join(source.models),
+            "revision": source.commit,
+            "source": source.record(),
+        }
+    record = {
         "profile": profile.name,
         "backend": profile.backend,
         "model": profile.model,
@@ -81,8 +133,8 @@ def provenance_record(
         "params_hash": profile.params_hash,
         "synthetic": profile.synthetic and uses_model,
         "uses_model": uses_model,
-        "label": output_label(profile, uses_model=uses_model),
-        "caption": label_caption(caption, profile, uses_model=uses_model),
+        "label": output_label(profile, uses_model=uses_model, source=source),
+        "caption": label_caption(caption, profile, uses_model=uses_model, source=source),
         "notebook": notebook,
         "git_commit": commit,
         "git_dirty": dirty,
@@ -91,6 +143,7 @@ def provenance_record(
             name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in files.items()
         },
     }
+    return {**record, **made_by}
 
 
 def sidecar_path(stem: Path) -> Path:
@@ -105,6 +158,7 @@ def write_output_set(
     notebook: str,
     caption: str,
     uses_model: bool = True,
+    source: ReleasedSource | None = None,
 ) -> dict[str, Path]:
     """Write ``<stem>.<suffix>`` for each ``writers`` entry and the sidecar, as one set (all or
     none; see :func:`deliberation.atomic.write_file_set`). Returns paths by suffix, plus
@@ -113,7 +167,12 @@ def write_output_set(
 
     def make_sidecar(files: Mapping[str, Path]) -> str:
         record = provenance_record(
-            profile, notebook=notebook, caption=caption, files=files, uses_model=uses_model
+            profile,
+            notebook=notebook,
+            caption=caption,
+            files=files,
+            uses_model=uses_model,
+            source=source,
         )
         return json.dumps(record, indent=2, sort_keys=True) + "\n"
 

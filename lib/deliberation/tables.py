@@ -1,7 +1,10 @@
 """Table writer: CSV + Markdown (+ LaTeX) under ``tables/<profile>/`` with a provenance sidecar.
 
 The Markdown and LaTeX carry the caption, and for sim-made tables the synthetic label; the CSV
-stays plain data (its sidecar carries the label).
+stays plain data (its sidecar carries the label). The CSV keeps full precision for
+re-analysis; the Markdown and LaTeX are for reading, so their numbers are rounded
+(:data:`DISPLAY_FLOAT_FORMAT`) and the Markdown escapes ``|`` inside cells so every row renders.
+Row dumps (a name ending in ``_rows``: one row per decision, for re-analysis) are CSV only.
 """
 
 from __future__ import annotations
@@ -13,11 +16,30 @@ import pandas as pd
 
 from deliberation import paths
 from deliberation.params import Profile
-from deliberation.provenance import label_caption, write_output_set
+from deliberation.provenance import ReleasedSource, label_caption, write_output_set
+
+DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
+ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
 
 
 def table_dir(profile: Profile) -> Path:
     return paths.output_root() / "tables" / profile.name
+
+
+def _markdown_cell(value: object) -> object:
+    """A cell that cannot break a Markdown table row: ``|`` escaped, line breaks as spaces."""
+    if isinstance(value, str):
+        return value.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return value
+
+
+def markdown_table(frame: pd.DataFrame, float_format: str = DISPLAY_FLOAT_FORMAT) -> str:
+    """``frame`` as a GitHub Markdown table: strings escaped, floats rounded, missing values
+    left blank (not ``nan``)."""
+    shown = frame.rename(columns=lambda c: _markdown_cell(str(c)))
+    shown = shown.apply(lambda column: column.map(_markdown_cell))
+    shown = shown.astype(object).where(shown.notna(), None)
+    return shown.to_markdown(index=False, floatfmt=float_format.lstrip("%"), missingval="")
 
 
 def write_table(
@@ -27,34 +49,43 @@ def write_table(
     profile: Profile,
     caption: str,
     notebook: str,
-    latex: bool = True,
-    markdown: bool = True,
+    latex: bool | None = None,
+    markdown: bool | None = None,
     float_format: str = "%.4g",
     uses_model: bool = True,
+    source: ReleasedSource | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.csv``, ``.md``, optionally ``.tex``, and ``<name>.provenance.json`` as one
     set: all or none, the sidecar last with the hashes of the others.
 
-    ``markdown=False`` (with ``latex=False``) writes the CSV alone: for the rows a notebook
-    analysed, which are data to re-analyse, not a table to read.
+    ``markdown`` and ``latex`` default to True, except for a name ending in ``_rows`` (the rows
+    a notebook analysed, which are data to re-analyse, not a table to read): CSV alone, and
+    asking for Markdown or LaTeX of one is an error. ``float_format`` is the CSV's precision;
+    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`.
 
     ``uses_model=False`` is for tables that describe a benchmark and involve no model call
     (the same under every profile); their sidecar says so instead of naming a model.
+    ``source`` is for tables made from other people's released results: the caption and the
+    sidecar name their models, repository and commit instead of the profile's backend.
     """
+    is_rows = name.endswith(ROWS_SUFFIX)
+    if is_rows and (markdown or latex):
+        raise ValueError(
+            f"table {name!r}: rows for re-analysis are written as CSV only (markdown/latex)"
+        )
+    markdown = not is_rows if markdown is None else markdown
+    latex = not is_rows if latex is None else latex
     stem = table_dir(profile) / name
-    full_caption = label_caption(caption, profile, uses_model=uses_model)
+    full_caption = label_caption(caption, profile, uses_model=uses_model, source=source)
     texts = {"csv": frame.to_csv(index=False, lineterminator="\n", float_format=float_format)}
     if markdown:
-        texts["md"] = (
-            f"**{full_caption}**\n\n"
-            f"{frame.to_markdown(index=False, floatfmt=float_format.lstrip('%'))}\n"
-        )
+        texts["md"] = f"**{_markdown_cell(full_caption)}**\n\n{markdown_table(frame)}\n"
     if latex:
         texts["tex"] = frame.to_latex(
             index=False,
             caption=full_caption,
             label=f"tab:{name}",
-            float_format=float_format.__mod__,
+            float_format=DISPLAY_FLOAT_FORMAT.__mod__,
         )
     return write_output_set(
         stem,
@@ -63,6 +94,7 @@ def write_table(
         notebook=notebook,
         caption=caption,
         uses_model=uses_model,
+        source=source,
     )
 
 

@@ -8,7 +8,13 @@ surface cues to the answer, and ``deliberation tasks crossprofile`` derives the 
 from deliberation.crossprofile.errors import TemplateError, Violation
 from deliberation.crossprofile.loader import bank_dir, load_template
 from deliberation.crossprofile.schema import DOMAINS, ROLES, Template
-from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, score_options
+from deliberation.crossprofile.scoring import (
+    irrelevant_tone,
+    net_evidence_lead,
+    option_tones,
+    score_options,
+    tone_lead,
+)
 from deliberation.crossprofile.tasks import (
     Task,
     TaskFact,
@@ -40,8 +46,10 @@ __all__ = [
     "load_bank",
     "load_template",
     "net_evidence_lead",
+    "option_tones",
     "read_tasks_jsonl",
     "score_options",
+    "tone_lead",
     "verify_paths",
     "write_tasks_jsonl",
 ]

@@ -47,5 +47,31 @@ def net_evidence_lead(facts: Iterable[ScoredFact], correct: str, options: Sequen
 
 
 def irrelevant_tone(facts: Iterable[ScoredFact]) -> int:
-    """Sum of the tones of the irrelevant facts among ``facts`` (how good the noise sounds)."""
+    """Sum of the tones of the irrelevant facts among ``facts`` (how good the noise sounds).
+
+    Unsigned: a good-sounding fact about a competitor counts like one about the correct option,
+    so on a bank whose tones balance across options this sum cannot show a pull of tone on the
+    choice; :func:`tone_lead` is the signed measure."""
     return sum(int(getattr(f, "tone", 0)) for f in facts if f.role == "irrelevant")
+
+
+def option_tones(
+    facts: Iterable[ScoredFact], options: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Summed tone of the irrelevant facts on every option (each of ``options`` at 0 if none)."""
+    tones: dict[str, int] = {o: 0 for o in options or ()}
+    for fact in facts:
+        if fact.role == "irrelevant":
+            tones[fact.option] = tones.get(fact.option, 0) + int(getattr(fact, "tone", 0))
+    return tones
+
+
+def tone_lead(facts: Iterable[ScoredFact], correct: str, options: Sequence[str]) -> int:
+    """Tone on the correct option minus the largest tone on a competitor: the tone analogue of
+    :func:`net_evidence_lead`, positive when the kept noise makes the key sound best."""
+    if correct not in options:
+        raise ValueError(f"correct option {correct!r} is not among {list(options)}")
+    if len(options) < 2:
+        raise ValueError("need at least one competitor option")
+    tones = option_tones(facts, options)
+    return tones[correct] - max(tones[o] for o in options if o != correct)

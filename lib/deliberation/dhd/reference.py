@@ -21,6 +21,10 @@ every policy's accuracy and the selector's gain against *every* baseline are rec
 same problem-clustered bootstrap as our own rows. The released gains differ by baseline (the
 paper's headline gain is against always-full; against the correctness heuristic it is smaller),
 so each baseline is reported.
+
+Every output made from these rows is the authors' (their models, :data:`RELEASED_MODELS`), under
+any profile: notebooks write them with :func:`released_source` so that captions and sidecars name
+the models, the repository and the commit, never this profile's backend.
 """
 
 from __future__ import annotations
@@ -33,12 +37,42 @@ import pandas as pd
 
 from deliberation import paths
 from deliberation.dhd.labels import wilson_interval
+from deliberation.provenance import ReleasedSource
 
 FLIP_DIRECTION = Path("figures/fig_correctness_flip_direction_source.csv")
 CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")
 LOO_BY_K = Path("figures/fig_loo_by_k_appendix_source.csv")
 EXPECTED_SUMMARIES = Path("data/manifests/expected_summaries.json")
 INTERVAL_NOTE = "Wilson 95% (flips treated as independent; the released counts cannot be clustered)"
+
+
+# The released rows' model labels -> the models the authors ran (paper 2).
+RELEASED_MODELS = {"oss": "gpt-oss-120b", "gemma": "gemma-4-31B-it"}
+
+
+def model_name(label: str) -> str:
+    """The model behind a released row's ``model`` label (``OSS``/``oss`` -> gpt-oss-120b)."""
+    try:
+        return RELEASED_MODELS[str(label).lower()]
+    except KeyError:
+        raise ValueError(
+            f"released model label {label!r} is none of {sorted(RELEASED_MODELS)}"
+        ) from None
+
+
+def released_source(*files: Path) -> ReleasedSource:
+    """Who made the released rows behind an output: the authors' models, their repository and
+    the commit this companion pins (:mod:`deliberation.datasets.sources`), and ``files``."""
+    from deliberation.datasets.sources import source
+
+    pinned = source("dhd_reference")
+    return ReleasedSource(
+        models=tuple(RELEASED_MODELS.values()),
+        repository=pinned.repository,
+        commit=pinned.commit,
+        licence=pinned.licence,
+        files=tuple(str(f) for f in files),
+    )
 
 
 class ReferenceNotFoundError(FileNotFoundError):
@@ -91,7 +125,15 @@ def flip_direction(root: str | Path | None = None) -> pd.DataFrame:
     frame = _read(base, FLIP_DIRECTION)
     out = _with_shares(frame)
     out["reported_share"] = frame["helpful_share_among_flips_pct"] / 100
-    columns = ["model", "metric", "proposal_correctness", "helpful_count", "neutral_count"]
+    out["model_name"] = out["model"].map(model_name)
+    columns = [
+        "model",
+        "model_name",
+        "metric",
+        "proposal_correctness",
+        "helpful_count",
+        "neutral_count",
+    ]
     columns += ["harmful_count", "flips", "helpful_share", "share_low", "share_high"]
     return out[columns + ["reported_share", "interval"]]
 
@@ -104,7 +146,15 @@ def by_benchmark(root: str | Path | None = None) -> pd.DataFrame:
     out = _with_shares(frame)
     out["reported_low"] = frame["helpful_share_wilson95_low_pct"] / 100
     out["reported_high"] = frame["helpful_share_wilson95_high_pct"] / 100
-    columns = ["benchmark", "model", "proposal_correctness", "helpful_count", "harmful_count"]
+    out["model_name"] = out["model"].map(model_name)
+    columns = [
+        "benchmark",
+        "model",
+        "model_name",
+        "proposal_correctness",
+        "helpful_count",
+        "harmful_count",
+    ]
     columns += ["flips", "helpful_share", "share_low", "share_high", "reported_low"]
     return out[columns + ["reported_high", "interval"]]
 
@@ -267,4 +317,7 @@ def selection_tables(
     gains = selector_gains(per_fold, by=("model",), n_resamples=n_resamples, seed=seed)
     reported = expected_selection_gains(root).assign(baseline="full")
     gains = gains.merge(reported, on=["model", "benchmark", "baseline"], how="left")
+    accuracy.insert(accuracy.columns.get_loc("model") + 1, "model_name",
+                    accuracy["model"].map(model_name))  # fmt: skip
+    gains.insert(gains.columns.get_loc("model") + 1, "model_name", gains["model"].map(model_name))
     return accuracy, gains

@@ -22,6 +22,7 @@ from deliberation.dhd.labels import (
     single_message_effects,
     six_cells,
     trajectory_values,
+    wilson_interval,
     with_proposals,
 )
 from deliberation.stats import cluster_bootstrap, mean_of
@@ -146,51 +147,82 @@ def repeated_table(
 
 
 def plot_flip_shares(shares: pd.DataFrame, title: str) -> Figure:
-    """Helpful share among flips by benchmark (pooled last), wrong and correct proposals side
+    """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
+    than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
     by side, single-message and leave-one-out in two panels, problem-bootstrap intervals."""
     designs = [d for d in ("single", "loo") if d in set(shares["design"])]
-    fig, axes = plt.subplots(1, len(designs), figsize=(5 * len(designs), 3.6), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(designs), figsize=(5 * len(designs), 3.8), squeeze=False, layout="constrained"
+    )
     names = {"single": "single-message replay", "loo": "in-pool leave-one-out"}
     for ax, design in zip(axes[0], designs, strict=True):
         rows = shares[shares["design"] == design]
-        benchmarks = [b for b in rows["benchmark"].unique() if b != "pooled"] + ["pooled"]
+        benchmarks = [b for b in rows["benchmark"].unique() if b != "pooled"]
+        if len(benchmarks) != 1 and (rows["benchmark"] == "pooled").any():
+            benchmarks.append("pooled")
         for offset, proposal in ((-0.18, "wrong"), (0.18, "correct")):
             part = rows[rows["proposal"] == proposal].set_index("benchmark").reindex(benchmarks)
             x = np.arange(len(benchmarks)) + offset
-            share = part["helpful_share"].to_numpy(dtype=float)
-            low = share - part["bootstrap_low"].to_numpy(dtype=float)
-            high = part["bootstrap_high"].to_numpy(dtype=float) - share
+            share = 100 * part["helpful_share"].to_numpy(dtype=float)
+            low = np.clip(share - 100 * part["bootstrap_low"].to_numpy(dtype=float), 0, None)
+            high = np.clip(100 * part["bootstrap_high"].to_numpy(dtype=float) - share, 0, None)
             ax.errorbar(
                 x, share, yerr=[low, high], fmt="o", capsize=3, label=f"{proposal} proposal"
             )
-        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        ax.axhline(50, color="grey", lw=0.8, ls=":")
         ax.set_xticks(np.arange(len(benchmarks)), benchmarks, rotation=20)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("helpful share among flips")
-        ax.set_title(names[design])
-        ax.legend(fontsize=8)
+        ax.set_xlim(-0.6, len(benchmarks) - 0.4)
+        ax.set_ylim(-2, 102)  # points at 0% or 100% stay whole
+        ax.set_ylabel("helpful share among flips (%)")
+        ax.set_title(names[design], fontsize=10)
+        ax.legend(fontsize=8, loc="best")
     fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
+def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
+    """:func:`loo_by_k_table` with a Wilson 95% interval on each category's rate (messages
+    treated as independent: labelled so wherever it is shown)."""
+    out = by_k.copy()
+    for category in CATEGORIES:
+        bounds = [
+            wilson_interval(int(c), int(n))
+            for c, n in zip(out[category], out["eligible"], strict=True)
+        ]
+        out[f"{category}_low"] = [low for low, _ in bounds]
+        out[f"{category}_high"] = [high for _, high in bounds]
+    return out
+
+
 def plot_loo_by_k(by_k: pd.DataFrame, title: str) -> Figure:
-    """Helpful and harmful rates among eligible messages by pool size K."""
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    rows = by_k[by_k["k"] != "pooled"]
+    """Helpful and harmful rates (%) among eligible messages by pool size K, with Wilson 95%
+    intervals (messages as independent); integer K ticks."""
+    rows = loo_rate_intervals(by_k[by_k["k"] != "pooled"])
+    fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    ks = sorted(rows["k"].astype(int).unique())
+    offsets = {("wrong", "helpful"): -0.09, ("wrong", "harmful"): -0.03,
+               ("correct", "helpful"): 0.03, ("correct", "harmful"): 0.09}  # fmt: skip
     for proposal, marker in (("wrong", "o"), ("correct", "s")):
-        part = rows[rows["proposal"] == proposal]
+        part = rows[rows["proposal"] == proposal].sort_values("k", key=lambda k: k.astype(int))
         for category, style in (("helpful", "-"), ("harmful", "--")):
-            ax.plot(
-                part["k"].astype(int),
-                part[f"{category}_rate"],
-                style,
-                marker=marker,
-                label=f"{proposal}, {category}",
+            rate = 100 * part[f"{category}_rate"].to_numpy(dtype=float)
+            err = np.clip(  # a rate at 0 or 1 can sit a rounding error outside its interval
+                [
+                    rate - 100 * part[f"{category}_low"].to_numpy(dtype=float),
+                    100 * part[f"{category}_high"].to_numpy(dtype=float) - rate,
+                ],
+                0,
+                None,
             )
+            ax.errorbar(
+                part["k"].astype(int) + offsets[(proposal, category)], rate, yerr=err,
+                fmt=style, marker=marker, capsize=2, label=f"{proposal}, {category}",
+            )  # fmt: skip
+    ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("pool size K")
-    ax.set_ylabel("rate among eligible messages")
+    ax.set_ylabel("rate among eligible messages (%)")
+    ax.set_ylim(-2, 102)
     ax.legend(fontsize=8)
-    ax.set_title(title)
-    fig.tight_layout()
+    ax.set_title("Wilson 95% intervals (messages as independent)", fontsize=8)
+    fig.suptitle(title)
     return fig

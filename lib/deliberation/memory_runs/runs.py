@@ -19,7 +19,10 @@ Results frames have one row per decision call. CrossProfile columns, in order:
 ``kept_tokens``     statement tokens kept (B3: tokens of the summary after the cut)
 ``budget_tokens``   floor(r x all statement tokens); empty without a token budget
 ``net_lead``        score(correct) - best competitor's score over the kept facts (empty for B3)
-``irrelevant_tone`` summed tone of the kept irrelevant facts (empty for B3)
+``irrelevant_tone`` summed tone of the kept irrelevant facts, whatever option they concern
+                    (empty for B3)
+``tone_lead``       tone on the correct option minus the largest tone on a competitor over
+                    the kept irrelevant facts (signed like ``net_lead``; empty for B3)
 ``answer``          the option chosen; empty when the answer named no single option
 ``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0)
 ``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0
@@ -43,7 +46,7 @@ from typing import Literal
 import pandas as pd
 
 from deliberation.atomic import atomic_path
-from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead
+from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, tone_lead
 from deliberation.crossprofile.tasks import Task
 from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.hiddenbench import HiddenBenchTask
@@ -59,13 +62,13 @@ from deliberation.memory_runs.pipeline import (
 CROSSPROFILE_COLUMNS = [
     "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
     "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens", "budget_tokens",
-    "net_lead", "irrelevant_tone", "answer", "correct", "chose_decoy", "valid", "error", "key",
+    "net_lead", "irrelevant_tone", "tone_lead", "answer", "correct", "chose_decoy", "valid", "error", "key",
 ]  # fmt: skip
 HIDDENBENCH_COLUMNS = [
     "task", "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens",
     "budget_tokens", "answer", "correct", "valid", "error", "key",
 ]  # fmt: skip
-_NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone")
+_NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead")
 
 TemplateSet = Literal["main", "pilot", "all"]
 
@@ -126,6 +129,7 @@ def crossprofile_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
                 if summary
                 else net_evidence_lead(kept, task.correct, task.options),
                 "irrelevant_tone": None if summary else irrelevant_tone(kept),
+                "tone_lead": None if summary else tone_lead(kept, task.correct, task.options),
                 "chose_decoy": int(
                     decision.answer is not None and decision.answer == decoy_option(task)
                 ),

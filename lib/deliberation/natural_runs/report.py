@@ -247,7 +247,7 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> plt.Figure:
-    """Bars with 95% intervals: one panel per benchmark, one bar group per measure, one bar
+    """Bars (%, like notebooks 02-05) with 95% intervals: one panel per benchmark, one bar group per measure, one bar
     per prompt variant."""
     table = table[table["measure"].isin(measures)]
     benchmarks = sorted(table["benchmark"].unique())
@@ -263,15 +263,15 @@ def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> p
         for k, prompt in enumerate(prompts):
             part = mine[mine["prompt"] == prompt].set_index("measure").reindex(present)
             x = np.arange(len(present)) + (k - (len(prompts) - 1) / 2) * width
-            err = np.vstack(
+            err = 100 * np.vstack(
                 [part["estimate"] - part["low"], part["high"] - part["estimate"]]
             ).astype(float)
-            ax.bar(x, part["estimate"], width, yerr=err, capsize=2, label=prompt)
+            ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2, label=prompt)
         ax.set_xticks(np.arange(len(present)))
         ax.set_xticklabels([m.removeprefix("decision: ") for m in present], rotation=45, ha="right")
         ax.set_title(benchmark)
-        ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("accuracy (95% cluster-bootstrap interval)")
+        ax.set_ylim(0, 100)
+    axes[0][0].set_ylabel("accuracy (%, 95% cluster-bootstrap interval)")
     axes[0][0].legend(title="prompt", fontsize="small")
     fig.suptitle(title)
     fig.tight_layout()
@@ -279,7 +279,7 @@ def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> p
 
 
 def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Stacked full / partial / none shares of facts per benchmark, prompt and private flag."""
+    """Stacked full / partial / none shares (%) of facts per benchmark, prompt and private flag."""
     index = [c for c in ("profile", "benchmark", "prompt", "private") if c in table.columns]
     pivot = table.pivot_table(index=index, columns="disclosure", values="estimate").reindex(
         columns=["full", "partial", "none"]
@@ -287,15 +287,17 @@ def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(pivot), 4))
     bottom = np.zeros(len(pivot))
     for label in pivot.columns:
-        ax.bar(range(len(pivot)), pivot[label].fillna(0), bottom=bottom, label=label)
-        bottom += pivot[label].fillna(0).to_numpy()
+        share = 100 * pivot[label].fillna(0).to_numpy()
+        ax.bar(range(len(pivot)), share, bottom=bottom, label=label)
+        bottom += share
     ax.set_xticks(range(len(pivot)))
     ax.set_xticklabels(
         ["\n".join(str(x) for x in key[:-1]) + ("\nprivate" if key[-1] else "\nshared")
          for key in pivot.index],
         fontsize="small",
     )  # fmt: skip
-    ax.set_ylabel("share of facts")
+    ax.set_ylabel("share of facts (%)")
+    ax.set_ylim(0, 100)
     ax.legend(title="stated", fontsize="small")
     fig.suptitle(title)
     fig.tight_layout()

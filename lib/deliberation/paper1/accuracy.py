@@ -39,6 +39,15 @@ def capacity_label(budget: float | None, item_limit: int | None) -> str:
     return REFERENCE
 
 
+def budget_scope(budgets: Sequence[float]) -> str:
+    """How a table names the budgets a contrast reads: ``r=0.6``, or ``r=0.4/0.6/0.8 pooled``."""
+    values = sorted({float(b) for b in budgets})
+    if not values:
+        raise ValueError("budget_scope: no budgets")
+    text = "/".join(f"{v:g}" for v in values)
+    return f"r={text}" if len(values) == 1 else f"r={text} pooled"
+
+
 def with_capacity(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with a ``capacity`` column (see the module docstring)."""
     limits = rows["item_limit"] if "item_limit" in rows else pd.Series(None, index=rows.index)

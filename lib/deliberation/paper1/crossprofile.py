@@ -11,11 +11,17 @@ from deliberation.crossprofile import CLASSIC
 from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.paper1.accuracy import (
     accuracy_table,
+    budget_scope,
     cue_baseline,
     differences,
     percent_interval,
 )
-from deliberation.stats import cluster_bootstrap_many, mean_of, preregistered_tests
+from deliberation.stats import (
+    cluster_bootstrap_many,
+    difference_statistic,
+    mean_of,
+    preregistered_tests,
+)
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
 VARIANT_ORDER = (
@@ -34,6 +40,44 @@ def fixed_count_rows(rows: pd.DataFrame, item_limit: int = FIXED_ITEM_COUNT) -> 
     """Rows of the fixed-item-count control (main templates, tags kept)."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["item_limit"] == item_limit)
     return rows[keep & rows["policy"].isin(H1_POLICIES)]
+
+
+def fixed_count_overlap(
+    rows: pd.DataFrame, budget: float = PRIMARY_FRACTION, item_limit: int = FIXED_ITEM_COUNT
+) -> pd.DataFrame:
+    """How often a copy policy's memory at ``budget`` is the very memory it keeps at the fixed
+    item count (same facts in the same order), per policy and over all of them: where it is,
+    the fixed-count H1 re-reads the same decisions' memories and is almost the same test.
+    Main templates, tags kept; rows are matched on task and policy."""
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(H1_POLICIES)
+    columns = ["task", "policy", "kept_facts"]
+    budgeted = rows.loc[keep & (rows["budget"] == budget), columns]
+    fixed = rows.loc[keep & (rows["item_limit"] == item_limit), columns]
+    pairs = budgeted.merge(fixed, on=["task", "policy"], suffixes=("", "_fixed"))
+    if pairs.empty:
+        raise ValueError(
+            f"fixed_count_overlap: no (task, policy) with rows at r={budget:g} and "
+            f"{item_limit} items"
+        )
+    pairs["same"] = pairs["kept_facts"].fillna("") == pairs["kept_facts_fixed"].fillna("")
+    table = (
+        pairs.groupby("policy", sort=False)["same"]
+        .agg(memories="size", same_as_fixed="sum")
+        .reset_index()
+    )
+    total = pd.DataFrame(
+        [
+            {
+                "policy": "all copy policies",
+                "memories": len(pairs),
+                "same_as_fixed": pairs["same"].sum(),
+            }
+        ]
+    )
+    table = pd.concat([table, total], ignore_index=True)
+    table["same_as_fixed"] = table["same_as_fixed"].astype(int)
+    table["share %"] = 100 * table["same_as_fixed"] / table["memories"]
+    return table.assign(budget=budget, item_limit=item_limit)
 
 
 def policy_accuracy(
@@ -56,17 +100,88 @@ def policy_accuracy(
     return pd.concat([table, baseline], ignore_index=True)
 
 
-def h1_h3_table(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
+def pooled_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the pooled contrasts: main templates, tags kept, every token budget."""
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["budget"].notna()
+    return rows[keep & rows["policy"].isin(H1_POLICIES)]
+
+
+def h1_h3_table(
+    rows: pd.DataFrame, *, n_resamples: int, seed: int, budget: float = PRIMARY_FRACTION
+) -> pd.DataFrame:
     """H1-H3 (Holm-adjusted together) and the secondary H1s, in points, from a results frame
-    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads)."""
+    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads).
+
+    The pre-specified tests read the primary budget only; because that scope decides H3 on
+    some profiles, H2 and H3 pooled over every budget in ``rows`` (:func:`pooled_rows`) follow
+    each of them as secondary rows (no Holm p). ``budgets`` names what each row reads."""
     fixed = fixed_count_rows(rows)
     tests = preregistered_tests(
-        primary_rows(rows),
+        primary_rows(rows, budget),
         fixed_count_frame=fixed if not fixed.empty else None,
         n_resamples=n_resamples,
         seed=seed,
     )
-    return tests.table(scale=100)
+    table = tests.table(scale=100)
+    scopes = [
+        f"{FIXED_ITEM_COUNT} items" if "fixed item count" in t else budget_scope([budget])
+        for t in table["test"]
+    ]
+    table.insert(3, "budgets", scopes)
+    pooled = pooled_rows(rows)
+    budgets = sorted(pooled["budget"].astype(float).unique())
+    if len(budgets) < 2:
+        return table
+    scope = budget_scope(budgets)
+    contrasts = {
+        "H2": ("R1", "Random", tests.descriptions["H2"]),
+        "H3": ("R1-rel", "R1", tests.descriptions["H3"]),
+    }
+    statistics = {
+        f"{name}, budgets pooled": difference_statistic(pooled, a, b)
+        for name, (a, b, _) in contrasts.items()
+    }
+    results = cluster_bootstrap_many(pooled, statistics, "template", n_resamples, 0.95, seed)
+    out = []
+    for row in table.to_dict("records"):
+        out.append(row)
+        if row["test"] not in contrasts:
+            continue
+        name = f"{row['test']}, budgets pooled"
+        result = results[name]
+        shown = result.as_row(100)
+        out.append(
+            {
+                "test": name,
+                "family": "secondary",
+                "description": contrasts[row["test"]][2],
+                "budgets": scope,
+                "estimate": shown["estimate"],
+                "low": shown["low"],
+                "high": shown["high"],
+                "p_raw": result.p_value,
+                "p_holm": float("nan"),
+                "n_clusters": result.n_clusters,
+                "n_resamples": result.n_resamples,
+            }
+        )
+    return pd.DataFrame(out, columns=table.columns).astype(table.dtypes.to_dict())
+
+
+def h1_h3_caption(table: pd.DataFrame) -> str:
+    """The caption of :func:`h1_h3_table`, naming the budgets every row reads."""
+    primary = table.loc[table["family"] == "primary", "budgets"].unique()
+    pooled = [s for s in table["budgets"].unique() if s.endswith("pooled")]
+    caption = (
+        f"Pre-specified tests H1-H3 at {', '.join(primary)} (points; Holm over H1-H3) and "
+        "secondary rows: H1 against Random at the same budget"
+    )
+    fixed = table.loc[table["test"].str.contains("fixed item count"), "budgets"].unique()
+    if len(fixed):
+        caption += f", H1 at {fixed[0]}"
+    if pooled:
+        caption += f", and H2 and H3 with budgets {pooled[0].removeprefix('r=')} (no Holm p)"
+    return caption + "; main templates, tags kept; 95% template bootstrap"
 
 
 def cell_accuracy(

@@ -36,31 +36,54 @@ def copy_policy_rows(
     out = rows[keep].copy()
     out["net_lead"] = out["net_lead"].astype(int)
     out["irrelevant_tone"] = out["irrelevant_tone"].astype(int)
+    out["tone_lead"] = out["tone_lead"].astype(int)
     out["lead_bin"] = lead_bins(out["net_lead"])
     return out
 
 
-def lead_bins(leads: pd.Series, low: int = -2, high: int = 4) -> pd.Series:
-    """Leads clipped to [low, high]: ``low`` stands for "low or less", ``high`` for "or more"."""
+PAPER_LEAD_BINS = (-2, 4)  # paper 1 pools "-2 or less" and "+4 or more"
+
+
+def lead_bins(
+    leads: pd.Series, low: int = PAPER_LEAD_BINS[0], high: int = PAPER_LEAD_BINS[1]
+) -> pd.Series:
+    """Leads clipped to [low, high] (the paper's end bins). Only leads that occur get a bin, so
+    a bank whose memories never reach ``high`` has no empty "or more" bin: its top bin is
+    the largest lead seen, labelled as such (:func:`accuracy_by_lead`)."""
     return leads.astype(int).clip(lower=low, upper=high)
 
 
-def lead_label(value: int, low: int = -2, high: int = 4) -> str:
+def lead_label(value: int, *, below: bool = False, above: bool = False) -> str:
+    """``+3``; ``-2 or less`` when the bin pooled smaller leads, ``+4 or more`` larger ones."""
     text = f"{value:+d}"
-    return f"{text} or less" if value == low else f"{text} or more" if value == high else text
+    return f"{text} or less" if below else f"{text} or more" if above else text
+
+
+def lead_range(rows: pd.DataFrame) -> tuple[int, int]:
+    """The smallest and largest net lead in ``rows`` (what the bins must cover)."""
+    leads = rows["net_lead"].astype(int)
+    return int(leads.min()), int(leads.max())
 
 
 def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Accuracy (%) per lead bin, pooled over the policies in ``rows`` (template bootstrap)."""
+    """Accuracy (%) per lead bin, pooled over the policies in ``rows`` (template bootstrap);
+    a bin's label says "or less" / "or more" only if it pooled leads beyond its value."""
     table = accuracy_table(rows, ["lead_bin"], n_resamples=n_resamples, seed=seed)
     table = table.sort_values("lead_bin").reset_index(drop=True)
-    table.insert(1, "lead", [lead_label(int(v)) for v in table["lead_bin"]])
+    leads = rows["net_lead"].astype(int)
+    labels = []
+    for value in table["lead_bin"].astype(int):
+        mine = leads[rows["lead_bin"].astype(int) == value]
+        labels.append(
+            lead_label(value, below=bool((mine < value).any()), above=bool((mine > value).any()))
+        )
+    table.insert(1, "lead", labels)
     return table
 
 
 def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Logistic model of correctness on net lead and irrelevant tone; do policy terms add
-    anything? Returns (coefficients of both models, the likelihood-ratio and cluster-robust
+    """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
+    the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both models, the likelihood-ratio and cluster-robust
     Wald tests of the policy terms)."""
     test = likelihood_ratio_test(rows, POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(

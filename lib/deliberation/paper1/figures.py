@@ -11,6 +11,22 @@ import pandas as pd
 
 from deliberation.paper1.accuracy import REFERENCE
 
+# Each reference line gets its own colour and dash pattern, so no two look alike (a dotted
+# "all" beside a dotted "shared-only" could not be told apart); unknown references cycle.
+REFERENCE_STYLES = {
+    "all": ("black", "-"),
+    "empty": ("dimgrey", "--"),
+    "private-only": ("tab:purple", "-."),
+    "shared-only": ("tab:brown", ":"),
+}
+_MORE_STYLES = (("tab:olive", (0, (5, 1))), ("tab:cyan", (0, (3, 1, 1, 1, 1, 1))))
+
+
+def _reference_style(policy: str, index: int) -> tuple[str, object]:
+    if policy in REFERENCE_STYLES:
+        return REFERENCE_STYLES[policy]
+    return _MORE_STYLES[index % len(_MORE_STYLES)]
+
 
 def accuracy_by_budget(table: pd.DataFrame, title: str) -> plt.Figure:
     """Accuracy with 95% intervals by policy and budget (``capacity`` ``r=...``); reference
@@ -27,9 +43,10 @@ def accuracy_by_budget(table: pd.DataFrame, title: str) -> plt.Figure:
         err = [part["accuracy"] - part["low"], part["high"] - part["accuracy"]]
         ax.errorbar(x, part["accuracy"], yerr=err, marker="o", capsize=3, label=policy,
                     color=colours(k % 10))  # fmt: skip
-    styles = iter([":", "--", "-.", (0, (1, 3)), (0, (5, 2))])
-    for _, row in table[table["capacity"] == REFERENCE].iterrows():
-        ax.axhline(row["accuracy"], color="black", lw=1, ls=next(styles, ":"),
+    references = table[table["capacity"] == REFERENCE]
+    for k, (_, row) in enumerate(references.iterrows()):
+        colour, style = _reference_style(row["policy"], k)
+        ax.axhline(row["accuracy"], color=colour, lw=1.2, ls=style,
                    label=f"{row['policy']} (reference)")  # fmt: skip
     ax.set_xticks(budgets, [f"r = {b:g}" for b in budgets])
     ax.set_ylim(-2, 102)
@@ -51,6 +68,8 @@ def cell_heatmaps(matrix: pd.DataFrame, title: str) -> plt.Figure:
         layout="constrained",
     )  # fmt: skip
     columns = ["DP-IP", "DP-IS", "DS-IP", "DS-IS"]
+    column_labels = ["decoys P\nirrel. P", "decoys P\nirrel. S", "decoys S\nirrel. P",
+                     "decoys S\nirrel. S"]  # fmt: skip
     image = None
     for index, (ax, policy) in enumerate(zip(axes.flat, policies, strict=False)):
         grid = np.array(
@@ -61,7 +80,7 @@ def cell_heatmaps(matrix: pd.DataFrame, title: str) -> plt.Figure:
             if np.isfinite(value):
                 ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8)
         ax.set_title(policy, fontsize=9)
-        ax.set_xticks(range(4), columns, fontsize=7)
+        ax.set_xticks(range(4), column_labels, fontsize=7)
         first = index % ncols == 0
         ax.set_yticks(range(2), ["support private", "support shared"] if first else [], fontsize=7)
     for ax in axes.flat[len(policies) :]:
@@ -69,7 +88,14 @@ def cell_heatmaps(matrix: pd.DataFrame, title: str) -> plt.Figure:
     if image is not None:
         fig.colorbar(image, ax=axes, shrink=0.6, label="accuracy (%)")
     fig.suptitle(title, fontsize=10)
+    fig.supxlabel(CELL_CODE_NOTE, fontsize=7)
     return fig
+
+
+CELL_CODE_NOTE = (
+    "Cell codes: S = shared (every agent holds every fact of the group), P = private (one "
+    "holder each); SP-DS-IP = support private, decoys shared, irrelevant private (the classic cell)"
+)
 
 
 def accuracy_by_lead(table: pd.DataFrame, title: str) -> plt.Figure:

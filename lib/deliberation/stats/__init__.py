@@ -14,7 +14,8 @@ Results frames (paper 1) have one row per decision call. The default column name
                     shared, irrelevant private: the classic cell)
 ``correct``         1 if the decision was right, else 0 (an invalid answer counts as 0)
 ``net_lead``        score(correct option) - max score(competitors) of the kept memory
-``irrelevant_tone`` summed tone of the kept irrelevant facts
+``irrelevant_tone`` summed tone of the kept irrelevant facts (whatever option they concern)
+``tone_lead``       tone on the correct option minus the largest tone on a competitor
 ``valid``           whether the answer parsed
 ==================  ============================================================================
 

@@ -1,8 +1,9 @@
 """Logistic models of correctness with cluster-robust standard errors.
 
 Paper 1 asks whether accuracy follows the evidence the memory kept rather than the policy that
-kept it: regress ``correct`` on net evidence lead and the tone of kept irrelevant facts, then ask
-whether policy terms add anything (likelihood-ratio test, plus a cluster-robust Wald test, which
+kept it: regress ``correct`` on net evidence lead and tone lead (both signed relative to the
+options: the correct option's score or tone minus the best competitor's), then ask whether policy
+terms add anything (likelihood-ratio test, plus a cluster-robust Wald test, which
 does not assume rows of one template are independent).
 """
 
@@ -23,8 +24,11 @@ from deliberation.stats.bootstrap import require_columns
 
 logger = logging.getLogger(__name__)
 
-EVIDENCE_FORMULA = "correct ~ net_lead + irrelevant_tone"
-POLICY_FORMULA = "correct ~ net_lead + irrelevant_tone + C(policy)"
+# Tone enters signed (``tone_lead``), not summed over options (``irrelevant_tone``): a decision
+# maker pulled by tone favours the option whose noise sounds best, and on a bank whose tones
+# balance across options the unsigned sum cancels and cannot show that pull.
+EVIDENCE_FORMULA = "correct ~ net_lead + tone_lead"
+POLICY_FORMULA = "correct ~ net_lead + tone_lead + C(policy)"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -213,7 +217,7 @@ def likelihood_ratio_test(
     cluster: str = "template",
 ) -> LikelihoodRatioTest:
     """Test whether the terms in ``full`` but not ``reduced`` (by default the policy terms) add
-    anything once net lead and irrelevant tone are in; both models are fit on the same rows.
+    anything once net lead and tone lead are in; both models are fit on the same rows.
 
     The LR statistic 2 (llf_full - llf_reduced) ~ chi2(df) treats rows as independent; the Wald
     test of the added coefficients uses the cluster-robust covariance and is the safer reading

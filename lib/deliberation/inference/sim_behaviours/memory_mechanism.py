@@ -11,8 +11,11 @@ Parameters (``sim.parameters`` in the profile; defaults here):
 
 - ``evidence_weight`` (1.0): what a favourable (+1) or unfavourable (-1) line adds to its option.
 - ``social_weight`` (0.0): extra weight per additional holder in a line's tag, in the line's own
-  direction: a line stated by h agents weighs ``evidence_weight + social_weight x (h - 1)``.
-  Untagged lines and summaries count as one holder.
+  direction: a line stated by h agents weighs ``evidence_weight + social_weight x (h - 1)``
+  (:func:`line_weight`). Untagged lines and summaries count as one holder. The weight is not
+  normalised: a tag raises a line's evidence against the fixed ``choice_noise``, so removing
+  tags from a memory of shared lines lowers its signal-to-noise ratio as well as removing the
+  social cue (:func:`signal_to_noise`; notebook 04 states the size).
 - ``tone_weight`` (0.0): what the tone (+1/-1) of an irrelevant line adds to its option.
 - ``choice_noise`` (1.0): scale of the Gumbel noise added to every option's score before the
   arg-max (logit noise: a softmax choice at temperature ``choice_noise``); 0 = arg-max with
@@ -25,6 +28,12 @@ Parameters (``sim.parameters`` in the profile; defaults here):
   statement is labelled for/against its option by its tone.
 - ``summary_overrun`` (0.0): the summarizer writes up to ``(1 + overrun) x`` the word limit, so
   the pipeline's cut to the budget is exercised.
+
+The summarizer (B3, :func:`summarize`) has one fixed rule and no parameter: it keeps statements
+verbatim in order of how many speakers said them (most widely held first, ties by first
+appearance) until the word limit. So where decoys are shared and support private it keeps the
+decoys first and drops the private support, which alone makes B3 fail in those cells; that is
+this mechanism's choice, not a finding about summaries.
 """
 
 from __future__ import annotations
@@ -117,6 +126,19 @@ def numbered_statements(prompt: str) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for m in map(_NUMBERED.match, lines) if m]
 
 
+def line_weight(context: SimContext, holders: int) -> float:
+    """What a favourable or unfavourable line held by ``holders`` agents adds to its option."""
+    return param(context, "evidence_weight") + param(context, "social_weight") * (holders - 1)
+
+
+def signal_to_noise(parameters: dict[str, float], holders: int) -> float:
+    """A line's weight with ``holders`` holders over the choice noise, for the ``parameters``
+    of a profile (missing ones at their defaults): how far one line moves a choice."""
+    values = {**PARAMETERS, **parameters}
+    weight = values["evidence_weight"] + values["social_weight"] * (holders - 1)
+    return weight / values["choice_noise"] if values["choice_noise"] > 0 else float("inf")
+
+
 def choose(
     context: SimContext,
     options: Sequence[str],
@@ -127,14 +149,14 @@ def choose(
     """The decision maker's mechanism on (holders, text) notes: score each option from the
     lines the reader can read, add logit noise, pick the best; None (an invalid answer) with
     probability ``invalid_rate``. Agents of a natural discussion vote with it too."""
-    w_e, w_s, w_t = (param(context, n) for n in ("evidence_weight", "social_weight", "tone_weight"))
+    w_t = param(context, "tone_weight")
     scores = dict.fromkeys(options, 0.0)
     for holders, text in notes:
         reading = reader(text, options)
         if reading is None or reading.option not in scores:
             continue
         if reading.polarity:
-            scores[reading.option] += reading.polarity * (w_e + w_s * (holders - 1))
+            scores[reading.option] += reading.polarity * line_weight(context, holders)
         else:
             scores[reading.option] += w_t * reading.tone
     rng = context.rng
