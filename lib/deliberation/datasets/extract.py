@@ -82,7 +82,8 @@ _QUALIFIER = (
     r"option|choice)\b[\s:]*)*"
 )
 _ANSWER_PHRASE = re.compile(
-    r"\b(?:(?:correct|right|final|best)\s+(?:answers?|options?|choices?)|answers?)"
+    r"\b(?:(?:correct|right|final|best|true|valid)\s+(?:answers?|options?|choices?|statements?)"
+    r"|answers?)"
     r"\s+(?:is|are|should\s+be|must\s+be|would\s+be|will\s+be|becomes)\b[\s:]*"
     rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
     re.IGNORECASE,
@@ -96,7 +97,17 @@ _CORRECT_CLAIM = re.compile(
     rf"(?P<many>(?<![A-Za-z]){_CLAIM_LETTER}"
     rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})+)\s+are\s+(?:both\s+|all\s+)?"
     rf"|(?:option|choice)\s+(?P<one>{_CLAIM_LETTER})\s+is\s+the\s+)"
-    r"(?:correct|right|true)\b",
+    r"(?:correct|right|true)\b"
+    # A verdict: a conclusion word, then the options that hold ("... so option (B) is correct",
+    # "Hence statement B is true", "Thus only (B) is correct"), unlike one option weighed alone.
+    r"|\b(?:so|therefore|thus|hence|consequently|overall|conclusion:?|only)[,:]?\s+"
+    r"(?:(?:the\s+)?(?:only\s+)?(?:options?|choices?|statements?)\s+)?"
+    rf"(?P<verdict>{_CLAIM_LETTER}(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)"
+    r"\s+(?:is|are)\s+(?:therefore\s+|thus\s+|hence\s+|clearly\s+|also\s+)?(?:the\s+)?"
+    r"(?:only\s+)?(?:correct|right|true|valid)\b"
+    rf"|(?:option|choice|statement)s?\s+(?P<adverb>{_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
+    r"(?:therefore|thus|hence|clearly)\s+(?:the\s+)?(?:only\s+)?(?:correct|right|true|valid)\b",
     re.IGNORECASE,
 )
 _CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
@@ -223,9 +234,8 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
     for word in _CLAIM_WORD.finditer(reply):
         match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
         if match:
-            found.append(
-                (match.start(), match.group("many") or match.group("one"), "answer_phrase")
-            )
+            letters = next(g for g in match.group("many", "one", "verdict", "adverb") if g)
+            found.append((match.start(), letters, "answer_phrase"))
     found.sort(key=lambda c: c[0])
     return found
 
@@ -368,11 +378,35 @@ _OPTION_LABEL = re.compile(
 )
 
 
+# A clause that is nothing but option letters, in any case, separated by commas, spaces, "&",
+# "and": "A B D", "a, b, d", "(a) & (d)" (letters alone, so "a" cannot be the article here).
+_LETTER_SEQUENCE = re.compile(
+    r"\(?[A-Za-z]\)?(?:(?:\s*(?:,|;|&|\+|\band\b)\s*(?:and\s+)?|\s+)\(?[A-Za-z]\)?)+"
+)
+# "all except C", "all options but C", "every option other than (C)": the complement of C.
+_ALL_EXCEPT = re.compile(
+    r"(?:all|every(?:thing)?|each)(?:\s+(?:of\s+them|(?:the\s+)?(?:options?|choices?|"
+    r"statements?)))?\s*,?\s+(?:except(?:\s+for)?|but|other\s+than|save|excluding|apart\s+from)"
+    r"\s+(?:(?:option|choice|statement)s?\s+)?(?P<excluded>.+)$",
+    re.IGNORECASE,
+)
+# Letters that the clause rules out ("So A is incorrect", "(B) and (C) are not correct").
+_REJECTED = re.compile(
+    r"(?:(?:options?|choices?|statements?)\s+)?[(\[]?[A-Za-z][)\]]?"
+    r"(?:\s*(?:,|and|&)\s*(?:and\s+)?[(\[]?[A-Za-z][)\]]?)*\s+(?:is|are)\s+(?:also\s+)?"
+    r"(?:not\b|incorrect|wrong|false|invalid|ruled\s+out|eliminated)",
+    re.IGNORECASE,
+)
+# A remark in parentheses after the letters: "ABD (all except C)", "E (the pUC19 backbone)".
+_REMARK = re.compile(r"\s*\((?!\s*[A-Za-z]\s*\))[^()]{2,}\)")
+
+
 def _strip_latex(span: str) -> str:
     previous = None
     while previous != span:
         previous = span
         span = _LATEX_WRAPPERS.sub(r"\1", span)
+    span = span.replace("\\&", "&")
     for token in ("$", "**", "__", "`", "\\(", "\\)", "\\[", "\\]", "\\{", "\\}", "{", "}"):
         span = span.replace(token, "")
     return span.strip()
@@ -409,19 +443,27 @@ def _letter_list(text: str) -> list[str] | None:
 
 def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
     clause = clause.strip(" \t\n,;:.")
-    if not clause:
+    if not clause or _REJECTED.match(clause):
         return None
     if re.fullmatch(r"[A-Z]{2,}", clause) and set(clause) <= set(valid):  # "ABD"
         return list(clause)
     if re.fullmatch(r"[a-z]", clause):  # a lone lower-case letter: "b"
         return [clause.upper()]
     body = clause[_LEAD_WORDS.match(clause).end() :]
-    found = _letter_list(body)
-    if found:
-        return found
     words = _OPTION_WORD.search(clause)
-    if words:
-        found = _letter_list(clause[words.end() :])
+    for part in (body, clause[words.end() :] if words else None):
+        if part is None:
+            continue
+        excluded = _ALL_EXCEPT.match(part)
+        if excluded:
+            named = _letters_in_clause(excluded.group("excluded"), valid)
+            return [c for c in valid if c not in named] if named else None
+        sequence = _LETTER_SEQUENCE.fullmatch(part.strip(" .!"))
+        if sequence:
+            letters = [c.upper() for c in re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", part)]
+            if set(letters) <= set(valid):
+                return letters
+        found = _letter_list(part)
         if found:
             return found
     trailing = re.search(r"(?:^|[\s:])\(?([A-Z])\)?[.!]?$", clause)  # "I think it is B"
@@ -437,13 +479,16 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
     span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
-    cuts = [m.end() for m in _CONCLUSION.finditer(span)]
-    clauses = [span[cut:] for cut in reversed(cuts)] + [span]
-    for clause in clauses:
-        found = _letters_in_clause(clause, valid)
-        if found:
-            letters = frozenset(found) & frozenset(valid)
-            return letters or None
+    # The letters with their remarks set aside first ("ABD (all except C)" is A, B, D), then
+    # the span as written ("The answer is 5 (option C)" names C only in its remark).
+    head = _REMARK.sub("", span).strip()
+    for text in dict.fromkeys((head, span)):
+        cuts = [m.end() for m in _CONCLUSION.finditer(text)]
+        for clause in [text[cut:] for cut in reversed(cuts)] + [text]:
+            found = _letters_in_clause(clause, valid)
+            if found:
+                letters = frozenset(found) & frozenset(valid)
+                return letters or None
     return None
 
 
@@ -473,6 +518,13 @@ _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+
 _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 # Digit groups: "18 900", "840 000", "115\,440", "1{,}000", "89,034.79" (3-digit groups only).
 _GROUP_SEPARATOR = r"(?:,|\{,\}|\\[,;: !]|[ \u00a0\u2009\u202f])"
+# Spacing between two digits: "29\\,40", "0.000\\,123", "2\u2009940" (LaTeX or thin spaces).
+_SPACED_DIGITS = re.compile(r"(?<=\d)(?:[ \t]*(?:\\[,;:!>]|\\ |~|[\u2009\u202f])[ \t]*)+(?=\d)")
+_BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")  # left after the groups of three: decimal
+_PYTHON_POWER = re.compile(r"(?<=[\w)}])\*\*(?=\s*[\w({+\-\u2212])")
+_PAREN_EXPONENT = re.compile(r"\^\s*\(\s*([+\-\u2212]?\s*\d+(?:\.\d+)?)\s*\)")
+# Only where LaTeX would read less than a person does ("10^-19", "2^10"; "x^2" is already fine).
+_BARE_EXPONENT = re.compile(r"\^[ \t]*([+\-\u2212][ \t]*\d+(?:\.\d+)?|\d{2,}(?:\.\d+)?)")
 _GROUPED = re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{_GROUP_SEPARATOR}\d{{3}})+(?![\d]|\{{,\}}\d)")
 # A range: two numbers joined by an en/em dash, "--" or "to" (a hyphen is a minus sign).
 _RANGE = re.compile(
@@ -490,13 +542,26 @@ def _superscripts(text: str) -> str:
 
 
 def join_digit_groups(text: str) -> str:
-    """``18 900`` / ``115\\,440`` / ``1{,}000`` / ``89,034`` -> plain digits (groups of three)."""
-    return _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    """Digits of one number written apart, joined: a LaTeX or thin space between digits is always
+    inside a number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159, whatever the group size);
+    a plain space, comma or ``{,}`` only before groups of three (``18 900``, ``1{,}000``,
+    ``89,034``); a ``{,}`` before anything else is a decimal comma (``2{,}5`` is 2.5)."""
+    text = _SPACED_DIGITS.sub("", text)
+    text = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    return _BRACED_COMMA.sub(".", text)
+
+
+def plain_powers(text: str) -> str:
+    """Python and plain-text powers in LaTeX form: ``10**-19``, ``10^-19``, ``10^(-19)`` ->
+    ``10^{-19}`` (so ``2^10`` is 2 to the tenth, as a reader means it)."""
+    text = _PYTHON_POWER.sub("^", text)
+    text = _PAREN_EXPONENT.sub(r"^{\1}", text)
+    return _BARE_EXPONENT.sub(r"^{\1}", text)
 
 
 def normalize_numeric_text(text: str) -> str:
-    """Unicode minus, superscripts, LaTeX spacing and digit-group separators normalised."""
-    text = join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS]))
+    """Unicode minus, superscripts, powers, LaTeX spacing and digit-group separators normalised."""
+    text = plain_powers(join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS])))
     text = text.translate(_MINUS)
     for token in _DROPPED:
         text = text.replace(token, "")
