@@ -364,8 +364,8 @@ _AFTER_BARE = re.compile(
     re.IGNORECASE,
 )
 _CONCLUSION = re.compile(
-    r"\b(?:so|therefore|thus|hence|i\.e\.|that\s+is|which\s+means|meaning|leaving|leaves)\b"
-    r"|→|=>|⇒",
+    r"\b(?:so|therefore|thus|hence|that\s+is|which\s+means|meaning|leaving|leaves)\b"
+    r"|\bi\.e\.|→|=>|⇒",
     re.IGNORECASE,
 )
 _BRACKETED_LIST = re.compile(
@@ -521,7 +521,9 @@ _GROUP_SEPARATOR = r"(?:,|\{,\}|\\[,;: !]|[ \u00a0\u2009\u202f])"
 # Spacing between two digits: "29\\,40", "0.000\\,123", "2\u2009940" (LaTeX or thin spaces).
 _SPACED_DIGITS = re.compile(r"(?<=\d)(?:[ \t]*(?:\\[,;:!>]|\\ |~|[\u2009\u202f])[ \t]*)+(?=\d)")
 _BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")  # left after the groups of three: decimal
-_PYTHON_POWER = re.compile(r"(?<=[\w)}])\*\*(?=\s*[\w({+\-\u2212])")
+_PYTHON_POWER = re.compile(
+    r"(?<=[\w)}])\*\*(?=\s*[\w({+\-\u2212])|(?<=\d)[ \t]+\*\*[ \t]*(?=[(+\-\u2212]?[ \t]*\d)"
+)
 _PAREN_EXPONENT = re.compile(r"\^\s*\(\s*([+\-\u2212]?\s*\d+(?:\.\d+)?)\s*\)")
 # Only where LaTeX would read less than a person does ("10^-19", "2^10"; "x^2" is already fine).
 _BARE_EXPONENT = re.compile(r"\^[ \t]*([+\-\u2212][ \t]*\d+(?:\.\d+)?|\d{2,}(?:\.\d+)?)")
