@@ -380,8 +380,9 @@ _OPTION_LABEL = re.compile(
 
 # A clause that is nothing but option letters, in any case, separated by commas, spaces, "&",
 # "and": "A B D", "a, b, d", "(a) & (d)" (letters alone, so "a" cannot be the article here).
+_SEQUENCE_LETTER = r"(?:\([A-Za-z]\)|[A-Za-z](?![A-Za-z'’]))"
 _LETTER_SEQUENCE = re.compile(
-    r"\(?[A-Za-z]\)?(?:(?:\s*(?:,|;|&|\+|\band\b)\s*(?:and\s+)?|\s+)\(?[A-Za-z]\)?)+"
+    rf"{_SEQUENCE_LETTER}(?:(?:\s*(?:,|;|&|\+|\band\b)\s*(?:and\s+)?|\s+){_SEQUENCE_LETTER})+"
 )
 # "all except C", "all options but C", "every option other than (C)": the complement of C.
 _ALL_EXCEPT = re.compile(
@@ -390,6 +391,8 @@ _ALL_EXCEPT = re.compile(
     r"\s+(?:(?:option|choice|statement)s?\s+)?(?P<excluded>.+)$",
     re.IGNORECASE,
 )
+# A lower-case letter then its reason: no article is followed by "since" or "because".
+_EXPLAINED_LOWER = re.compile(r"([a-z])(?:\s*[,;:\u2013\u2014-]\s*|\s+)(?:since|because|as)\b")
 # Letters that the clause rules out ("So A is incorrect", "(B) and (C) are not correct").
 _REJECTED = re.compile(
     r"(?:(?:options?|choices?|statements?)\s+)?[(\[]?[A-Za-z][)\]]?"
@@ -398,7 +401,7 @@ _REJECTED = re.compile(
     re.IGNORECASE,
 )
 # A remark in parentheses after the letters: "ABD (all except C)", "E (the pUC19 backbone)".
-_REMARK = re.compile(r"\s*\((?!\s*[A-Za-z]\s*\))[^()]{2,}\)")
+_REMARK = re.compile(r"\s*\((?!\s*[A-Za-z]\s*\))[^()]+\)")
 
 
 def _strip_latex(span: str) -> str:
@@ -449,6 +452,9 @@ def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
         return list(clause)
     if re.fullmatch(r"[a-z]", clause):  # a lone lower-case letter: "b"
         return [clause.upper()]
+    explained = _EXPLAINED_LOWER.match(clause)  # "a since both conditions hold"
+    if explained and explained.group(1).upper() in valid:
+        return [explained.group(1).upper()]
     body = clause[_LEAD_WORDS.match(clause).end() :]
     words = _OPTION_WORD.search(clause)
     for part in (body, clause[words.end() :] if words else None):
@@ -458,9 +464,10 @@ def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
         if excluded:
             named = _letters_in_clause(excluded.group("excluded"), valid)
             return [c for c in valid if c not in named] if named else None
-        sequence = _LETTER_SEQUENCE.fullmatch(part.strip(" .!"))
-        if sequence:
-            letters = [c.upper() for c in re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", part)]
+        sequence = _LETTER_SEQUENCE.match(part)
+        if sequence and _AFTER_BARE.match(part, sequence.end()):  # "a, c, d since ..."
+            named = re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", sequence.group())
+            letters = [c.upper() for c in named]
             if set(letters) <= set(valid):
                 return letters
         found = _letter_list(part)
