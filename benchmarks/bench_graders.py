@@ -156,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         started, started_cpu = time.perf_counter(), cpu_now()
         try:
             result = datasets.grade(item, reply)
-            outcomes["failed (time limit)" if result.failed else f"score {result.score:g}"] += 1
+            if result.failed:
+                refused = result.failure.startswith("math-verify not run")
+                outcomes["failed: refused as too costly" if refused else "failed: time limit"] += 1
+            else:
+                outcomes[f"score {result.score:g}"] += 1
         except datasets.omnimath.JudgeRequired:
             outcomes["needs judge"] += 1
         elapsed = time.perf_counter() - started

@@ -92,6 +92,12 @@ def test_a_letter_set_missing_or_adding_a_letter_gets_jeebenchs_partial_or_no_cr
         "Final answer: all options but (C)",
         "Answer: ABD, i.e. all except C",
         "The correct options are everything other than C.",
+        "Answer: ABD \u2014 all except C",
+        "Answer: ABD; C is wrong",
+        "Answer: A, B and D (C is false)",
+        "All options except C are correct.",
+        "Hence every statement except (C) is true.",
+        "Proposed final answer: a, b, d since each follows from the energy balance.",
     ],
 )
 def test_a_remark_naming_an_excluded_option_does_not_replace_the_answer(items, ending):
@@ -121,6 +127,10 @@ def test_remarks_on_single_choice_items(items):
         ("Option (B) is therefore correct.", 1.0),
         ("Thus only (b) is correct, given the boundary conditions.", 1.0),
         ("So, (B) is correct, since the other options violate energy conservation.", 1.0),
+        ("This means option (B) is correct.", 1.0),
+        ("**Conclusion:** Option (B) is correct.", 1.0),
+        ("Proposed final answer: b since the field reverses.", 1.0),
+        ("Answer: (A) looks tempting but fails the limit case; therefore (B)", 1.0),
         ("So option (C) is correct.", 0.0),
         ("So option (A) is incorrect.", 0.0),
         ("Hence (C) is correct.\n\nWait, the sign flips in step 2. Final answer: (B)", 1.0),
@@ -152,6 +162,9 @@ def test_a_rejected_option_is_not_read_as_chosen(items):
         "3.52 x 10^-19 J",
         "3.52 \\times 10^{-19} \\mathrm{J}",
         "3.52e-19 J",
+        "3.52X10^-19 J",
+        "3.52·10^-19 J",
+        "3.52E\u221219 J",
     ],
 )
 def test_python_and_plain_text_powers_of_ten(items, written):

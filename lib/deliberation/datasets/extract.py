@@ -100,14 +100,20 @@ _CORRECT_CLAIM = re.compile(
     r"(?:correct|right|true)\b"
     # A verdict: a conclusion word, then the options that hold ("... so option (B) is correct",
     # "Hence statement B is true", "Thus only (B) is correct"), unlike one option weighed alone.
-    r"|\b(?:so|therefore|thus|hence|consequently|overall|conclusion:?|only)[,:]?\s+"
+    r"|\b(?:so|therefore|thus|hence|consequently|overall|conclusion|means|only|finally)\b"
+    r"[*_:,]*\s+[*_]*"
     r"(?:(?:the\s+)?(?:only\s+)?(?:options?|choices?|statements?)\s+)?"
     rf"(?P<verdict>{_CLAIM_LETTER}(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)"
     r"\s+(?:is|are)\s+(?:therefore\s+|thus\s+|hence\s+|clearly\s+|also\s+)?(?:the\s+)?"
     r"(?:only\s+)?(?:correct|right|true|valid)\b"
     rf"|(?:option|choice|statement)s?\s+(?P<adverb>{_CLAIM_LETTER}"
     rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
-    r"(?:therefore|thus|hence|clearly)\s+(?:the\s+)?(?:only\s+)?(?:correct|right|true|valid)\b",
+    r"(?:therefore|thus|hence|clearly)\s+(?:the\s+)?(?:only\s+)?(?:correct|right|true|valid)\b"
+    # "All options except C are correct", "Every statement but (C) is true".
+    r"|(?P<except>\b(?:all|every(?:thing)?)\s+(?:[a-z]+\s+)?(?:except|but|other\s+than)\s+"
+    rf"(?:(?:options?|choices?|statements?)\s+)?{_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
+    r"(?:correct|right|true|valid)\b",
     re.IGNORECASE,
 )
 _CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
@@ -234,7 +240,8 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
     for word in _CLAIM_WORD.finditer(reply):
         match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
         if match:
-            letters = next(g for g in match.group("many", "one", "verdict", "adverb") if g)
+            groups = match.group("many", "one", "verdict", "adverb", "except")
+            letters = next(g for g in groups if g)
             found.append((match.start(), letters, "answer_phrase"))
     found.sort(key=lambda c: c[0])
     return found
@@ -391,6 +398,10 @@ _ALL_EXCEPT = re.compile(
     r"\s+(?:(?:option|choice|statement)s?\s+)?(?P<excluded>.+)$",
     re.IGNORECASE,
 )
+# A remark after the letters: "ABD — all except C", "ABD; C is wrong" (not "B; D", a list).
+_REMARK_TAIL = re.compile(
+    r"(?:\s+(?:\u2014|\u2013|--)\s+|\s*;\s*(?=[A-Za-z]\s+[a-z]{2,}|[A-Za-z]{2,})).*$"
+)
 # A lower-case letter then its reason: no article is followed by "since" or "because".
 _EXPLAINED_LOWER = re.compile(r"([a-z])(?:\s*[,;:\u2013\u2014-]\s*|\s+)(?:since|because|as)\b")
 # Letters that the clause rules out ("So A is incorrect", "(B) and (C) are not correct").
@@ -489,6 +500,8 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
     # The letters with their remarks set aside first ("ABD (all except C)" is A, B, D), then
     # the span as written ("The answer is 5 (option C)" names C only in its remark).
     head = _REMARK.sub("", span).strip()
+    if not _CONCLUSION.search(head):  # "A ...; therefore C" concludes, it does not remark
+        head = _REMARK_TAIL.sub("", head).strip()
     for text in dict.fromkeys((head, span)):
         cuts = [m.end() for m in _CONCLUSION.finditer(text)]
         for clause in [text[cut:] for cut in reversed(cuts)] + [text]:
@@ -510,7 +523,7 @@ def parse_letters(reply: str, valid: str = "ABCD") -> frozenset[str] | None:
 _NUMBER = r"[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)"
 _SCALED_NUMBER = re.compile(
     rf"(?P<mantissa>{_NUMBER})(?:\s*[eE]\s*(?P<e>[+-]?\d+))?"
-    r"(?:\s*(?:\\times|\\cdot|\*|x|×|·)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
+    r"(?:\s*(?:\\times|\\cdot|\*|x|X|×|·)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
 )
 _POWER_OF_TEN = re.compile(r"(?P<sign>[+-]?)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+)\s*\}?")
 _FRACTION = re.compile(
