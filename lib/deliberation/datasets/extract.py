@@ -27,10 +27,22 @@ Precedence (one rule for every benchmark):
    restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
    unreadable).
 
+A verdict after the reasoning is a claim too: a conclusion word, then options said to hold ("...
+so option (B) is correct, because ...", "Hence statement (B) is true", "This means option (B) is
+correct", "Option (B) is therefore correct", "All options except C are correct"); options ruled
+out ("So B is incorrect") are not chosen.
+
 Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
-"(A), (B) and (D) since ...", "ABD") and takes the clause after a conclusion word ("A is wrong,
-so B" reads B); :func:`parse_number` reads numbers with units, thousands separators (commas,
-spaces, thin spaces, ``\\,``), the unicode minus, ``a \\times 10^{b}``, unicode superscripts
+"(A), (B) and (D) since ...", "ABD") in any case and with any list separator ("A B D",
+"A & D", "a, b, d", "a since ..."), an exclusion ("all except C" is every other valid letter),
+and reads the letters before a remark ("ABD (all except C)", "E (the pUC19 backbone)", "ABD —
+all except C", "ABD; C is wrong") before the remark itself ("5 (option C)" reads C); it takes the
+clause after a conclusion word ("A is wrong, so B" reads B). Letters are read against the
+item's own options (LAB-Bench has up to nine: A-I). :func:`parse_number` reads numbers with
+units, thousands separators (commas, spaces, ``{,}``), a LaTeX or thin space anywhere inside a
+number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159: a spacing command never splits a number),
+a decimal ``{,}`` (``2{,}5``), the unicode minus, ``a \\times 10^{b}``, Python and plain-text
+powers (``3.52 * 10**-19``, ``10^(-19)``, ``10^-19``, ``2^10``), unicode superscripts
 (``10⁻¹⁹``) and closed forms (through :mod:`~deliberation.datasets.symbolic`);
 :func:`parse_range` reads "0.85–0.89" / "0.85 to 0.89" (a range is not a single number).
 A number too large for a float reads as infinity, which equals no gold. Every scan is linear
@@ -412,7 +424,7 @@ _REJECTED = re.compile(
     re.IGNORECASE,
 )
 # A remark in parentheses after the letters: "ABD (all except C)", "E (the pUC19 backbone)".
-_REMARK = re.compile(r"\s*\((?!\s*[A-Za-z]\s*\))[^()]+\)")
+_REMARK = re.compile(r"\s*\((?!\s*(?:[A-Za-z]\s*\)|(?:and|also|plus)\b|&))[^()]+\)")
 
 
 def _strip_latex(span: str) -> str:
