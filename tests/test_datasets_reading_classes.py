@@ -251,3 +251,37 @@ def test_labbench_letters_beyond_d(items, ending):
         other = next(c for c in "ABCD" if c != found.meta_value("refusal_letter"))
         wrong = REASONING + ending.format(x=other, l=other.lower(), t="the other fragment")
         assert labbench.outcome(found, wrong) == "incorrect", (found.id, wrong)
+
+
+# ------------------------------------------------------------------ neighbouring forms
+
+
+@pytest.mark.parametrize(
+    ("ending", "expected"),
+    [
+        ("Answer: abd", 1.0),  # a lower-case run of distinct letters in order
+        ("(A), (B) and (D) are the correct answers.", 1.0),
+        ("Selected options: a, b, d", 1.0),
+        ("Answer: bad", 0.0),  # a word, not letters
+        (
+            "Suppose (A), (B) and (D) are the correct answers; then the energy is not conserved.",
+            0.0,
+        ),
+    ],
+)
+def test_neighbouring_letter_forms(items, ending, expected):
+    assert score(get(items, ABD), ending) == expected
+
+
+def test_neighbouring_single_choice_claims(items):
+    single = get(items, B)
+    assert score(single, "Thus, B is the answer.") == 1.0
+    assert score(single, "(B) is the correct answer.") == 1.0
+    assert score(single, "Chosen option: (b)") == 1.0
+    assert score(single, "If option (B) is correct, the period doubles.") == 0.0
+
+
+def test_neighbouring_number_forms(items):
+    found = items["jeebench"]["jeebench:JEE Adv 2018 Paper 1:26"]  # 2992
+    for written in ("\\num{2992}", "\\SI{2992}{J}", "2.992 ⋅ 10^3", "2.992 \\cdot 10^{3}"):
+        assert score(found, f"Final answer: {written}") == 1.0, written

@@ -81,7 +81,8 @@ _ANSWER_LINE = re.compile(
     re.IGNORECASE,
 )
 _CORRECT_OPTION_LINE = re.compile(
-    r"correct\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)", re.IGNORECASE
+    r"(?:correct|selected|chosen|best)\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)",
+    re.IGNORECASE,
 )
 # A heading line "### Final Answer" / "**Final Answer**" / "Answer:" with nothing after it.
 _ANSWER_HEADING = re.compile(
@@ -121,6 +122,9 @@ _CORRECT_CLAIM = re.compile(
     rf"|(?:option|choice|statement)s?\s+(?P<adverb>{_CLAIM_LETTER}"
     rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
     r"(?:therefore|thus|hence|clearly)\s+(?:the\s+)?(?:only\s+)?(?:correct|right|true|valid)\b"
+    # "(B) is the correct answer", "Thus, B is the answer": a claim, not an option weighed.
+    rf"|(?<![A-Za-z])(?P<the>{_CLAIM_LETTER}(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)"
+    r"\s+(?:is|are)\s+the\s+(?:correct\s+|right\s+|final\s+)?answers?\b"
     # "All options except C are correct", "Every statement but (C) is true".
     r"|(?P<except>\b(?:all|every(?:thing)?)\s+(?:[a-z]+\s+)?(?:except|but|other\s+than)\s+"
     rf"(?:(?:options?|choices?|statements?)\s+)?{_CLAIM_LETTER}"
@@ -128,7 +132,7 @@ _CORRECT_CLAIM = re.compile(
     r"(?:correct|right|true|valid)\b",
     re.IGNORECASE,
 )
-_CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
+_CLAIM_WORD = re.compile(r"correct|right|true|answer", re.IGNORECASE)
 _CLAIM_REACH = 80  # characters a claim may span before its "correct"
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
 _HYPOTHETICAL = re.compile(
@@ -251,8 +255,8 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         found.append((match.start(), answer[: end.start()] if end else answer, "answer_phrase"))
     for word in _CLAIM_WORD.finditer(reply):
         match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
-        if match:
-            groups = match.group("many", "one", "verdict", "adverb", "except")
+        if match and not _HYPOTHETICAL.search(reply[max(0, match.start() - 30) : match.start()]):
+            groups = match.group("many", "one", "verdict", "adverb", "except", "the")
             letters = next(g for g in groups if g)
             found.append((match.start(), letters, "answer_phrase"))
     found.sort(key=lambda c: c[0])
@@ -359,7 +363,7 @@ def answer_span(reply: str) -> str | None:
 # ---------------------------------------------------------------- letters
 
 _LATEX_WRAPPERS = re.compile(
-    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mathbb)\s*\{([^{}]*)\}"
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mathbb|num|SI|qty)\s*\{([^{}]*)\}"
 )
 # One option letter: delimited ("(B)", "[b]", "B)", "B.", "B:") or bare capital ("B").
 _ONE_LETTER = (
@@ -473,6 +477,13 @@ def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
         return None
     if re.fullmatch(r"[A-Z]{2,}", clause) and set(clause) <= set(valid):  # "ABD"
         return list(clause)
+    run = clause.upper()  # "abd": distinct letters in order, unlike the words "bad" or "cab"
+    if (
+        re.fullmatch(r"[a-z]{2,}", clause)
+        and set(run) <= set(valid)
+        and list(run) == sorted(set(run))
+    ):
+        return list(run)
     if re.fullmatch(r"[a-z]", clause):  # a lone lower-case letter: "b"
         return [clause.upper()]
     explained = _EXPLAINED_LOWER.match(clause)  # "a since both conditions hold"
@@ -535,7 +546,7 @@ def parse_letters(reply: str, valid: str = "ABCD") -> frozenset[str] | None:
 _NUMBER = r"[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)"
 _SCALED_NUMBER = re.compile(
     rf"(?P<mantissa>{_NUMBER})(?:\s*[eE]\s*(?P<e>[+-]?\d+))?"
-    r"(?:\s*(?:\\times|\\cdot|\*|x|X|×|·)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
+    r"(?:\s*(?:\\times|\\cdot|\*|x|X|×|·|⋅|∙)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
 )
 _POWER_OF_TEN = re.compile(r"(?P<sign>[+-]?)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+)\s*\}?")
 _FRACTION = re.compile(
