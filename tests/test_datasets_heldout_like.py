@@ -52,3 +52,17 @@ def test_the_corpus_covers_every_benchmark_and_the_issue_25_forms(graded):
                    "latex_thin_inside", "option_with_text", "interval"):  # fmt: skip
         assert any(needed in form for form in forms), needed
     assert {row["expected"] for row, _ in graded if not row["pathological"]} >= {0.0, 1.0}
+
+
+def test_the_fixture_is_what_its_builder_makes():
+    """The corpus is reproducible from the data and the seeded builder (nothing edited by hand)."""
+    import importlib.util
+
+    root = shared_data_dir()
+    if root is None:
+        pytest.skip("../shared/data (public benchmark copies) is absent")
+    spec = importlib.util.spec_from_file_location("build_corpus", CORPUS.with_name("build.py"))
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    assert builder.build(root) == rows
