@@ -285,3 +285,37 @@ def test_neighbouring_number_forms(items):
     found = items["jeebench"]["jeebench:JEE Adv 2018 Paper 1:26"]  # 2992
     for written in ("\\num{2992}", "\\SI{2992}{J}", "2.992 ⋅ 10^3", "2.992 \\cdot 10^{3}"):
         assert score(found, f"Final answer: {written}") == 1.0, written
+
+
+# ------------------------------------------------------------------ one-by-one analyses
+
+ONE_BY_ONE = [
+    "**(A)** Since r is proportional to n^2/Z, the relative change is 2/n, independent of Z, so "
+    "this is correct.\n\n**(B)** The relative change in radii varies as 1/n: true.\n\n**(C)** The "
+    "energy change goes as 2/n^3, not 1/n^3, so this statement is false.\n\n**(D)** The angular "
+    "momentum changes by a relative 1/n. This is correct.",
+    "Option A: Correct\nOption B: Correct\nOption C: Incorrect\nOption D: Correct",
+    "(A) holds, so (A) is correct.\n(B) also holds: (B) is correct.\n(C) fails, hence (C) is "
+    "incorrect.\n(D) holds. Hence (D) is correct.",
+]
+
+
+@pytest.mark.parametrize("analysis", ONE_BY_ONE)
+def test_a_multi_select_analysis_option_by_option_is_read_whole(items, analysis):
+    multi = get(items, ABD)
+    assert score(multi, analysis) == 1.0
+    assert score(multi, analysis + "\n\nFinal answer: A, B") == 0.5  # a stated answer wins
+    flipped = (
+        analysis.replace("(C) is incorrect", "(C) is correct")
+        .replace("Option C: Incorrect", "Option C: Correct")
+        .replace("this statement is false", "this statement is true")
+    )
+    assert flipped != analysis
+    assert score(multi, flipped) == 0.0  # all four chosen, and C is wrong
+    assert score(get(items, B), analysis) == 0.0  # single choice: the last verdict, not collected
+
+
+def test_options_restated_without_verdicts_are_not_an_answer(items):
+    multi = get(items, ABD)
+    restated = "(A) The radius changes.\n(B) The energy changes.\n(C) The period\n"
+    assert datasets.grade(multi, REASONING + restated).score == 0.0

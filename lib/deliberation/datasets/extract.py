@@ -30,7 +30,9 @@ Precedence (one rule for every benchmark):
 A verdict after the reasoning is a claim too: a conclusion word, then options said to hold ("...
 so option (B) is correct, because ...", "Hence statement (B) is true", "This means option (B) is
 correct", "Option (B) is therefore correct", "All options except C are correct"); options ruled
-out ("So B is incorrect") are not chosen.
+out ("So B is incorrect") are not chosen. For a multi-select question, an analysis that judges
+the options one by one and states no answer after it is read whole (:func:`collected_choice`:
+the options its paragraphs end up calling correct), not by its last verdict alone.
 
 Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
 "(A), (B) and (D) since ...", "ABD") in any case and with any list separator ("A B D",
@@ -56,7 +58,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-Source = Literal["boxed", "tagged", "final_line", "answer_phrase", "last_line", "whole", "none"]
+Source = Literal[
+    "boxed", "tagged", "final_line", "answer_phrase", "verdict", "last_line", "whole", "none"
+]
 T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
@@ -153,7 +157,7 @@ class FinalAnswer:
     @property
     def explicit(self) -> bool:
         """True when the reply marked this answer (box, tag, answer line or answer phrase)."""
-        return self.source in ("boxed", "tagged", "final_line", "answer_phrase")
+        return self.source in ("boxed", "tagged", "final_line", "answer_phrase", "verdict")
 
 
 # ---------------------------------------------------------------- spans
@@ -258,7 +262,7 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         if match and not _HYPOTHETICAL.search(reply[max(0, match.start() - 30) : match.start()]):
             groups = match.group("many", "one", "verdict", "adverb", "except", "the")
             letters = next(g for g in groups if g)
-            found.append((match.start(), letters, "answer_phrase"))
+            found.append((match.start(), letters, "verdict"))
     found.sort(key=lambda c: c[0])
     return found
 
@@ -344,6 +348,62 @@ def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, Final
         if value is not None:
             return value, candidate
     return None
+
+
+# The head of one option's paragraph in a one-by-one analysis: "**(A)** ...", "Option B: ...",
+# "Statement (C) -- ...", "d) ..." at the start of a line.
+_OPTION_SECTION = re.compile(
+    r"^[ \t>*_#\-]*(?:(?:option|statement|choice)\s+[(\[]?(?P<named>[A-Za-z])[)\]]?(?![A-Za-z])"
+    r"|[(\[]?(?P<letter>[A-Za-z])[)\]]?[ \t*_]*[:.)\u2013\u2014-])",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A verdict on the option ("is correct", "this is false", ": Correct", "→ wrong", "**True**").
+_VERDICT_WORD = re.compile(
+    r"(?:\b(?:is|are|be|so|thus|hence|therefore)\s+|[:\u2192\u2013\u2014-][ \t]*|\*\*[ \t]*)"
+    r"(?:(?P<negative>incorrect|false|wrong|invalid|not\s+(?:correct|true|valid))|correct|true|valid)\b",
+    re.IGNORECASE,
+)
+
+
+def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
+    """The options a one-by-one analysis ends up calling correct ("(A) ... so (A) is correct.
+    (B) ... (B) is false. (C) ..."): each option's own paragraph, judged by its last verdict word
+    (a later paragraph on the same option overrides). None unless two or more options are judged.
+
+    For multi-select questions, whose answer a careful reader collects from such an analysis
+    when the reply states no answer after it (see :func:`collected_choice`).
+    """
+    if _THINK_END in reply:
+        reply = reply.rsplit(_THINK_END, 1)[1]
+    heads = [
+        (m.start(), m.end(), (m.group("named") or m.group("letter")).upper())
+        for m in _OPTION_SECTION.finditer(reply)
+    ]
+    heads = [h for h in heads if h[2] in valid]
+    if len(heads) < 2:
+        return None
+    judged: dict[str, bool] = {}
+    for (_, end, letter), following in zip(heads, [*heads[1:], (len(reply), 0, "")], strict=True):
+        words = list(_VERDICT_WORD.finditer(reply, end, min(following[0], end + 3000)))
+        if words:
+            judged[letter] = words[-1].group("negative") is None
+    if len(judged) < 2:
+        return None
+    chosen = frozenset(letter for letter, holds in judged.items() if holds)
+    return chosen or None
+
+
+def collected_choice(
+    reply: str, valid: str, found: tuple[frozenset[str], FinalAnswer] | None
+) -> tuple[frozenset[str], FinalAnswer] | None:
+    """A multi-select answer read whole: the options a one-by-one analysis calls correct, when the
+    reply states nothing after it but one of those verdicts (or nothing at all); else ``found``."""
+    if found is not None and found[1].source not in ("verdict", "last_line", "whole"):
+        return found
+    collected = option_verdicts(reply, valid)
+    if collected is None or (found is not None and not found[0] <= collected):
+        return found
+    return collected, FinalAnswer(", ".join(sorted(collected)), "verdict")
 
 
 def final_answer(reply: str) -> FinalAnswer:
