@@ -47,16 +47,6 @@ def grade(item: datasets.Item, reply: str) -> float | None:
     return result.score
 
 
-@pytest.fixture(autouse=True)
-def generous_symbolic_limit(monkeypatch):
-    """These tests check what the graders decide, not how fast: a comparison that a loaded
-    machine slows past the 0.5 s CPU limit must not turn a right gold into a failure here (the
-    limit itself is tested in test_datasets_replies.py, its speed in benchmarks/bench_graders.py)."""
-    from deliberation.datasets import symbolic
-
-    monkeypatch.setattr(symbolic, "TIMEOUT_S", 5.0)
-
-
 @pytest.fixture(scope="module")
 def shared() -> Path:
     root = shared_data_dir()

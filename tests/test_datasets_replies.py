@@ -285,7 +285,64 @@ def test_a_runaway_symbolic_check_is_a_grading_failure_with_its_reason(items, to
     result = datasets.grade(found, f"{REASONING}$\\boxed{{{tower}}}$")
     assert result.failed and result.score is None
     assert "math-verify" in result.failure and "limit" in result.failure
-    assert datasets.grade(found, "\\boxed{0.04}") == Grade(1.0, "0.04")  # a fresh worker
+    assert datasets.grade(found, "\\boxed{0.04}") == Grade(1.0, "0.04")
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "reply"),
+    [
+        ("omnimath", "So the final answer is $\\boxed{9^{9^{9}}}$."),
+        ("omnimath", "Final answer: (x+1)^{1000}"),
+        ("omnimath", "\\boxed{\\sum_{k=1}^{100000} \\frac{1}{k}}"),
+        ("jeebench", "Final answer: 9^{9^{9}}"),
+        ("scibench", "Final answer: \\frac{1}{(10^{7})!} J"),
+    ],
+)
+def test_a_pathological_answer_is_refused_before_any_timed_call(
+    items, monkeypatch, benchmark, reply
+):
+    """The same failure on every machine: the expression decides, the worker is never asked."""
+    keys = {"omnimath": None, "jeebench": INTEGER, "scibench": ("scibench", "scibench:chemmc:1-18")}
+    found = omni(items, 887) if benchmark == "omnimath" else item(items, *keys[benchmark])
+
+    def no_call(*args):
+        raise AssertionError("math-verify was called")
+
+    monkeypatch.setattr(symbolic, "_call", no_call)
+    result = datasets.grade(found, REASONING + reply)
+    assert result.failed and "cost limit" in result.failure, result
+
+
+INTEGER = ("jeebench", "jeebench:JEE Adv 2018 Paper 1:31")
+INTERVAL = 1690  # Omni-MATH rule record with an interval gold
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "\\boxed{\\left(-\\frac{13}{96}, \\frac{13}{40}\\right)}",
+        "\\boxed{x \\in \\left(-\\tfrac{13}{96}, \\tfrac{13}{40}\\right)}",
+        "\\boxed{[0, \\frac{1}{2}]}",
+        "\\boxed{r \\in [0, \\tfrac{1}{2}]}",
+        "\\boxed{(0, \\frac{1}{2})}",
+    ],
+)
+def test_interval_answers_grade_the_same_on_a_machine_twenty_times_slower(
+    items, monkeypatch, reply
+):
+    """Issue 25: these took 0.51 s of CPU against a 0.5 s limit here; the limit is now a safety
+    net so far above realistic costs that a worker whose CPU clock runs 20 times faster (a machine
+    20 times slower) gives the same grades, from a fresh worker (no warm cache)."""
+    found = omni(items, INTERVAL)
+    assert found.gold == "(-\\frac{13}{96}, \\frac{13}{40})"
+    expected = 1.0 if "13" in reply else 0.0
+    assert datasets.grade(found, REASONING + reply).score == expected
+    real = symbolic._Worker.cpu_seconds
+    monkeypatch.setattr(symbolic._Worker, "cpu_seconds", lambda self: 20 * (real(self) or 0.0))
+    os.kill(symbolic.worker_pid(), signal.SIGKILL)  # the next call starts a fresh worker
+    fresh = dataclasses.replace(found, gold="(-\\frac{13}{96},\\frac{13}{40})")  # not cached
+    assert datasets.grade(fresh, REASONING + reply) == datasets.grade(found, REASONING + reply)
+    assert datasets.grade(fresh, REASONING + reply).score == expected
 
 
 def test_the_symbolic_worker_is_reused_between_comparisons(items):

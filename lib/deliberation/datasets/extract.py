@@ -27,10 +27,24 @@ Precedence (one rule for every benchmark):
    restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
    unreadable).
 
+A verdict after the reasoning is a claim too: a conclusion word, then options said to hold ("...
+so option (B) is correct, because ...", "Hence statement (B) is true", "This means option (B) is
+correct", "Option (B) is therefore correct", "All options except C are correct"); options ruled
+out ("So B is incorrect") are not chosen. For a multi-select question, an analysis that judges
+the options one by one and states no answer after it is read whole (:func:`collected_choice`:
+the options its paragraphs end up calling correct), not by its last verdict alone.
+
 Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
-"(A), (B) and (D) since ...", "ABD") and takes the clause after a conclusion word ("A is wrong,
-so B" reads B); :func:`parse_number` reads numbers with units, thousands separators (commas,
-spaces, thin spaces, ``\\,``), the unicode minus, ``a \\times 10^{b}``, unicode superscripts
+"(A), (B) and (D) since ...", "ABD") in any case and with any list separator ("A B D",
+"A & D", "a, b, d", "a since ..."), an exclusion ("all except C" is every other valid letter),
+and reads the letters before a remark ("ABD (all except C)", "E (the pUC19 backbone)", "ABD —
+all except C", "ABD; C is wrong") before the remark itself ("5 (option C)" reads C); it takes the
+clause after a conclusion word ("A is wrong, so B" reads B). Letters are read against the
+item's own options (LAB-Bench has up to nine: A-I). :func:`parse_number` reads numbers with
+units, thousands separators (commas, spaces, ``{,}``), a LaTeX or thin space anywhere inside a
+number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159: a spacing command never splits a number),
+a decimal ``{,}`` (``2{,}5``), the unicode minus, ``a \\times 10^{b}``, Python and plain-text
+powers (``3.52 * 10**-19``, ``10^(-19)``, ``10^-19``, ``2^10``), unicode superscripts
 (``10⁻¹⁹``) and closed forms (through :mod:`~deliberation.datasets.symbolic`);
 :func:`parse_range` reads "0.85–0.89" / "0.85 to 0.89" (a range is not a single number).
 A number too large for a float reads as infinity, which equals no gold. Every scan is linear
@@ -44,7 +58,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-Source = Literal["boxed", "tagged", "final_line", "answer_phrase", "last_line", "whole", "none"]
+Source = Literal[
+    "boxed", "tagged", "final_line", "answer_phrase", "verdict", "last_line", "whole", "none"
+]
 T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
@@ -69,7 +85,8 @@ _ANSWER_LINE = re.compile(
     re.IGNORECASE,
 )
 _CORRECT_OPTION_LINE = re.compile(
-    r"correct\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)", re.IGNORECASE
+    r"(?:correct|selected|chosen|best)\s+(?:option|choice)s?[ \t*_]*[:：][ \t*_]*(?P<answer>[^\n]*)",
+    re.IGNORECASE,
 )
 # A heading line "### Final Answer" / "**Final Answer**" / "Answer:" with nothing after it.
 _ANSWER_HEADING = re.compile(
@@ -82,7 +99,8 @@ _QUALIFIER = (
     r"option|choice)\b[\s:]*)*"
 )
 _ANSWER_PHRASE = re.compile(
-    r"\b(?:(?:correct|right|final|best)\s+(?:answers?|options?|choices?)|answers?)"
+    r"\b(?:(?:correct|right|final|best|true|valid)\s+(?:answers?|options?|choices?|statements?)"
+    r"|answers?)"
     r"\s+(?:is|are|should\s+be|must\s+be|would\s+be|will\s+be|becomes)\b[\s:]*"
     rf"{_QUALIFIER}(?P<answer>(?=[*_$(\[\\{{\-+\u2212\d.A-Z]|[a-z](?![A-Za-z]))[^\n]{{0,300}})",
     re.IGNORECASE,
@@ -96,10 +114,29 @@ _CORRECT_CLAIM = re.compile(
     rf"(?P<many>(?<![A-Za-z]){_CLAIM_LETTER}"
     rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})+)\s+are\s+(?:both\s+|all\s+)?"
     rf"|(?:option|choice)\s+(?P<one>{_CLAIM_LETTER})\s+is\s+the\s+)"
-    r"(?:correct|right|true)\b",
+    r"(?:correct|right|true)\b"
+    # A verdict: a conclusion word, then the options that hold ("... so option (B) is correct",
+    # "Hence statement B is true", "Thus only (B) is correct"), unlike one option weighed alone.
+    r"|\b(?:so|therefore|thus|hence|consequently|overall|conclusion|means|only|finally)\b"
+    r"[*_:,]*\s+[*_]*"
+    r"(?:(?:the\s+)?(?:only\s+)?(?:options?|choices?|statements?)\s+)?"
+    rf"(?P<verdict>{_CLAIM_LETTER}(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)"
+    r"\s+(?:is|are)\s+(?:therefore\s+|thus\s+|hence\s+|clearly\s+|also\s+)?(?:the\s+)?"
+    r"(?:only\s+)?(?:correct|right|true|valid)\b"
+    rf"|(?:option|choice|statement)s?\s+(?P<adverb>{_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
+    r"(?:therefore|thus|hence|clearly)\s+(?:the\s+)?(?:only\s+)?(?:correct|right|true|valid)\b"
+    # "(B) is the correct answer", "Thus, B is the answer": a claim, not an option weighed.
+    rf"|(?<![A-Za-z])(?P<the>{_CLAIM_LETTER}(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)"
+    r"\s+(?:is|are)\s+the\s+(?:correct\s+|right\s+|final\s+)?answers?\b"
+    # "All options except C are correct", "Every statement but (C) is true".
+    r"|(?P<except>\b(?:all|every(?:thing)?)\s+(?:[a-z]+\s+)?(?:except|but|other\s+than)\s+"
+    rf"(?:(?:options?|choices?|statements?)\s+)?{_CLAIM_LETTER}"
+    rf"(?:\s*(?:,|and|&)\s*(?:and\s+)?{_CLAIM_LETTER})*)\s+(?:is|are)\s+"
+    r"(?:correct|right|true|valid)\b",
     re.IGNORECASE,
 )
-_CLAIM_WORD = re.compile(r"correct|right|true", re.IGNORECASE)
+_CLAIM_WORD = re.compile(r"correct|right|true|answer", re.IGNORECASE)
 _CLAIM_REACH = 80  # characters a claim may span before its "correct"
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
 _HYPOTHETICAL = re.compile(
@@ -120,7 +157,7 @@ class FinalAnswer:
     @property
     def explicit(self) -> bool:
         """True when the reply marked this answer (box, tag, answer line or answer phrase)."""
-        return self.source in ("boxed", "tagged", "final_line", "answer_phrase")
+        return self.source in ("boxed", "tagged", "final_line", "answer_phrase", "verdict")
 
 
 # ---------------------------------------------------------------- spans
@@ -222,10 +259,10 @@ def _candidates(reply: str) -> list[tuple[int, str, Source]]:
         found.append((match.start(), answer[: end.start()] if end else answer, "answer_phrase"))
     for word in _CLAIM_WORD.finditer(reply):
         match = _CORRECT_CLAIM.search(reply, max(0, word.start() - _CLAIM_REACH), word.end() + 1)
-        if match:
-            found.append(
-                (match.start(), match.group("many") or match.group("one"), "answer_phrase")
-            )
+        if match and not _HYPOTHETICAL.search(reply[max(0, match.start() - 30) : match.start()]):
+            groups = match.group("many", "one", "verdict", "adverb", "except", "the")
+            letters = next(g for g in groups if g)
+            found.append((match.start(), letters, "verdict"))
     found.sort(key=lambda c: c[0])
     return found
 
@@ -313,6 +350,62 @@ def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, Final
     return None
 
 
+# The head of one option's paragraph in a one-by-one analysis: "**(A)** ...", "Option B: ...",
+# "Statement (C) -- ...", "d) ..." at the start of a line.
+_OPTION_SECTION = re.compile(
+    r"^[ \t>*_#\-]*(?:(?:option|statement|choice)\s+[(\[]?(?P<named>[A-Za-z])[)\]]?(?![A-Za-z])"
+    r"|[(\[]?(?P<letter>[A-Za-z])[)\]]?[ \t*_]*[:.)\u2013\u2014-])",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A verdict on the option ("is correct", "this is false", ": Correct", "→ wrong", "**True**").
+_VERDICT_WORD = re.compile(
+    r"(?:\b(?:is|are|be|so|thus|hence|therefore)\s+|[:\u2192\u2013\u2014-][ \t]*|\*\*[ \t]*)"
+    r"(?:(?P<negative>incorrect|false|wrong|invalid|not\s+(?:correct|true|valid))|correct|true|valid)\b",
+    re.IGNORECASE,
+)
+
+
+def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
+    """The options a one-by-one analysis ends up calling correct ("(A) ... so (A) is correct.
+    (B) ... (B) is false. (C) ..."): each option's own paragraph, judged by its last verdict word
+    (a later paragraph on the same option overrides). None unless two or more options are judged.
+
+    For multi-select questions, whose answer a careful reader collects from such an analysis
+    when the reply states no answer after it (see :func:`collected_choice`).
+    """
+    if _THINK_END in reply:
+        reply = reply.rsplit(_THINK_END, 1)[1]
+    heads = [
+        (m.start(), m.end(), (m.group("named") or m.group("letter")).upper())
+        for m in _OPTION_SECTION.finditer(reply)
+    ]
+    heads = [h for h in heads if h[2] in valid]
+    if len(heads) < 2:
+        return None
+    judged: dict[str, bool] = {}
+    for (_, end, letter), following in zip(heads, [*heads[1:], (len(reply), 0, "")], strict=True):
+        words = list(_VERDICT_WORD.finditer(reply, end, min(following[0], end + 3000)))
+        if words:
+            judged[letter] = words[-1].group("negative") is None
+    if len(judged) < 2:
+        return None
+    chosen = frozenset(letter for letter, holds in judged.items() if holds)
+    return chosen or None
+
+
+def collected_choice(
+    reply: str, valid: str, found: tuple[frozenset[str], FinalAnswer] | None
+) -> tuple[frozenset[str], FinalAnswer] | None:
+    """A multi-select answer read whole: the options a one-by-one analysis calls correct, when the
+    reply states nothing after it but one of those verdicts (or nothing at all); else ``found``."""
+    if found is not None and found[1].source not in ("verdict", "last_line", "whole"):
+        return found
+    collected = option_verdicts(reply, valid)
+    if collected is None or (found is not None and not found[0] <= collected):
+        return found
+    return collected, FinalAnswer(", ".join(sorted(collected)), "verdict")
+
+
 def final_answer(reply: str) -> FinalAnswer:
     """The latest answer a reply states, whatever its form (``none`` when it states none)."""
     found = candidates(reply)
@@ -330,7 +423,7 @@ def answer_span(reply: str) -> str | None:
 # ---------------------------------------------------------------- letters
 
 _LATEX_WRAPPERS = re.compile(
-    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mathbb)\s*\{([^{}]*)\}"
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|operatorname|mathbb|num|SI|qty)\s*\{([^{}]*)\}"
 )
 # One option letter: delimited ("(B)", "[b]", "B)", "B.", "B:") or bare capital ("B").
 _ONE_LETTER = (
@@ -354,8 +447,8 @@ _AFTER_BARE = re.compile(
     re.IGNORECASE,
 )
 _CONCLUSION = re.compile(
-    r"\b(?:so|therefore|thus|hence|i\.e\.|that\s+is|which\s+means|meaning|leaving|leaves)\b"
-    r"|→|=>|⇒",
+    r"\b(?:so|therefore|thus|hence|that\s+is|which\s+means|meaning|leaving|leaves)\b"
+    r"|\bi\.e\.|→|=>|⇒",
     re.IGNORECASE,
 )
 _BRACKETED_LIST = re.compile(
@@ -368,11 +461,42 @@ _OPTION_LABEL = re.compile(
 )
 
 
+# A clause that is nothing but option letters, in any case, separated by commas, spaces, "&",
+# "and": "A B D", "a, b, d", "(a) & (d)" (letters alone, so "a" cannot be the article here).
+_SEQUENCE_LETTER = r"(?:\([A-Za-z]\)|[A-Za-z](?![A-Za-z'’]))"
+_LETTER_SEQUENCE = re.compile(
+    rf"{_SEQUENCE_LETTER}(?:(?:\s*(?:,|;|&|\+|\band\b)\s*(?:and\s+)?|\s+){_SEQUENCE_LETTER})+"
+)
+# "all except C", "all options but C", "every option other than (C)": the complement of C.
+_ALL_EXCEPT = re.compile(
+    r"(?:all|every(?:thing)?|each)(?:\s+(?:of\s+them|(?:the\s+)?(?:options?|choices?|"
+    r"statements?)))?\s*,?\s+(?:except(?:\s+for)?|but|other\s+than|save|excluding|apart\s+from)"
+    r"\s+(?:(?:option|choice|statement)s?\s+)?(?P<excluded>.+)$",
+    re.IGNORECASE,
+)
+# A remark after the letters: "ABD — all except C", "ABD; C is wrong" (not "B; D", a list).
+_REMARK_TAIL = re.compile(
+    r"(?:\s+(?:\u2014|\u2013|--)\s+|\s*;\s*(?=[A-Za-z]\s+[a-z]{2,}|[A-Za-z]{2,})).*$"
+)
+# A lower-case letter then its reason: no article is followed by "since" or "because".
+_EXPLAINED_LOWER = re.compile(r"([a-z])(?:\s*[,;:\u2013\u2014-]\s*|\s+)(?:since|because|as)\b")
+# Letters that the clause rules out ("So A is incorrect", "(B) and (C) are not correct").
+_REJECTED = re.compile(
+    r"(?:(?:options?|choices?|statements?)\s+)?[(\[]?[A-Za-z][)\]]?"
+    r"(?:\s*(?:,|and|&)\s*(?:and\s+)?[(\[]?[A-Za-z][)\]]?)*\s+(?:is|are)\s+(?:also\s+)?"
+    r"(?:not\b|incorrect|wrong|false|invalid|ruled\s+out|eliminated)",
+    re.IGNORECASE,
+)
+# A remark in parentheses after the letters: "ABD (all except C)", "E (the pUC19 backbone)".
+_REMARK = re.compile(r"\s*\((?!\s*(?:[A-Za-z]\s*\)|(?:and|also|plus)\b|&))[^()]+\)")
+
+
 def _strip_latex(span: str) -> str:
     previous = None
     while previous != span:
         previous = span
         span = _LATEX_WRAPPERS.sub(r"\1", span)
+    span = span.replace("\\&", "&")
     for token in ("$", "**", "__", "`", "\\(", "\\)", "\\[", "\\]", "\\{", "\\}", "{", "}"):
         span = span.replace(token, "")
     return span.strip()
@@ -409,19 +533,38 @@ def _letter_list(text: str) -> list[str] | None:
 
 def _letters_in_clause(clause: str, valid: str) -> list[str] | None:
     clause = clause.strip(" \t\n,;:.")
-    if not clause:
+    if not clause or _REJECTED.match(clause):
         return None
     if re.fullmatch(r"[A-Z]{2,}", clause) and set(clause) <= set(valid):  # "ABD"
         return list(clause)
+    run = clause.upper()  # "abd": distinct letters in order, unlike the words "bad" or "cab"
+    if (
+        re.fullmatch(r"[a-z]{2,}", clause)
+        and set(run) <= set(valid)
+        and list(run) == sorted(set(run))
+    ):
+        return list(run)
     if re.fullmatch(r"[a-z]", clause):  # a lone lower-case letter: "b"
         return [clause.upper()]
+    explained = _EXPLAINED_LOWER.match(clause)  # "a since both conditions hold"
+    if explained and explained.group(1).upper() in valid:
+        return [explained.group(1).upper()]
     body = clause[_LEAD_WORDS.match(clause).end() :]
-    found = _letter_list(body)
-    if found:
-        return found
     words = _OPTION_WORD.search(clause)
-    if words:
-        found = _letter_list(clause[words.end() :])
+    for part in (body, clause[words.end() :] if words else None):
+        if part is None:
+            continue
+        excluded = _ALL_EXCEPT.match(part)
+        if excluded:
+            named = _letters_in_clause(excluded.group("excluded"), valid)
+            return [c for c in valid if c not in named] if named else None
+        sequence = _LETTER_SEQUENCE.match(part)
+        if sequence and _AFTER_BARE.match(part, sequence.end()):  # "a, c, d since ..."
+            named = re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", sequence.group())
+            letters = [c.upper() for c in named]
+            if set(letters) <= set(valid):
+                return letters
+        found = _letter_list(part)
         if found:
             return found
     trailing = re.search(r"(?:^|[\s:])\(?([A-Z])\)?[.!]?$", clause)  # "I think it is B"
@@ -437,13 +580,18 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
     span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
-    cuts = [m.end() for m in _CONCLUSION.finditer(span)]
-    clauses = [span[cut:] for cut in reversed(cuts)] + [span]
-    for clause in clauses:
-        found = _letters_in_clause(clause, valid)
-        if found:
-            letters = frozenset(found) & frozenset(valid)
-            return letters or None
+    # The letters with their remarks set aside first ("ABD (all except C)" is A, B, D), then
+    # the span as written ("The answer is 5 (option C)" names C only in its remark).
+    head = _REMARK.sub("", span).strip()
+    if not _CONCLUSION.search(head):  # "A ...; therefore C" concludes, it does not remark
+        head = _REMARK_TAIL.sub("", head).strip()
+    for text in dict.fromkeys((head, span)):
+        cuts = [m.end() for m in _CONCLUSION.finditer(text)]
+        for clause in [text[cut:] for cut in reversed(cuts)] + [text]:
+            found = _letters_in_clause(clause, valid)
+            if found:
+                letters = frozenset(found) & frozenset(valid)
+                return letters or None
     return None
 
 
@@ -458,7 +606,7 @@ def parse_letters(reply: str, valid: str = "ABCD") -> frozenset[str] | None:
 _NUMBER = r"[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)"
 _SCALED_NUMBER = re.compile(
     rf"(?P<mantissa>{_NUMBER})(?:\s*[eE]\s*(?P<e>[+-]?\d+))?"
-    r"(?:\s*(?:\\times|\\cdot|\*|x|×|·)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
+    r"(?:\s*(?:\\times|\\cdot|\*|x|X|×|·|⋅|∙)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+(?:\.\d+)?)\s*\}?)?"
 )
 _POWER_OF_TEN = re.compile(r"(?P<sign>[+-]?)\s*10\s*\^\s*\{?\s*(?P<power>[+-]?\s*\d+)\s*\}?")
 _FRACTION = re.compile(
@@ -473,6 +621,15 @@ _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+
 _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 # Digit groups: "18 900", "840 000", "115\,440", "1{,}000", "89,034.79" (3-digit groups only).
 _GROUP_SEPARATOR = r"(?:,|\{,\}|\\[,;: !]|[ \u00a0\u2009\u202f])"
+# Spacing between two digits: "29\\,40", "0.000\\,123", "2\u2009940" (LaTeX or thin spaces).
+_SPACED_DIGITS = re.compile(r"(?<=\d)(?:[ \t]*(?:\\[,;:!>]|\\ |~|[\u2009\u202f])[ \t]*)+(?=\d)")
+_BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")  # left after the groups of three: decimal
+_PYTHON_POWER = re.compile(
+    r"(?<=[\w)}])\*\*(?=\s*[\w({+\-\u2212])|(?<=\d)[ \t]+\*\*[ \t]*(?=[(+\-\u2212]?[ \t]*\d)"
+)
+_PAREN_EXPONENT = re.compile(r"\^\s*\(\s*([+\-\u2212]?\s*\d+(?:\.\d+)?)\s*\)")
+# Only where LaTeX would read less than a person does ("10^-19", "2^10"; "x^2" is already fine).
+_BARE_EXPONENT = re.compile(r"\^[ \t]*([+\-\u2212][ \t]*\d+(?:\.\d+)?|\d{2,}(?:\.\d+)?)")
 _GROUPED = re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{_GROUP_SEPARATOR}\d{{3}})+(?![\d]|\{{,\}}\d)")
 # A range: two numbers joined by an en/em dash, "--" or "to" (a hyphen is a minus sign).
 _RANGE = re.compile(
@@ -490,13 +647,26 @@ def _superscripts(text: str) -> str:
 
 
 def join_digit_groups(text: str) -> str:
-    """``18 900`` / ``115\\,440`` / ``1{,}000`` / ``89,034`` -> plain digits (groups of three)."""
-    return _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    """Digits of one number written apart, joined: a LaTeX or thin space between digits is always
+    inside a number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159, whatever the group size);
+    a plain space, comma or ``{,}`` only before groups of three (``18 900``, ``1{,}000``,
+    ``89,034``); a ``{,}`` before anything else is a decimal comma (``2{,}5`` is 2.5)."""
+    text = _SPACED_DIGITS.sub("", text)
+    text = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    return _BRACED_COMMA.sub(".", text)
+
+
+def plain_powers(text: str) -> str:
+    """Python and plain-text powers in LaTeX form: ``10**-19``, ``10^-19``, ``10^(-19)`` ->
+    ``10^{-19}`` (so ``2^10`` is 2 to the tenth, as a reader means it)."""
+    text = _PYTHON_POWER.sub("^", text)
+    text = _PAREN_EXPONENT.sub(r"^{\1}", text)
+    return _BARE_EXPONENT.sub(r"^{\1}", text)
 
 
 def normalize_numeric_text(text: str) -> str:
-    """Unicode minus, superscripts, LaTeX spacing and digit-group separators normalised."""
-    text = join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS]))
+    """Unicode minus, superscripts, powers, LaTeX spacing and digit-group separators normalised."""
+    text = plain_powers(join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS])))
     text = text.translate(_MINUS)
     for token in _DROPPED:
         text = text.replace(token, "")

@@ -67,12 +67,13 @@ class Grade:
 
     ``score`` is 1.0 (correct), 0.0 (wrong, or no answer stated) or a benchmark's partial credit;
     ``answer`` is the span read as the reply's final answer (None when it states none).
-    When the grader could not decide, ``score`` is None and ``failure`` gives the reason (today:
-    a symbolic comparison that passed :data:`deliberation.datasets.symbolic.TIMEOUT_S`).
+    When the grader could not decide, ``score`` is None and ``failure`` gives the reason (an
+    answer too costly to compare symbolically, decided from the expression alone, or, as a last
+    resort, a comparison that passed :data:`deliberation.datasets.symbolic.TIMEOUT_S`).
 
     How callers count a failed grade: never as wrong and never dropped. Report the number of
     failures beside every accuracy, compute the accuracy over the graded replies only (failures
-    out of numerator and denominator), and re-grade failures (e.g. with a longer timeout) before
+    out of numerator and denominator), and re-grade failures (a timeout, with a longer limit) before
     a figure is final; a run with failures says so.
     """
 
@@ -86,14 +87,14 @@ class Grade:
 
 
 def grades_timeouts_as_failures(grader: Callable[..., Grade]) -> Callable[..., Grade]:
-    """Wrap a grader so a symbolic timeout becomes a failed :class:`Grade` with its reason."""
-    from deliberation.datasets.symbolic import SymbolicTimeout
+    """Wrap a grader so an undecided symbolic check becomes a failed :class:`Grade` with its reason."""
+    from deliberation.datasets.symbolic import SymbolicUndecided
 
     @functools.wraps(grader)
     def wrapper(*args, **kwargs) -> Grade:
         try:
             return grader(*args, **kwargs)
-        except SymbolicTimeout as error:
+        except SymbolicUndecided as error:
             return Grade(score=None, failure=str(error))
 
     return wrapper

@@ -4,7 +4,10 @@ Grading follows the benchmark's ``compute_metrics.py::compute_score``:
 
 - ``MCQ``: the set of chosen letters must equal the gold set (one letter) -> 1 or 0.
 - ``MCQ(multiple)``: 1 for the exact set; if every chosen letter is correct but some are missing,
-  0.25 per chosen letter; 0 if any chosen letter is wrong (or none is chosen).
+  0.25 per chosen letter; 0 if any chosen letter is wrong (or none is chosen). A reply that
+  judges the options one by one and states no answer after that is read whole (the options it
+  calls correct: :func:`~deliberation.datasets.extract.collected_choice`), as a careful reader
+  would, not by its last verdict alone.
 - ``Integer`` and ``Numeric``: correct when ``|gold - answer| <= 0.01`` (we add 1e-9 of slack so
   that binary floating point does not turn 2.31 vs 2.30 into a miss).
 
@@ -16,7 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from deliberation.datasets.extract import letters_in, parse_number, read_answer
+from deliberation.datasets.extract import (
+    collected_choice,
+    letters_in,
+    parse_number,
+    read_answer,
+)
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
@@ -113,10 +121,12 @@ def grade(item: Item, prediction: str) -> Grade:
     """Official JEEBench score of a model reply (see the module docstring)."""
     if item.answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
         found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
+        multiple = item.answer_type is AnswerType.MCQ_MULTIPLE
+        if multiple:  # an analysis option by option, with no answer stated after it
+            found = collected_choice(prediction, "ABCD", found)
         if found is None:
             return Grade(0.0)
         chosen, where = found
-        multiple = item.answer_type is AnswerType.MCQ_MULTIPLE
         return Grade(score_letters(item.gold, chosen, multiple), where.text)
     found = read_answer(prediction, parse_number)
     if found is None:

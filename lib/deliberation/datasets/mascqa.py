@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation.datasets.extract import letters_in, parse_number, parse_range, read_answer
+from deliberation.datasets.extract import (
+    collected_choice,
+    letters_in,
+    parse_number,
+    parse_range,
+    read_answer,
+)
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
@@ -250,6 +256,8 @@ def grade(item: Item, prediction: str) -> Grade:
     key = answer_key(item)
     if item.meta_value("qtype") in LETTER_TYPES:
         found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
+        if item.answer_type is AnswerType.MCQ_MULTIPLE:  # an analysis option by option
+            found = collected_choice(prediction, "ABCD", found)
         if found is None:
             return Grade(0.0)
         chosen, where = found

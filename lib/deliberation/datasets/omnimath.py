@@ -39,7 +39,12 @@ from decimal import Decimal
 from pathlib import Path
 
 from deliberation.datasets import symbolic
-from deliberation.datasets.extract import final_answer, join_digit_groups, read_answer
+from deliberation.datasets.extract import (
+    final_answer,
+    join_digit_groups,
+    plain_powers,
+    read_answer,
+)
 from deliberation.datasets.items import (
     AnswerType,
     DatasetFormatError,
@@ -191,13 +196,15 @@ _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 def math_span(span: str) -> str | None:
     """An answer span ready for math-verify, or None when it is prose ("independent of n").
 
-    Digit groups (``18 900``, ``115\\,440``) are joined, unicode superscripts become ``^{...}``
-    and the unicode minus ``-``, as math-verify reads none of these.
+    Digit groups (``18 900``, ``115\\,440``, ``29\\,40``) are joined, unicode superscripts and
+    Python powers (``2**10``, ``10^(-3)``) become ``^{...}`` and the unicode minus ``-``, as
+    math-verify reads none of these.
     """
     if not _MATH_SIGN.search(span) and len(span.split()) > 3:
         return None
     span = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group().translate(_SUPERSCRIPTS) + "}", span)
-    span = join_digit_groups(span).translate(_SUPERSCRIPTS).replace("×", "\\times ")
+    span = plain_powers(join_digit_groups(span).translate(_SUPERSCRIPTS))
+    span = span.replace("×", "\\times ")
     return _plain_decimal(span) or span
 
 

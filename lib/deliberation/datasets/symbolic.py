@@ -1,22 +1,31 @@
 """Symbolic equivalence and numeric evaluation of LaTeX answers through math-verify, in a worker.
 
-sympy can run for minutes on a short answer (``9^{9^{9}}`` builds a 370-million-digit integer in
-C code that no signal interrupts) and math-verify's own ``signal.alarm`` timeouts work only in a
-main thread and in whole seconds. So every math-verify call runs in one separate worker process,
-reused from call to call (a call costs about a millisecond), with a hard limit of ``TIMEOUT_S``
-seconds of the worker's CPU time (read from ``/proc``; wall time where there is no ``/proc``,
-and ``WALL_TIMEOUT_S`` of wall time in any case): past it the worker is killed, a fresh one is
-forked, and the call raises :class:`SymbolicTimeout`, which graders turn into a failed
-:class:`~deliberation.datasets.items.Grade` (a grading failure with its reason, never a wrong
-answer). CPU time rather than wall time, so a loaded machine slows grading down but does not
-turn hard-but-fine comparisons into failures.
+**A grade never depends on the machine's speed.** Whether an answer is too costly to compare is
+decided from the expression itself, before any timed call, by
+:func:`~deliberation.datasets.expression_cost.too_costly` (the size of the numbers it spells out,
+its nesting depth, powers of sums, sums with many terms; answers over ``MAX_CHARS`` are not
+compared at all). A refused answer raises :class:`SymbolicTooCostly`, the same on every
+machine; graders turn it into a failed :class:`~deliberation.datasets.items.Grade` (a grading
+failure with its reason, never a wrong answer). Only pathological input is refused (a power
+tower such as ``9^{9^{9}}``, ``(10^{6})!``, ``(x+1)^{1000}``): every Omni-MATH gold is admitted,
+and a reply no costlier than its item's gold always is.
 
-Workers are forked from a ``forkserver`` that has math-verify and sympy imported, so the first
-call pays that import once (about a second) and a replacement after a timeout starts in
-milliseconds; the caller's ``__main__`` script is not re-run in the worker, so scripts need no
-``if __name__ == "__main__"`` guard. Calls from several threads are serialised on one worker
-(safe from any thread).
-Inputs longer than ``MAX_CHARS`` are not parsed (an answer that long is not a closed form).
+Everything admitted costs at most a few CPU seconds (the interval ``[0, \\frac{1}{2}]`` about
+0.3 s on a fresh worker of a loaded 2-core machine, the costliest golds under a second), so the
+time limit, ``TIMEOUT_S`` = 30 s of the worker's CPU time (read from ``/proc``; wall time where
+there is no ``/proc``, and ``WALL_TIMEOUT_S`` of wall time in any case), is only a last-resort
+safety net for what the screen missed: past it the worker is killed, a fresh one is forked, and
+the call raises :class:`SymbolicTimeout` (also a failed grade). sympy can run for minutes on a
+short answer (``9^{9^{9}}`` builds a 370-million-digit integer in C code that no signal
+interrupts) and math-verify's own ``signal.alarm`` timeouts work only in a main thread and in
+whole seconds, hence the separate worker process, reused from call to call (a call costs about a
+millisecond).
+
+Workers are forked from a ``forkserver`` that has math-verify and sympy imported, and each worker
+parses a few answers of each kind (number, fraction, interval, set, expression) before it takes
+calls, so no call pays math-verify's first-use set-up; the caller's ``__main__`` script is not
+re-run in the worker, so scripts need no ``if __name__ == "__main__"`` guard. Calls from several
+threads are serialised on one worker (safe from any thread).
 """
 
 from __future__ import annotations
@@ -36,10 +45,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from deliberation.datasets import expression_cost
+
 logger = logging.getLogger(__name__)
 
-TIMEOUT_S = 0.5  # CPU seconds per call: graders promise under a second per reply
-WALL_TIMEOUT_S = 10.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
+# A safety net far above what any admitted answer costs (the cost screen decides, not the clock).
+TIMEOUT_S = 30.0  # CPU seconds per call
+WALL_TIMEOUT_S = 300.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
 _POLL_S = 0.02
 STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded machine
 MAX_CHARS = 1000  # longer answers are not compared (no closed form is that long)
@@ -47,8 +59,27 @@ MAX_NUMERIC_CHARS = 200  # a closed-form number is short; prose is not sent to s
 _PRELOAD = ["math_verify", "sympy", "deliberation.datasets.symbolic"]
 
 
-class SymbolicTimeout(RuntimeError):
-    """A math-verify call passed the hard time limit (the worker was killed and replaced)."""
+# Parsed and compared by each new worker before it takes calls (math-verify's first-use set-up).
+_WARM_UP = (
+    "\\frac{1}{25}",
+    "0.04",
+    "[0, \\frac{1}{2}]",
+    "(0, \\frac{1}{2})",
+    "\\{1, 2\\}",
+    "x^{2}+1",
+)
+
+
+class SymbolicUndecided(RuntimeError):
+    """math-verify could not decide: the grade is a failure with this reason (never wrong)."""
+
+
+class SymbolicTooCostly(SymbolicUndecided):
+    """An answer refused before any call: comparing it would cost too much (see the docstring)."""
+
+
+class SymbolicTimeout(SymbolicUndecided):
+    """A math-verify call passed the safety-net time limit (the worker was killed and replaced)."""
 
 
 # ---------------------------------------------------------------- worker side
@@ -99,6 +130,9 @@ def _serve(connection: Connection) -> None:
 
     # math-verify warns on every call that its own timeouts are off: the caller enforces them.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    for latex in _WARM_UP:
+        _equivalent(latex, _WARM_UP[0])
+        _numeric_value(latex)
     connection.send(("ready", None))
     while True:
         try:
@@ -229,21 +263,33 @@ def _call(operation: str, *args: Any) -> Any:
         raise AssertionError("unreachable")
 
 
+def _refuse_if_costly(latex: str, allowance: expression_cost.Cost | None = None) -> None:
+    reason = expression_cost.too_costly(latex, allowance)
+    if reason is not None:
+        raise SymbolicTooCostly(
+            f"math-verify not run: {latex[:60]!r} is past the cost limit: {reason}"
+        )
+
+
 def equivalent(gold_latex: str, predicted_latex: str) -> bool:
     """True when math-verify finds the two answers equal (value, set, interval, expression).
 
-    Raises :class:`SymbolicTimeout` when the comparison passes ``TIMEOUT_S``.
+    Raises :class:`SymbolicTooCostly` for a predicted answer past the cost screen (the gold's own
+    cost is always allowed) and :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
     """
     if len(gold_latex) > MAX_CHARS or len(predicted_latex) > MAX_CHARS:
         return False
+    _refuse_if_costly(predicted_latex, expression_cost.cost(gold_latex))
     return bool(_call("equivalent", gold_latex, predicted_latex))
 
 
 def numeric_value(latex: str) -> float | None:
     """The real value of a closed-form LaTeX number (``\\frac{1}{2}``, ``2\\sqrt{3}``), else None.
 
-    Raises :class:`SymbolicTimeout` when the evaluation passes ``TIMEOUT_S``.
+    Raises :class:`SymbolicTooCostly` for an expression past the cost screen and
+    :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
     """
     if len(latex) > MAX_NUMERIC_CHARS:
         return None
+    _refuse_if_costly(latex)
     return _call("numeric_value", latex)
