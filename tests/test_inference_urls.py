@@ -48,7 +48,7 @@ def test_the_command_line_installs_the_redaction(caplog, capsys, monkeypatch):
         main(["data", "sources"])
         capsys.readouterr()
         with caplog.at_level(logging.DEBUG):
-            logging.getLogger("httpcore.connection").debug("connect http://u:PW@h/v1")
+            logging.getLogger("deliberation.probe").warning("connect http://u:PW@h/v1")
     finally:
         logging.setLogRecordFactory(original)
     assert "connect http://***@h/v1" in caplog.text and "PW" not in caplog.text
