@@ -506,3 +506,24 @@ def test_the_flood_limits_are_options_that_must_be_positive(option) -> None:
 
     with pytest.raises(ValueError, match=option):
         SimServerState(SimBackend(), FaultOptions(), **{option: 0})
+
+
+def test_running_out_of_file_descriptors_makes_the_server_wait_not_spin(monkeypatch) -> None:
+    """accept() failing with EMFILE leaves the listening socket readable: without a pause the
+    serve loop retries at full speed, starving the handler threads."""
+    import errno
+    import socketserver
+
+    calls = []
+
+    def exhausted(self):
+        calls.append(time.monotonic())
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with sim_server_in_thread() as handle:
+        monkeypatch.setattr(socketserver.TCPServer, "get_request", exhausted)
+        with socket.create_connection(("127.0.0.1", _port(handle)), timeout=5):
+            time.sleep(0.5)
+            monkeypatch.undo()
+        assert 1 <= len(calls) <= 10
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
