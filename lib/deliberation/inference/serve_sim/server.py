@@ -110,6 +110,7 @@ class SimServerState:
         self._lock = threading.Lock()
         self._rng = np.random.default_rng(faults.seed)
         self._counters = _Counters()
+        self._connections_open = 0
         self.stopping = threading.Event()
 
     def arrive(self, prompt: str) -> str | None:
@@ -135,6 +136,10 @@ class SimServerState:
         with self._lock:
             self._counters.connections_refused += 1
 
+    def connection_opened(self, change: int = 1) -> None:
+        with self._lock:
+            self._connections_open += change
+
     def key_ok(self, authorization: str | None) -> bool:
         if self._api_key is None:
             return True
@@ -151,6 +156,7 @@ class SimServerState:
                 "answered": c.answered,
                 "rejected": c.rejected,
                 "connections_refused": c.connections_refused,
+                "connections_open": self._connections_open,
                 "faults": {kind: c.faults.get(kind, 0) for kind in FAULT_KINDS},
                 "arrivals_per_prompt": dict(c.arrivals_per_prompt),
                 "answered_per_prompt": dict(c.answered_per_prompt),
@@ -494,9 +500,11 @@ class _SimHTTPServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        self.state.connection_opened()
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.state.connection_opened(-1)
             self._slots.release()
 
 
