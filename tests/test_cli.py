@@ -199,7 +199,11 @@ def test_a_grid_value_given_twice_is_refused_naming_it(option, value, repeated, 
     assert f"{repeated} listed more than once" in out and not (tmp_path / "rows.csv").exists()
 
 
-def test_a_dhd_benchmark_given_twice_is_refused(tmp_path, capsys):
-    argv = ["run", "dhd", "--profile", "smoke", "--benchmarks", "synthetic,synthetic"]
-    assert main([*argv, "--limit", "2", "--out", str(tmp_path / "r.csv"), "--no-progress"]) == 2
-    assert "synthetic listed more than once" in capsys.readouterr().out
+@pytest.mark.parametrize(
+    ("command", "benchmark"), [("dhd", "synthetic"), ("natural", "crossprofile")]
+)
+def test_a_benchmark_given_twice_is_refused(command, benchmark, tmp_path, capsys):
+    argv = ["run", command, "--profile", "smoke", "--benchmarks", f"{benchmark},{benchmark}"]
+    assert main([*argv, "--limit", "1", "--out", str(tmp_path / "r.csv"), "--no-progress"]) == 2
+    assert f"benchmarks: {benchmark} listed more than once" in capsys.readouterr().out
+    assert not (tmp_path / "r.csv").exists()
