@@ -278,7 +278,7 @@ def test_a_corrupt_wal_is_kept_aside_and_named_never_dropped_silently(tmp_path, 
     assert len(aside) == 1 and str(aside[0]) in message
     assert aside[0].read_bytes() == bytes(data)  # kept exactly as found
     assert len(kept) >= 10  # the database file's answers (and the WAL's before the damage)
-    # Opening again does not warn again about the same log, nor keep a second copy.
+    # Opening again keeps no second copy of the same log.
     caplog.clear()
     with caplog.at_level(logging.WARNING), ResponseCache(path) as cache:
         assert cache.keys() == kept

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import hashlib
 import json
 import logging
@@ -326,46 +327,42 @@ def check_wal(path: Path) -> None:
     if found is None:
         return
     problem, readable = found
-    kept = None
-    for earlier in sorted(wal.parent.glob(f"{glob_escape(wal.name)}.damaged-*")):
+    kept = _keep_aside(wal, data)
+    where = (
+        f"the whole log, as found, is kept as {kept}"
+        if kept is not None
+        else "the log is left in place, unchanged (no copy could be written beside it)"
+    )
+    log.warning(
+        "%s: the write-ahead log of this response cache is damaged: %s. SQLite reads at most"
+        " the %d frame(s) before the damage; answers stored after it are not in the cache and"
+        " will be sent again; %s",
+        wal,
+        problem,
+        readable,
+        where,
+    )
+
+
+def _keep_aside(wal: Path, data: bytes) -> Path | None:
+    """A copy of the damaged log beside it (an earlier identical copy is reused), written to a
+    temporary name and renamed; None when none can be written (a read-only folder)."""
+    for earlier in sorted(wal.parent.glob(f"{glob.escape(wal.name)}.damaged-*")):
         with contextlib.suppress(OSError):
             if earlier.read_bytes() == data:
-                kept = earlier
-                break
-    else:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        target = wal.with_name(f"{wal.name}.damaged-{stamp}-{uuid.uuid4().hex[:6]}")
-        try:
-            temp = target.with_name(f".{target.name}.tmp")
-            temp.write_bytes(data)
-            temp.replace(target)
-            kept = target
-        except OSError as exc:
-            log.warning("%s: cannot keep a copy of the damaged log (%s)", wal, exc)
-        else:
-            log.warning(
-                "%s: the write-ahead log of this response cache is damaged: %s. SQLite reads"
-                " only the %d frame(s) before the damage; answers stored after it are not in"
-                " the cache and will be sent again. The whole log, as found, is kept as %s",
-                wal,
-                problem,
-                readable,
-                kept,
-            )
-    if kept is None:
-        log.warning(
-            "%s: the write-ahead log of this response cache is damaged: %s; answers stored"
-            " after frame %d are not in the cache and will be sent again (the log is left in"
-            " place, unchanged)",
-            wal,
-            problem,
-            readable,
-        )
-
-
-def glob_escape(name: str) -> str:
-    """``name`` with glob wildcards escaped."""
-    return "".join(f"[{c}]" if c in "*?[]" else c for c in name)
+                return earlier
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    target = wal.with_name(f"{wal.name}.damaged-{stamp}-{uuid.uuid4().hex[:6]}")
+    temp = target.with_name(f".{target.name}.tmp")
+    try:
+        temp.write_bytes(data)
+        temp.replace(target)
+    except OSError as exc:
+        log.warning("%s: cannot keep a copy of the damaged log (%s)", wal, exc)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        return None
+    return target
 
 
 @dataclass(frozen=True)
