@@ -196,3 +196,42 @@ def test_a_missing_optional_backend_is_one_paragraph_naming_the_profile(command,
     assert "\n" not in message
     assert "qwen2.5-7b-vllm" in message and "pip install -e '.[vllm]'" in message
     assert not (tmp_path / "rows.csv").exists()
+
+
+# -- arguments that would silently run another grid than asked ------------------------------
+
+
+@pytest.mark.parametrize("command", ["crossprofile", "hiddenbench", "natural", "dhd"])
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_limit_that_is_not_positive_is_refused(command, limit, tmp_path, capsys):
+    argv = ["run", command, "--profile", "smoke", "--limit", limit, "--out", str(tmp_path / "r")]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--no-progress"])
+    assert stop.value.code == 2
+    assert "--limit" in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "repeated"),
+    [
+        ("--policies", "R1,B4,R1", "R1"),
+        ("--budgets", "0.6,0.60", "0.6"),
+        ("--tags", "keep,keep", "keep"),
+    ],
+)
+def test_a_grid_value_given_twice_is_refused_naming_it(option, value, repeated, tmp_path, capsys):
+    argv = [a.format(tmp=tmp_path) for a in SMALL_MEMORY_RUN]
+    argv[argv.index(option) + 1] = value
+    assert main(["run", "crossprofile", *argv]) == 2
+    out = capsys.readouterr().out
+    assert f"{repeated} listed more than once" in out and not (tmp_path / "rows.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "benchmark"), [("dhd", "synthetic"), ("natural", "crossprofile")]
+)
+def test_a_benchmark_given_twice_is_refused(command, benchmark, tmp_path, capsys):
+    argv = ["run", command, "--profile", "smoke", "--benchmarks", f"{benchmark},{benchmark}"]
+    assert main([*argv, "--limit", "1", "--out", str(tmp_path / "r.csv"), "--no-progress"]) == 2
+    assert f"benchmarks: {benchmark} listed more than once" in capsys.readouterr().out
+    assert not (tmp_path / "r.csv").exists()

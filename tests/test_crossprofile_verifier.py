@@ -166,6 +166,15 @@ def test_duplicate_yaml_key_is_malformed_with_its_line():
     assert f"duplicate key 'pilot' (first at line {first})" in problems[0].message
 
 
+def test_a_yaml_alias_in_a_template_is_malformed_with_its_line():
+    text = (VALID / "hiring-01.yaml").read_text().replace("pilot: false\n", "pilot: &p false\n")
+    text += "extra: *p\n"
+    template, problems = parse_template(text, "x.yaml")
+    assert template is None
+    assert problems[0].where == f"line {len(text.splitlines())}, column 8"
+    assert "alias *p is not allowed" in problems[0].message
+
+
 def test_non_mapping_and_empty_files_are_rejected():
     assert "got empty" in parse_template("", "e.yaml")[1][0].message
     assert "got list" in parse_template("- a\n- b\n", "l.yaml")[1][0].message

@@ -211,3 +211,12 @@ def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkey
         loo[["helpful", "neutral", "harmful", "unscored"]].to_numpy().sum()
         == (rows["arm"] == "loo").sum()
     )
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_problem_limit_that_is_not_positive_is_refused_not_read_as_100(limit):
+    from deliberation.dhd.run import load_problems
+
+    with pytest.raises(ValueError, match="limit: must be a positive count"):
+        load_problems(synthetic.BENCHMARK, limit)
+    assert len(load_problems(synthetic.BENCHMARK, 3)) == 3

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -14,7 +21,7 @@ from deliberation.inference.base import (
     Message,
     StructuredOutput,
 )
-from deliberation.inference.cache import ResponseCache, request_key
+from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.sim import sent_fields
 
 IDENTITY = BackendIdentity(
@@ -151,3 +158,140 @@ def test_cache_stats_command_prints_calls_and_hits_by_stage(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "crossprofile.decision" in out and "calls" in out and "hits" in out
     assert main(["cache", "stats", str(tmp_path / "missing.sqlite")]) == 2
+
+
+# -- answers in the write-ahead log (WAL) ----------------------------------------------------
+
+WAL_PROMPTS = [f"wal prompt {i}" for i in range(60)]
+
+
+def _cache_with_wal(folder, in_file=10):
+    """``folder/c.sqlite`` + ``c.sqlite-wal`` and no ``-shm``, as copied from a running cache:
+    the first ``in_file`` answers are in the database file, the other 50 only in the WAL."""
+    from test_inference_client import CountingBackend, _requests
+
+    from deliberation.inference.client import CachedClient
+
+    live = folder.parent / f"{folder.name}-live" / "c.sqlite"
+    with ResponseCache(live) as cache:
+        client = CachedClient(CountingBackend(), cache, profile="p", progress=False)
+        client.generate(_requests(WAL_PROMPTS[:in_file]))
+        cache._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        cache._conn.execute("PRAGMA wal_autocheckpoint=0")
+        client.generate(_requests(WAL_PROMPTS[in_file:]))
+        folder.mkdir(parents=True)
+        for suffix in ("", "-wal"):
+            shutil.copyfile(f"{live}{suffix}", folder / f"c.sqlite{suffix}")
+    path = folder / "c.sqlite"
+    assert path.with_name("c.sqlite-wal").stat().st_size > 0
+    assert not path.with_name("c.sqlite-shm").exists()
+    return path
+
+
+def _folder_read_only(monkeypatch, folder):
+    """What a read-only folder does to SQLite, also for root: no -shm can be created there, so
+    a plain read-only open fails, and nothing there is writable."""
+    import deliberation.inference.cache as cache_module
+
+    real_connect = sqlite3.connect
+    real_access = os.access
+
+    def connect(database, *args, **kwargs):
+        if "mode=ro" in str(database) and str(folder.resolve()) in unquote(str(database)):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", connect)
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda p, mode: (
+            (mode != os.W_OK or folder not in Path(p).parents and Path(p) != folder)
+            and real_access(p, mode)
+        ),
+    )
+
+
+def test_a_sound_wal_is_read_and_opened_without_a_warning(tmp_path, caplog):
+    path = _cache_with_wal(tmp_path / "copy")
+    with caplog.at_level(logging.WARNING), ResponseCache(path) as cache:
+        assert len(cache.keys()) == 60
+    assert caplog.text == "" and sorted(p.name for p in path.parent.iterdir()) == ["c.sqlite"]
+
+
+def test_a_read_only_cache_is_read_with_its_wal(tmp_path, monkeypatch):
+    path = _cache_with_wal(tmp_path / "archive")
+    before = {p.name: p.read_bytes() for p in path.parent.iterdir()}
+    _folder_read_only(monkeypatch, path.parent)
+    with ResponseCache(path) as cache:
+        assert cache.read_only
+        assert len(cache.keys()) == 60 and int(cache.stats()["calls"].sum()) == 60
+    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes read-only folders anyway")
+def test_a_cache_in_a_really_read_only_folder_is_read_with_its_wal(tmp_path):
+    path = _cache_with_wal(tmp_path / "archive")
+    path.parent.chmod(0o555)
+    try:
+        with ResponseCache(path) as cache:
+            assert cache.read_only and len(cache.keys()) == 60
+    finally:
+        path.parent.chmod(0o755)
+
+
+def test_cache_stats_counts_the_answers_in_the_wal_of_a_read_only_cache(
+    tmp_path, monkeypatch, capsys
+):
+    from deliberation.cli import main
+
+    path = _cache_with_wal(tmp_path / "archive")
+    _folder_read_only(monkeypatch, path.parent)
+    assert main(["cache", "stats", str(path)]) == 0
+    assert re.search(r"\b60\b", capsys.readouterr().out)
+
+
+def test_a_wal_that_cannot_be_read_is_an_error_naming_it(tmp_path):
+    path = _cache_with_wal(tmp_path / "copy")
+    wal = path.with_name("c.sqlite-wal")
+    wal.unlink()
+    wal.mkdir()  # unreadable as a file, also for root
+    for read_only in (None, True):
+        with pytest.raises(CacheError, match=rf"{wal}: .*write-ahead log"):
+            ResponseCache(path, read_only=read_only)
+
+
+@pytest.mark.parametrize("where", ["header", "middle"])
+def test_a_corrupt_wal_is_kept_aside_and_named_never_dropped_silently(tmp_path, caplog, where):
+    path = _cache_with_wal(tmp_path / "copy")
+    wal = path.with_name("c.sqlite-wal")
+    data = bytearray(wal.read_bytes())
+    frame = 24 + 4096
+    start = 0 if where == "header" else 32 + 20 * frame + 100
+    data[start : start + 16] = b"\xde\xad\xbe\xef" * 4
+    wal.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING), ResponseCache(path) as cache:
+        kept = cache.keys()
+    message = caplog.text
+    assert str(wal) in message and "sent again" in message
+    aside = [p for p in path.parent.iterdir() if p.name.startswith("c.sqlite-wal.")]
+    assert len(aside) == 1 and str(aside[0]) in message
+    assert aside[0].read_bytes() == bytes(data)  # kept exactly as found
+    assert len(kept) >= 10  # the database file's answers (and the WAL's before the damage)
+    # Opening again keeps no second copy of the same log.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), ResponseCache(path) as cache:
+        assert cache.keys() == kept
+    assert len([p for p in path.parent.iterdir() if p.name.startswith("c.sqlite-wal.")]) == 1
+
+
+def test_the_frames_before_damage_in_the_middle_of_the_wal_are_still_served(tmp_path):
+    path = _cache_with_wal(tmp_path / "copy")
+    wal = path.with_name("c.sqlite-wal")
+    data = bytearray(wal.read_bytes())
+    frames = (len(data) - 32) // (24 + 4096)
+    start = 32 + (frames - 2) * (24 + 4096) + 500  # in the second-to-last frame
+    data[start : start + 4] = b"\x00\x01\x02\x03"
+    wal.write_bytes(bytes(data))
+    with ResponseCache(path) as cache:
+        assert len(cache.keys()) > 10

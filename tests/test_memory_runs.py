@@ -178,3 +178,29 @@ def test_cli_writes_rows_and_prints_counts(tmp_path, capsys):
     frame = pd.read_csv(out)
     assert list(frame.columns) == CROSSPROFILE_COLUMNS and len(frame) == 16
     assert main(["run", "crossprofile", "--policies", "nope", "--out", str(out)]) == 2
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_that_is_not_positive_is_refused_by_the_library_too(limit):
+    from deliberation.memory_runs.runs import crossprofile_tasks, run_from_profile
+
+    with pytest.raises(ValueError, match="limit: must be a positive count"):
+        crossprofile_tasks("main", limit)
+    with pytest.raises(ValueError, match="limit: must be a positive count"):
+        run_from_profile("crossprofile", load_profile("smoke"), limit=limit, client=object())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"policies": ["R1", "R1"]}, "policies: R1"),
+        ({"budgets": [0.6, 0.6]}, "budgets: 0.6"),
+        ({"tags": ["keep", "shuffle", "keep"]}, "tags: keep"),
+    ],
+)
+def test_a_grid_value_given_twice_is_refused_not_run_twice(overrides, named):
+    from deliberation.memory_runs.grid import Grid
+
+    grid = {"policies": ("R1",), "budgets": (0.6,), "tags": ("keep",)}
+    with pytest.raises(ValueError, match=f"{named} listed more than once"):
+        Grid(**{**grid, **{k: tuple(v) for k, v in overrides.items()}})

@@ -244,3 +244,114 @@ def test_a_server_that_does_not_answer_is_not_labelled_synthetic(tmp_path):
     )
     labelled, _ = open_run(profile, cache_file=tmp_path / "c.sqlite", progress=False)
     assert not labelled.synthetic
+
+
+# -- hostile profiles: alias bombs, extends escapes, non-HTTP base URLs ----------------------
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """The billion-laughs shape: each level a list of ten aliases of the level before."""
+    lines = ['a0: &a0 ["lol"]']
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    return "\n".join(["backend: sim", "model: m", *lines]) + "\n"
+
+
+def test_a_yaml_alias_bomb_fails_fast_naming_the_file(tmp_path):
+    path = _write(tmp_path, "bomb", _alias_bomb())
+    with pytest.raises(ProfileError, match=rf"{path}: line \d+, column \d+: .*alias"):
+        load_profile(path)
+
+
+def test_a_single_yaml_alias_is_refused_too(tmp_path):
+    path = _write(tmp_path, "alias", "backend: sim\nmodel: &m m\ndescription: *m\n")
+    with pytest.raises(ProfileError, match=rf"{path}: line 3, .*alias"):
+        load_profile(path)
+
+
+@pytest.mark.parametrize(
+    "parent", ["{outside}/evil", "../../outside/evil", "b/base", "..", "./base", ""], ids=repr
+)
+def test_extends_names_a_profile_in_the_same_folder_only(tmp_path, parent):
+    """Every parent here exists, so only the escape itself can be refused."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.yaml").write_text("backend: sim\nmodel: evil\n")
+    folder = tmp_path / "a" / "b"
+    folder.mkdir(parents=True)
+    (folder / "base.yaml").write_text("backend: sim\nmodel: m\n")
+    (folder / "b").mkdir()
+    (folder / "b" / "base.yaml").write_text("backend: sim\nmodel: m\n")
+    (tmp_path / "a" / "..yaml").write_text("backend: sim\nmodel: m\n")
+    path = _write(folder, "child", f"extends: {parent.format(outside=outside)!r}\n")
+    with pytest.raises(ProfileError, match=rf"{path}: extends: .*not a profile name"):
+        load_profile(path)
+
+
+def test_profile_files_stops_at_an_escaping_extends(tmp_path):
+    from deliberation.params import profile_files
+
+    (tmp_path / "outside.yaml").write_text("backend: sim\nmodel: evil\n")
+    folder = tmp_path / "p"
+    folder.mkdir()
+    path = _write(folder, "child", "extends: ../outside\nbackend: sim\nmodel: m\n")
+    assert profile_files(path) == [path]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://host/v1",
+        "localhost:8000/v1",
+        "http:///v1",
+        "  ",
+        "http://h o/v1",
+    ],
+)
+def test_a_base_url_that_is_not_http_is_a_profile_error(tmp_path, url):
+    path = _write(tmp_path, "p", f"backend: openai\nmodel: m\nopenai: {{base_url: {url!r}}}\n")
+    with pytest.raises(ProfileError, match=rf"{path}: openai.base_url: .*http"):
+        load_profile(path)
+
+
+def test_http_and_https_base_urls_load(tmp_path):
+    for url in ("http://127.0.0.1:8000/v1", "https://api.example.com/v1", "http://[::1]:8/v1"):
+        path = _write(tmp_path, "p", f"backend: openai\nmodel: m\nopenai: {{base_url: {url!r}}}\n")
+        assert load_profile(path).options.base_url == url
+
+
+@pytest.mark.parametrize("userinfo", ["alice:PW@", "alice@", ":PW@"])
+def test_a_base_url_with_credentials_is_refused_saying_where_the_key_goes(tmp_path, userinfo):
+    url = f"http://{userinfo}host:8000/v1"
+    path = _write(
+        tmp_path,
+        "p",
+        f"backend: openai\nmodel: m\nopenai: {{base_url: {url!r}, api_key_env: MY_KEY}}\n",
+    )
+    with pytest.raises(ProfileError, match=rf"{path}: openai.base_url: .*api_key_env") as err:
+        load_profile(path)
+    assert "PW" not in str(err.value) and "alice" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("crossprofile", "policies", "[R1, B4, R1]"),
+        ("crossprofile", "budgets", "[0.6, 0.6]"),
+        ("hiddenbench", "tags", "[keep, keep]"),
+        ("dhd", "benchmarks", "[synthetic, synthetic]"),
+        ("dhd", "sizes", "[2, 3, 2]"),
+        ("natural", "policies", "[R1, R1]"),
+        ("natural", "variants", "[plain, plain]"),
+    ],
+)
+def test_a_grid_value_listed_twice_is_a_profile_error(tmp_path, section, field, value):
+    path = _write(
+        tmp_path, "p", f"backend: sim\nmodel: m\nexperiments: {{{section}: {{{field}: {value}}}}}\n"
+    )
+    with pytest.raises(
+        ProfileError, match=rf"{path}: experiments.{section}.{field}: .*more than once"
+    ):
+        load_profile(path)

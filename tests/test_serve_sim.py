@@ -12,7 +12,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from serve_sim_fixture import SIM_MODEL, arithmetic_prompt
+from serve_sim_fixture import SIM_MODEL, arithmetic_prompt, wait_until
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.serve_sim import FaultOptions, check_loopback
@@ -409,3 +409,122 @@ def test_the_ipv6_loopback_it_advertises_works() -> None:
         assert handle.base_url.startswith("http://[::1]:")
         status, _, blob = _chat(handle.base_url, {"messages": [{"role": "user", "content": "v6"}]})
     assert status == 200 and json.loads(blob)["choices"][0]["message"]["content"] == "echo: v6"
+
+
+# -- floods: slowloris heads, too many connections -------------------------------------------
+
+
+def _port(handle) -> int:
+    return int(urllib.parse.urlsplit(handle.base_url).port)
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server has closed ``sock`` (EOF or reset), without blocking."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(4096) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+    finally:
+        sock.setblocking(True)
+
+
+def _trickle_head(socks: list[socket.socket], give_up_s: float, every_s: float = 0.05) -> float:
+    """Send the request line, then one header line per ``every_s`` on every socket until the
+    server has closed them all (the seconds it took) or ``give_up_s`` passes (inf)."""
+    for sock in socks:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    open_socks = list(socks)
+    line = 0
+    while open_socks and time.monotonic() - started < give_up_s:
+        line += 1
+        for sock in list(open_socks):
+            try:
+                sock.sendall(f"X-Slow-{line}: {line}\r\n".encode())
+            except OSError:
+                open_socks.remove(sock)
+                continue
+            if _closed_by_server(sock):
+                open_socks.remove(sock)
+        time.sleep(every_s)
+    return time.monotonic() - started if not open_socks else float("inf")
+
+
+def test_a_head_trickling_in_is_cut_off_at_the_read_timeout() -> None:
+    """Each header arrives well within the read timeout, but the head as a whole does not."""
+    with sim_server_in_thread(read_timeout=0.4, head_timeout=5) as handle:
+        with socket.create_connection(("127.0.0.1", _port(handle)), timeout=5) as sock:
+            assert _trickle_head([sock], give_up_s=8) < 4
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+def test_the_request_head_has_its_own_deadline_once_it_starts() -> None:
+    with (
+        sim_server_in_thread(read_timeout=5, head_timeout=0.3) as handle,
+        socket.create_connection(("127.0.0.1", _port(handle)), timeout=5) as sock,
+    ):
+        assert _trickle_head([sock], give_up_s=8) < 4
+
+
+def test_many_slowloris_connections_are_all_closed_and_real_requests_still_answered() -> None:
+    with sim_server_in_thread(read_timeout=0.5) as handle:
+        socks = [
+            socket.create_connection(("127.0.0.1", _port(handle)), timeout=5) for _ in range(30)
+        ]
+        try:
+            assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
+            assert _trickle_head(socks, give_up_s=8) < 5
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def test_connections_over_the_cap_get_a_503_at_once_and_the_server_recovers() -> None:
+    with sim_server_in_thread(read_timeout=5, max_connections=4) as handle:
+        idle = [socket.create_connection(("127.0.0.1", _port(handle)), timeout=5) for _ in range(4)]
+        try:
+            assert wait_until(lambda: handle.state.stats()["connections_open"] == 4, 5)
+            started = time.monotonic()
+            try:  # a 503 with Retry-After, or (if the reply loses the race) a closed connection
+                status = _chat(handle.base_url, {"messages": OK_MESSAGES})[0]
+            except ConnectionError:
+                status = 503
+            assert status == 503 and time.monotonic() - started < 4
+            assert handle.state.stats()["connections_refused"] >= 1
+        finally:
+            for sock in idle:
+                sock.close()
+        assert wait_until(lambda: handle.state.stats()["connections_open"] == 0, 5)
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200
+
+
+@pytest.mark.parametrize("option", ["head_timeout_s", "max_connections", "read_timeout_s"])
+def test_the_flood_limits_are_options_that_must_be_positive(option) -> None:
+    from deliberation.inference.serve_sim.server import SimServerState
+
+    with pytest.raises(ValueError, match=option):
+        SimServerState(SimBackend(), FaultOptions(), **{option: 0})
+
+
+def test_running_out_of_file_descriptors_makes_the_server_wait_not_spin(monkeypatch) -> None:
+    """accept() failing with EMFILE leaves the listening socket readable: without a pause the
+    serve loop retries at full speed, starving the handler threads."""
+    import errno
+    import socketserver
+
+    calls = []
+
+    def exhausted(self):
+        calls.append(time.monotonic())
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with sim_server_in_thread() as handle:
+        monkeypatch.setattr(socketserver.TCPServer, "get_request", exhausted)
+        with socket.create_connection(("127.0.0.1", _port(handle)), timeout=5):
+            time.sleep(0.5)
+            monkeypatch.undo()
+        assert 1 <= len(calls) <= 10
+        assert _chat(handle.base_url, {"messages": OK_MESSAGES})[0] == 200

@@ -55,6 +55,18 @@ def command_group(
     return parser._group_subparsers  # type: ignore[attr-defined]
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a count of at least 1 (``--limit 0`` or ``-1`` is refused, not
+    read as "everything" or as a slice from the end)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive count (1 or more), got {value}")
+    return value
+
+
 DESCRIPTION = """\
 Reproducible companion to the papers "Rare, Relevant, and Still Wrong" (CrossProfile) and
 "Wrong but Useful" (DHD). The experiments are the notebooks in notebooks/: `make paper` runs them
@@ -125,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     # HTTP client libraries log one INFO line per request; keep them for --verbose only.
     for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    from deliberation.inference.urls import install_log_redaction
+
+    install_log_redaction()  # no URL credentials in any log line, the HTTP libraries' included
     try:
         return int(args.func(args) or 0)
     except Exception as error:

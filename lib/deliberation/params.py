@@ -4,8 +4,10 @@ A profile names the backend, the model and every option the run depends on. Load
 it strictly, and every problem is an error naming the file and the key: an unknown or repeated
 key, a wrong type (no coercion: ``seed: true`` and ``temperature: "0.5"`` are refused), a
 non-finite number (``.nan``, ``.inf``), a section for another backend than the profile's, and a
-sim parameter that no sim behaviour declares. A profile
-may ``extends:`` another (by name); the child's keys are merged over the parent's, except
+sim parameter that no sim behaviour declares, a value listed twice in an experiment grid, and
+any YAML alias (see :mod:`deliberation.yaml_errors`). A profile
+may ``extends:`` another by name: a profile in the same folder (``params/``), never a path, so
+no profile can pull in a file from elsewhere. The child's keys are merged over the parent's, except
 ``name``, which is never inherited: it is the file stem unless the file gives one, and only
 letters, digits, ``.``, ``_`` and ``-`` (it names output folders).
 
@@ -24,6 +26,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +63,34 @@ class Sampling(_Strict):
     max_tokens: int = Field(512, gt=0)
 
 
+def check_distinct(values: Sequence[Any] | None, field: str = "") -> Sequence[Any] | None:
+    """``values`` when no value repeats; a repeat in a grid would run its cells twice and
+    weigh them double, so it is a ``ValueError`` naming the field and the value."""
+    if values is None:
+        return values
+    values = list(values) if not isinstance(values, tuple) else values
+    repeated = list(dict.fromkeys(str(v) for v in values if values.count(v) > 1))
+    if repeated:
+        where = f"{field}: " if field else ""
+        raise ValueError(
+            f"{where}{', '.join(repeated)} listed more than once; list each value once"
+        )
+    return values
+
+
+def check_limit(limit: int | None, field: str = "limit") -> int | None:
+    """``limit`` when it is None (no limit) or a positive count: 0 and negative numbers would
+    select nothing, or act like a slice from the end, instead of what was asked."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"{field}: must be a positive count, got {limit!r}")
+    return limit
+
+
+def _distinct(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    check_distinct(values)
+    return values
+
+
 class MemoryGridOptions(_Strict):
     """The grid of a memory run (``deliberation run crossprofile|hiddenbench``; the command's
     options override it). Policy and tag names are checked when the grid is built."""
@@ -80,6 +111,8 @@ class MemoryGridOptions(_Strict):
         description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
     )
 
+    _distinct_values = field_validator("policies", "budgets", "tags")(_distinct)
+
 
 class DHDOptions(_Strict):
     """The DHD experiment (``deliberation run dhd``, notebooks 07-08)."""
@@ -99,6 +132,8 @@ class DHDOptions(_Strict):
     n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
     masking_cases: int = Field(10, gt=0, description="masking cases per cell (paper 2 pilot: 10)")
     masking_replicates: int = Field(5, gt=0, description="replicates per masking case")
+
+    _distinct_values = field_validator("benchmarks", "sizes")(_distinct)
 
 
 class NaturalOptions(_Strict):
@@ -122,6 +157,8 @@ class NaturalOptions(_Strict):
         None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
     )
     n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
+
+    _distinct_values = field_validator("benchmarks", "variants", "policies")(_distinct)
 
 
 class ExperimentOptions(_Strict):
@@ -260,12 +297,32 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _parent_path(path: Path, parent: Any) -> Path:
+    """The file ``extends: <parent>`` names: ``<parent>.yaml`` beside ``path``. Only a profile
+    name is accepted (no path, no ``..``), so a profile never reaches outside its folder."""
+    if (
+        not isinstance(parent, str)
+        or not NAME_PATTERN.fullmatch(parent)
+        or set(parent) == {"."}
+        or Path(parent).name != parent
+    ):
+        shown = parent if isinstance(parent, str) else _yaml_type(parent)
+        raise ProfileError(
+            f"{path}: extends: {shown!r} is not a profile name; name a profile in the same"
+            f" folder ({path.parent}) by its file stem, e.g. extends: sim (no paths)"
+        )
+    return path.parent / f"{parent}.yaml"
+
+
 def profile_files(name_or_path: str | Path) -> list[Path]:
     """The profile's file and every file it ``extends:``, child first."""
     path = _profile_path(name_or_path)
     files = [path]
     while (parent := _read_yaml(files[-1]).get("extends")) is not None:
-        files.append(files[-1].parent / f"{parent}.yaml")
+        try:
+            files.append(_parent_path(files[-1], parent))
+        except ProfileError:
+            break  # load_profile reports the bad name
         if files[-1] in files[:-1] or not files[-1].is_file():
             break  # load_profile reports the cycle or the missing parent
     return files
@@ -290,7 +347,7 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if parent is None:
         merged = data
     else:
-        parent_path = path.parent / f"{parent}.yaml"
+        parent_path = _parent_path(path, parent)
         if not parent_path.is_file():
             raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
         inherited = _resolve(parent_path, (*seen, path))

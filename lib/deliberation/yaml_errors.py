@@ -1,5 +1,10 @@
 """YAML reading shared by every loader (profiles, templates): a safe loader that refuses a key
-repeated in one mapping (PyYAML silently keeps the last), and one wording for YAML errors."""
+repeated in one mapping (PyYAML silently keeps the last) and any alias (``*name``), and one
+wording for YAML errors.
+
+Aliases are refused rather than capped: no shipped file needs one, and a few lines of nested
+aliases (the "billion laughs" shape) expand into billions of values once merged, validated
+and hashed. They are found in the event stream, before anything is built."""
 
 from __future__ import annotations
 
@@ -32,8 +37,23 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def refuse_aliases(text: str) -> None:
+    """Raise a ``yaml.YAMLError`` at the first alias (``*name``, also in ``<<: *name``)."""
+    for event in yaml.parse(text, Loader=StrictLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"YAML alias *{event.anchor} is not allowed (aliases can expand without bound);"
+                " write the value out",
+                event.start_mark,
+            )
+
+
 def load_strict(text: str) -> Any:
-    """Parse YAML like ``yaml.safe_load``, but a repeated key is a ``yaml.YAMLError``."""
+    """Parse YAML like ``yaml.safe_load``, but a repeated key or an alias is a
+    ``yaml.YAMLError``."""
+    refuse_aliases(text)
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
 
 

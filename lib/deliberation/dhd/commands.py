@@ -9,7 +9,7 @@ STAGES = ("pool", "replay", "repeated")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import command_group
+    from deliberation.cli import command_group, positive_int
 
     group = command_group(subparsers, "run", "run an experiment grid through the cache")
     parser = group.add_parser(
@@ -27,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--benchmarks",
         help="comma-separated: synthetic (the sim's bank) or jeebench,scibench,mascqa,labbench,omnimath",
     )
-    parser.add_argument("--limit", type=int, help="problems per benchmark (stratified sample)")
+    parser.add_argument(
+        "--limit", type=positive_int, help="problems per benchmark (stratified sample)"
+    )
     parser.add_argument(
         "--stage",
         choices=STAGES,

@@ -40,7 +40,7 @@ from deliberation.dhd.protocol import (
 )
 from deliberation.dhd.replay import leave_one_out_design, repeated_design, single_message_design
 from deliberation.inference.client import CachedClient
-from deliberation.params import Profile
+from deliberation.params import Profile, check_distinct, check_limit
 from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,9 @@ def load_problems(
     benchmark: str, limit: int | None, *, seed: int = 0, root: str | Path | None = None
 ) -> list[Item]:
     """The problems of one benchmark for a run (synthetic: ``limit`` generated problems)."""
+    check_limit(limit)
     if benchmark == synthetic.BENCHMARK:
-        return synthetic.synthetic_bank(limit or 100, seed=seed)
+        return synthetic.synthetic_bank(100 if limit is None else limit, seed=seed)
     return stratified_sample(datasets.load(benchmark, root), limit, seed)
 
 
@@ -178,6 +179,8 @@ def run_profile(
     """The run the profile's ``experiments.dhd`` section describes (``benchmarks`` and
     ``limit`` override it): every benchmark's sampled problems through the named stages."""
     options = profile.experiments.dhd
+    check_distinct(benchmarks, "benchmarks")
+    check_limit(limit)
     problems: list[Item] = []
     for name in benchmarks or options.benchmarks:
         root = None if data_root is None else Path(data_root) / name

@@ -19,6 +19,17 @@ The file checks itself on open: its ``meta.schema_version`` must be one this cod
 error naming it. A cache that cannot be written (read-only file or folder, or
 ``read_only=True``) still serves every cached answer; only sending needs write access.
 
+Answers committed since the last checkpoint live in the write-ahead log beside the file
+(``<file>-wal``), so the log is checked too, before SQLite reads it (:func:`check_wal`): a log
+that cannot be read is an error naming it; a damaged one (bad header, or frames of the current
+generation that fail their checksums) is copied aside as ``<file>-wal.damaged-<time>`` and named
+in a warning saying that the answers past the damage will be sent again. It is copied, not
+moved: SQLite still reads the sound frames before the damage (more answers kept), and a false
+alarm (a frame another process is writing at that moment) costs a spare file, never data. A
+read-only folder holding the file and its log but no ``-shm`` index cannot be opened in place
+(SQLite must create the index), so the two files are copied to a private temporary folder and
+read there, log included.
+
 The key is :func:`request_key`; its fields are written down there and nowhere else.
 """
 
@@ -26,12 +37,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import hashlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import struct
+import tempfile
 import threading
 import time
 import uuid
@@ -223,6 +237,134 @@ def check_cache_file(path: Path) -> None:
         )
 
 
+# The write-ahead log's format (https://www.sqlite.org/fileformat.html#the_write_ahead_log): a
+# 32-byte header, then frames of a 24-byte header and one page. The magic's last bit says in which
+# byte order the checksums read the data.
+_WAL_MAGICS = {0x377F0682: "<", 0x377F0683: ">"}
+_WAL_VERSION = 3007000
+_WAL_HEADER = 32
+_WAL_FRAME_HEADER = 24
+
+
+def wal_path(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def _wal_checksum(data: bytes, order: str, s0: int, s1: int) -> tuple[int, int]:
+    words = struct.unpack(f"{order}{len(data) // 4}I", data)
+    for first, second in zip(words[::2], words[1::2], strict=True):
+        s0 = (s0 + first + s1) & 0xFFFFFFFF
+        s1 = (s1 + second + s0) & 0xFFFFFFFF
+    return s0, s1
+
+
+def _read_wal(wal: Path) -> bytes:
+    try:
+        with wal.open("rb") as handle:
+            return handle.read()
+    except FileNotFoundError:  # the last connection closed meanwhile: checkpointed, removed
+        return b""
+    except OSError as exc:
+        raise CacheError(
+            wal,
+            f"cannot read the write-ahead log beside the response cache ({exc.strerror or exc});"
+            " it holds answers not yet in the cache file: make it readable (do not delete it)",
+        ) from None
+
+
+def _wal_damage(data: bytes) -> tuple[str, int] | None:
+    """What is wrong with a write-ahead log, and how many frames SQLite will still read; None
+    when it is sound. Frames of an earlier generation (other salts) after the valid ones are
+    normal leftovers, not damage."""
+    if not data:
+        return None
+    if len(data) < _WAL_HEADER:
+        return f"shorter ({len(data)} bytes) than a write-ahead log's header", 0
+    magic, version, page_size, _, salt1, salt2, c1, c2 = struct.unpack(">8I", data[:32])
+    order = _WAL_MAGICS.get(magic)
+    if order is None or version != _WAL_VERSION:
+        return "its header is damaged (not a write-ahead log header)", 0
+    if page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
+        return f"its header is damaged (page size {page_size})", 0
+    if _wal_checksum(data[:24], order, 0, 0) != (c1, c2):
+        return "its header is damaged (checksum mismatch)", 0
+    frame_size = _WAL_FRAME_HEADER + page_size
+    frames = (len(data) - _WAL_HEADER) // frame_size
+    checksum = (c1, c2)
+    first_bad: int | None = None
+    for index in range(frames):
+        start = _WAL_HEADER + index * frame_size
+        header = data[start : start + _WAL_FRAME_HEADER]
+        _, _, f_salt1, f_salt2, f_c1, f_c2 = struct.unpack(">6I", header)
+        ours = (f_salt1, f_salt2) == (salt1, salt2)
+        if first_bad is None:
+            if ours:
+                page = data[start + _WAL_FRAME_HEADER : start + frame_size]
+                checksum = _wal_checksum(header[:8] + page, order, *checksum)
+                if checksum == (f_c1, f_c2):
+                    continue
+                return f"frame {index + 1} of {frames} fails its checksum", index
+            first_bad = index  # an earlier generation's leftovers start here
+        elif ours:
+            return f"frame {first_bad + 1} of {frames} is damaged", first_bad
+    return None
+
+
+def check_wal(path: Path) -> None:
+    """Check the write-ahead log beside cache ``path`` (see the module docstring): an
+    unreadable log raises :class:`CacheError` naming it; a damaged one is copied aside and
+    named in a warning (once: a log already kept aside is not copied again)."""
+    wal = wal_path(path)
+    if not os.path.lexists(wal):
+        return
+    data = _read_wal(wal)
+    found = _wal_damage(data)
+    if found is not None:
+        time.sleep(0.2)  # another process may be writing the last frame: look again
+        again = _read_wal(wal)
+        if again != data:
+            return
+    if found is None:
+        return
+    problem, readable = found
+    kept = _keep_aside(wal, data)
+    where = (
+        f"the whole log, as found, is kept as {kept}"
+        if kept is not None
+        else "the log is left in place, unchanged (no copy could be written beside it)"
+    )
+    log.warning(
+        "%s: the write-ahead log of this response cache is damaged: %s. SQLite reads at most"
+        " the %d frame(s) before the damage; answers stored after it are not in the cache and"
+        " will be sent again; %s",
+        wal,
+        problem,
+        readable,
+        where,
+    )
+
+
+def _keep_aside(wal: Path, data: bytes) -> Path | None:
+    """A copy of the damaged log beside it (an earlier identical copy is reused), written to a
+    temporary name and renamed; None when none can be written (a read-only folder)."""
+    for earlier in sorted(wal.parent.glob(f"{glob.escape(wal.name)}.damaged-*")):
+        with contextlib.suppress(OSError):
+            if earlier.read_bytes() == data:
+                return earlier
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    target = wal.with_name(f"{wal.name}.damaged-{stamp}-{uuid.uuid4().hex[:6]}")
+    temp = target.with_name(f".{target.name}.tmp")
+    try:
+        temp.write_bytes(data)
+        temp.replace(target)
+    except OSError as exc:
+        log.warning("%s: cannot keep a copy of the damaged log (%s)", wal, exc)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        return None
+    return target
+
+
 @dataclass(frozen=True)
 class _Owner:
     """Who holds a lease: this process (host and pid) and this cache object."""
@@ -250,11 +392,13 @@ class ResponseCache:
         self.lease_ttl_s = lease_ttl_s
         self._lock = threading.Lock()
         self._owner = _Owner(HOST, os.getpid(), uuid.uuid4().hex[:12])
+        self._private_copy: Path | None = None
         exists = self.path.exists()
         if exists:
             if not self.path.is_file():
                 raise CacheFileError(self.path, "not a file")
             check_cache_file(self.path)
+            check_wal(self.path)
         if read_only is None:
             read_only = exists and not (
                 os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
@@ -275,6 +419,7 @@ class ResponseCache:
         except BaseException as exc:
             with contextlib.suppress(AttributeError, sqlite3.Error):
                 self._conn.close()
+            self._remove_private_copy()
             if isinstance(exc, sqlite3.OperationalError):
                 raise CacheError(self.path, f"cannot open the response cache ({exc})") from exc
             if isinstance(exc, sqlite3.DatabaseError):
@@ -297,12 +442,42 @@ class ResponseCache:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError:
             # A WAL database in a read-only folder without its -shm file cannot be opened in
-            # plain read-only mode; nobody can change it under us there, so open it immutable.
-            conn = sqlite3.connect(
-                f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None
-            )
+            # plain read-only mode (SQLite must create the -shm). Nobody can change it there.
+            wal = wal_path(self.path)
+            if not (wal.exists() and wal.stat().st_size > 0):
+                conn = sqlite3.connect(
+                    f"{uri}?immutable=1", uri=True, check_same_thread=False, isolation_level=None
+                )
+            else:  # immutable=1 would ignore the log's answers: read a private copy of both
+                conn = self._connect_private_copy()
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
+
+    def _connect_private_copy(self) -> sqlite3.Connection:
+        """Copy the file and its write-ahead log to a private temporary folder (removed on
+        close) and open the copy read-only there, where SQLite can build the log's index."""
+        folder = Path(tempfile.mkdtemp(prefix="deliberation-cache-"))
+        self._private_copy = folder
+        copy = folder / self.path.name
+        try:
+            shutil.copyfile(self.path, copy)
+            shutil.copyfile(wal_path(self.path), wal_path(copy))
+        except OSError as exc:
+            raise CacheError(
+                self.path, f"cannot copy the read-only cache and its log to read them ({exc})"
+            ) from None
+        log.info("%s: read-only with a write-ahead log; reading a private copy", self.path)
+        return sqlite3.connect(
+            f"file:{quote(str(copy))}?mode=ro",
+            uri=True,
+            check_same_thread=False,
+            isolation_level=None,
+        )
+
+    def _remove_private_copy(self) -> None:
+        if self._private_copy is not None:
+            shutil.rmtree(self._private_copy, ignore_errors=True)
+            self._private_copy = None
 
     def _check_schema(self) -> None:
         tables = {
@@ -408,6 +583,7 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            self._remove_private_copy()
 
     def __enter__(self) -> ResponseCache:
         return self

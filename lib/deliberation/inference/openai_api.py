@@ -67,6 +67,7 @@ from deliberation.inference.structured import (
     openai_structured_extra_body,
     parse_structured_text,
 )
+from deliberation.inference.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,11 @@ class OpenAIOptions(BaseModel):
     @classmethod
     def _key_is_a_name(cls, value: str | None) -> str | None:
         return None if value is None else check_env_name(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return check_base_url(value, key_field="openai.api_key_env")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +219,8 @@ class OpenAIBackend(Backend):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         openai_structured_extra_body(None, structured_output)  # validates the mode name
+        check_base_url(base_url)
+        install_log_redaction()  # the HTTP libraries log URLs at debug level
         self.model = model
         self.revision = revision
         self.base_url = base_url.rstrip("/")

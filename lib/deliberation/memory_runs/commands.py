@@ -9,7 +9,7 @@ from deliberation.memory_runs.grid import parse_budgets, parse_list
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import command_group
+    from deliberation.cli import command_group, positive_int
 
     group = command_group(subparsers, "run", "run an experiment grid through the cache")
     for benchmark, what in (
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             )
         parser.add_argument(
             "--limit",
-            type=int,
+            type=positive_int,
             help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench)",
         )
         parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from deliberation.decision import TAG_MODES
 from deliberation.memory import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
+from deliberation.params import check_distinct
 
 CROSSPROFILE_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
@@ -41,6 +42,9 @@ class Grid:
     tags: tuple[str, ...] = TAG_MODES
 
     def __post_init__(self) -> None:
+        check_distinct(self.policies, "policies")
+        check_distinct(self.budgets, "budgets")
+        check_distinct(self.tags, "tags")
         for policy in self.policies:
             policy_spec(policy)  # unknown names fail here, with the registered list
         for tag in self.tags:

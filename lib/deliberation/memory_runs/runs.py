@@ -58,6 +58,7 @@ from deliberation.memory_runs.pipeline import (
     decide,
     prepare,
 )
+from deliberation.params import check_limit
 
 CROSSPROFILE_COLUMNS = [
     "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
@@ -160,6 +161,7 @@ def crossprofile_tasks(
 
     if templates not in ("main", "pilot", "all"):
         raise ValueError(f"templates must be main, pilot or all; got {templates!r}")
+    check_limit(limit)
     bank = [t for t in load_bank() if templates == "all" or t.pilot == (templates == "pilot")]
     return derive_tasks(bank[:limit] if limit is not None else bank, seed=seed)
 
@@ -247,7 +249,7 @@ def run_from_profile(
         item_limit=grid.item_limit if item_limit is None else (item_limit or None),
         tags=tuple(tags) if tags else grid.tags,
     )
-    limit = limit if limit is not None else selection.get("limit")
+    limit = check_limit(limit if limit is not None else selection.get("limit"))
     if benchmark == "crossprofile":
         tasks = crossprofile_tasks(
             templates or selection.get("templates") or "main", limit, seed=profile.seed

@@ -9,7 +9,7 @@ from deliberation.memory_runs.grid import parse_list
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import command_group
+    from deliberation.cli import command_group, positive_int
 
     group = command_group(subparsers, "run", "run an experiment grid through the cache")
     parser = group.add_parser(
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--benchmarks", help="comma-separated: crossprofile,hiddenbench (default: the profile's)"
     )
-    parser.add_argument("--limit", type=int, help="only the first N templates or tasks")
+    parser.add_argument("--limit", type=positive_int, help="only the first N templates or tasks")
     parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
     parser.add_argument(
         "--out",

@@ -74,6 +74,7 @@ from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import stage_request
 from deliberation.memory_runs.grid import Grid
 from deliberation.memory_runs.pipeline import RunReport, decide, prepare, send, stage_settings
+from deliberation.params import check_distinct, check_limit
 from deliberation.prompts import decision_prompt
 from deliberation.seeds import stable_seed
 
@@ -438,7 +439,8 @@ def run_from_profile(
     """What ``deliberation run natural`` does: every benchmark of the profile's
     ``experiments.natural`` section (or ``benchmarks``), rows of all of them in one frame."""
     options = profile.experiments.natural
-    if limit is not None:
+    check_distinct(benchmarks, "benchmarks")
+    if check_limit(limit) is not None:
         options = options.model_copy(update={"limit": limit})
     if client is None:
         from deliberation.inference import make_client

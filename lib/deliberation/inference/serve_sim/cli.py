@@ -10,6 +10,7 @@ import threading
 from deliberation.inference.secrets import MissingAPIKeyError
 from deliberation.inference.serve_sim.faults import FaultOptions
 from deliberation.inference.serve_sim.server import (
+    DEFAULT_HEAD_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_READ_TIMEOUT_S,
     SimServer,
@@ -65,7 +66,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--read-timeout",
         type=float,
         default=DEFAULT_READ_TIMEOUT_S,
-        help="seconds a connection may stay silent before it is closed",
+        help="seconds a connection may wait for its request head (however slowly it trickles"
+        " in) or stay silent before it is closed",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=float,
+        default=DEFAULT_HEAD_TIMEOUT_S,
+        help="seconds a request head may take from its first byte",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="connections served at once; more get a 503 (default: 256, or a quarter of the"
+        " file-descriptor limit if lower)",
     )
 
 
@@ -92,6 +107,8 @@ def server_from_args(args: argparse.Namespace) -> SimServer:
         api_key_env=args.require_key_env,
         max_body_bytes=args.max_body_bytes,
         read_timeout_s=args.read_timeout,
+        head_timeout_s=args.head_timeout,
+        max_connections=args.max_connections,
     )
     return SimServer(state, host=args.host, port=args.port)
 

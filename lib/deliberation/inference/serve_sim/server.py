@@ -4,16 +4,29 @@ counters (``GET /stats``, ``POST /stats/reset``), on loopback only.
 Each request is rebuilt from the body (:mod:`.wire`) and the stage header and answered with
 :meth:`SimBackend.answer`, so an answer over HTTP equals the in-process answer; faults and
 latency are injected as :class:`.faults.FaultOptions` asks.
+
+Floods cannot take it down: a connection waiting for a request head is closed at the read
+timeout however slowly the head trickles in (the deadline covers the whole head, not each
+read), a head that has started must be complete within ``head_timeout_s``, a body within the
+read timeout; at most ``max_connections`` connections are served at once (others get a 503 with
+``Retry-After`` and are closed at once, so the server never runs out of file descriptors), and
+an ``accept`` that fails for lack of descriptors waits briefly instead of spinning.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hmac
+import io
 import ipaddress
 import json
 import logging
+import resource
+import select
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +51,15 @@ CREATED = 1_700_000_000
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 # Long enough for any client between two requests of a batch; idle sockets are closed after it.
 DEFAULT_READ_TIMEOUT_S = 60.0
+# A client sends its request head in one go; ten seconds is generous even on a loaded machine.
+DEFAULT_HEAD_TIMEOUT_S = 10.0
+
+
+def default_max_connections() -> int:
+    """256 connections at once, or a quarter of this process's file-descriptor limit if lower
+    (each connection holds one descriptor and one thread)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(256, soft // 4)) if soft != resource.RLIM_INFINITY else 256
 
 
 @dataclass
@@ -45,6 +67,7 @@ class _Counters:
     arrivals: int = 0
     answered: int = 0
     rejected: int = 0
+    connections_refused: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     arrivals_per_prompt: Counter[str] = field(default_factory=Counter)
     answered_per_prompt: Counter[str] = field(default_factory=Counter)
@@ -63,20 +86,31 @@ class SimServerState:
         api_key: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S,
+        max_connections: int | None = None,
     ) -> None:
         if max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
-        if not 0 < read_timeout_s < float("inf"):
-            raise ValueError(f"read_timeout_s must be a positive number, got {read_timeout_s}")
+        for name, seconds in (
+            ("read_timeout_s", read_timeout_s),
+            ("head_timeout_s", head_timeout_s),
+        ):
+            if not 0 < seconds < float("inf"):
+                raise ValueError(f"{name} must be a positive number, got {seconds}")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         self.backend = backend
         self.faults = faults
         self.max_body_bytes = max_body_bytes
         self.read_timeout_s = read_timeout_s
+        self.head_timeout_s = head_timeout_s
+        self.max_connections = max_connections or default_max_connections()
         self.served_model = served_model or backend.model
         self._api_key = api_key
         self._lock = threading.Lock()
         self._rng = np.random.default_rng(faults.seed)
         self._counters = _Counters()
+        self._connections_open = 0
         self.stopping = threading.Event()
 
     def arrive(self, prompt: str) -> str | None:
@@ -98,6 +132,14 @@ class SimServerState:
         with self._lock:
             self._counters.rejected += 1
 
+    def connection_refused(self) -> None:
+        with self._lock:
+            self._counters.connections_refused += 1
+
+    def connection_opened(self, change: int = 1) -> None:
+        with self._lock:
+            self._connections_open += change
+
     def key_ok(self, authorization: str | None) -> bool:
         if self._api_key is None:
             return True
@@ -113,6 +155,8 @@ class SimServerState:
                 "arrivals": c.arrivals,
                 "answered": c.answered,
                 "rejected": c.rejected,
+                "connections_refused": c.connections_refused,
+                "connections_open": self._connections_open,
                 "faults": {kind: c.faults.get(kind, 0) for kind in FAULT_KINDS},
                 "arrivals_per_prompt": dict(c.arrivals_per_prompt),
                 "answered_per_prompt": dict(c.answered_per_prompt),
@@ -157,6 +201,33 @@ def _error(message: str, kind: str, code: int | str | None = None) -> dict[str, 
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The socket as the handler reads it: every read waits at most the read timeout and never
+    past the handler's current deadline (:meth:`_Handler.read_deadline`), so a client that
+    sends a byte now and then cannot hold a connection open."""
+
+    def __init__(self, sock: socket.socket, handler: _Handler) -> None:
+        self._sock = sock
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        timeout = self._handler.state.read_timeout_s
+        deadline = self._handler.read_deadline()
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            timeout = min(timeout, remaining)
+        self._sock.settimeout(timeout)
+        count = self._sock.recv_into(buffer)
+        if count:
+            self._handler.received()
+        return count
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
@@ -167,6 +238,33 @@ class _Handler(BaseHTTPRequestHandler):
         # Content-Length) is closed after the read timeout instead of holding a thread forever.
         self.timeout = self.server.state.read_timeout_s
         super().setup()
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+        self._head_until: float | None = None  # waiting for (or reading) a request head
+        self._head_started: float | None = None  # its first byte arrived
+        self._body_until: float | None = None
+
+    def handle_one_request(self) -> None:
+        # The wait for the next request and its head together end at the read timeout.
+        self._head_until = time.monotonic() + self.state.read_timeout_s
+        self._head_started = None
+        super().handle_one_request()
+
+    def read_deadline(self) -> float | None:
+        """When the read under way must be complete (None: only the per-read timeout)."""
+        if self._head_until is not None:
+            if self._head_started is None:
+                return self._head_until
+            return min(self._head_until, self._head_started + self.state.head_timeout_s)
+        return self._body_until
+
+    def received(self) -> None:
+        if self._head_until is not None and self._head_started is None:
+            self._head_started = time.monotonic()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self._head_until = None  # the head is in: its deadline no longer applies
+        return parsed
 
     # -- plumbing -------------------------------------------------------------------------------
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
@@ -209,7 +307,13 @@ class _Handler(BaseHTTPRequestHandler):
         if length > limit:
             self.close_connection = True
             raise _Refused(413, f"request body of {length} bytes is over the {limit}-byte limit")
-        return self.rfile.read(length) if length else b""
+        if not length:
+            return b""
+        self._body_until = time.monotonic() + self.state.read_timeout_s
+        try:
+            return self.rfile.read(length)
+        finally:
+            self._body_until = None
 
     @property
     def state(self) -> SimServerState:
@@ -335,6 +439,34 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+_TOO_MANY = json.dumps(
+    _error("serve-sim: too many connections at once; retry", "server_error", 503)
+).encode()
+_TOO_MANY_REPLY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(_TOO_MANY)
+) + _TOO_MANY
+# accept() errors that mean "no descriptor or memory left now": wait instead of spinning.
+_EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def _refuse_connection(sock: socket.socket) -> None:
+    """Answer 503 and close, from the accepting thread and without blocking it: the request
+    (if it has arrived within a few milliseconds) is read first, so the client sees the 503
+    rather than a reset."""
+    try:
+        sock.setblocking(False)
+        select.select([sock], [], [], 0.02)
+        with contextlib.suppress(OSError):
+            sock.recv(65536)
+        sock.send(_TOO_MANY_REPLY)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
 class _SimHTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # handler threads never keep the process alive
     block_on_close = False  # and shutdown never waits for a hung response
@@ -342,9 +474,38 @@ class _SimHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], state: SimServerState) -> None:
         self.state = state
+        self._slots = threading.BoundedSemaphore(state.max_connections)
         # One family per server: an IPv6 literal (``::1``) needs an IPv6 socket.
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno in _EXHAUSTED:  # the listening socket stays readable: do not spin
+                log.warning("serve-sim: cannot accept a connection (%s); waiting", exc)
+                self.state.stopping.wait(0.1)
+            raise
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.state.connection_refused()
+            _refuse_connection(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        self.state.connection_opened()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.state.connection_opened(-1)
+            self._slots.release()
 
 
 def check_loopback(host: str) -> None:
@@ -404,6 +565,8 @@ def build_state(
     api_key_env: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S,
+    max_connections: int | None = None,
 ) -> SimServerState:
     """The server's state from a profile name/path (``None``: the sim's built-in defaults)."""
     if profile is None:
@@ -422,4 +585,6 @@ def build_state(
         api_key=api_key,
         max_body_bytes=max_body_bytes,
         read_timeout_s=read_timeout_s,
+        head_timeout_s=head_timeout_s,
+        max_connections=max_connections,
     )
