@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import unquote
 
+import numpy as np
 import pytest
 
 from deliberation.inference.base import (
@@ -295,3 +296,22 @@ def test_the_frames_before_damage_in_the_middle_of_the_wal_are_still_served(tmp_
     wal.write_bytes(bytes(data))
     with ResponseCache(path) as cache:
         assert len(cache.keys()) > 10
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("size", [8, 24, 8 + 4096, 8 + 65536])
+def test_the_wal_checksum_equals_sqlite_s_word_by_word_definition(order, size):
+    """fileformat.html: for each pair of 32-bit words, s0 += x[i] + s1; s1 += x[i+1] + s0."""
+    import struct
+
+    from deliberation.inference.cache import _wal_checksum
+
+    rng = np.random.default_rng(size)
+    data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    start = tuple(int(v) for v in rng.integers(0, 2**32, 2))
+    s0, s1 = start
+    words = struct.unpack(f"{order}{size // 4}I", data)
+    for first, second in zip(words[::2], words[1::2], strict=True):
+        s0 = (s0 + first + s1) & 0xFFFFFFFF
+        s1 = (s1 + second + s0) & 0xFFFFFFFF
+    assert _wal_checksum(data, order, *start) == (s0, s1)

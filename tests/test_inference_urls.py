@@ -26,7 +26,7 @@ def test_redact_urls_masks_user_info_and_secret_query_values(text, expected):
 @pytest.mark.parametrize("logger", ["httpx", "httpcore.http11", "openai._base_client", "x.y"])
 def test_every_logger_s_lines_are_redacted_once_installed(logger, caplog):
     install_log_redaction()
-    with caplog.at_level(logging.DEBUG):
+    with caplog.at_level(logging.DEBUG), caplog.at_level(logging.DEBUG, logger=logger):
         logging.getLogger(logger).debug("HTTP Request: POST %s", "http://alice:PW@h:8/v1/chat")
         try:
             raise ConnectionError("cannot reach http://alice:PW@h:8/v1")
