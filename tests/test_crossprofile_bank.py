@@ -1,5 +1,5 @@
 """The shipped bank (templates/crossprofile/): it passes the verifier (bank v2 design included),
-the cue audit finds no meaning-free heuristic far above chance, and it yields 480 + 80 tasks."""
+the cue audit finds no role-blind reader far above chance, and it yields 480 + 80 tasks."""
 
 from __future__ import annotations
 
