@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from deliberation.crossprofile.errors import Violation
 from deliberation.crossprofile.schema import ROLE_COUNTS, Template
 from deliberation.crossprofile.scoring import score_options
-from deliberation.tokens import count_tokens
 
 DECOYS_ON_X, DECOYS_ON_Y = 2, 1
 # Each bank-level share may be 1/3 +- this: an imbalance that small lets a rule built on it
@@ -70,15 +69,6 @@ def _key_holds(t: Template) -> bool:
         return False
     scores = score_options(t.facts, t.options)
     return scores == {o: 2 if o == t.correct else 0 for o in t.options}
-
-
-def option_tokens(t: Template) -> dict[str, int]:
-    """Total tokens (``deliberation.tokens``) of the facts about each option."""
-    totals = dict.fromkeys(t.options, 0)
-    for f in t.facts:
-        if f.option in totals:
-            totals[f.option] += count_tokens(f.text)
-    return totals
 
 
 def check_design(t: Template, file: str) -> list[Violation]:
