@@ -1,4 +1,4 @@
-"""The shipped bank (templates/crossprofile/): it passes the verifier (bank v2 design included),
+"""The shipped bank (templates/crossprofile/): it passes the verifier (bank v3 design included),
 the cue audit finds no role-blind reader far above chance, and it yields 480 + 80 tasks."""
 
 from __future__ import annotations
