@@ -93,7 +93,7 @@ INVOCATIONS = {
     ("cache", "stats"): ([], _cached_answer, 0, "smoke.arithmetic"),
     ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
-    ("crossprofile", "audit"): ([], None, 0, "audit OK"),
+    ("crossprofile", "audit"): ([str(FIXTURES / "bank_v2")], None, 1, "audit FAILED"),
     ("run", "crossprofile"): (SMALL_MEMORY_RUN, None, 0, "sent"),
     ("run", "dhd"): (
         ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],

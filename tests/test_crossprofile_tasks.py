@@ -17,6 +17,7 @@ from deliberation.crossprofile.tasks import (
     assign_holders,
     derive_task,
     derive_tasks,
+    presentation_order,
     read_tasks_jsonl,
     write_tasks_jsonl,
 )
@@ -104,9 +105,13 @@ def test_fact_order_is_the_same_in_every_variant_and_in_briefings(templates):
     assert list(task_facts(task)["fact"]) == [f.id for f in task.facts]
 
 
-def test_first_fact_names_the_correct_option_in_exactly_a_third_of_a_main_bank(templates):
-    """For every seed, not just on average: 20 of the 60 main templates open with a fact on
-    the correct option (a plain shuffle swings by +-6 points between seeds)."""
+@pytest.mark.parametrize(("end", "index"), [("first", 0), ("last", -1)])
+def test_first_and_last_fact_name_the_correct_option_in_exactly_a_third_of_a_main_bank(
+    templates, end, index
+):
+    """For every seed, not just on average: 20 of the 60 main templates open (and, drawn
+    independently, 20 close) with a fact on the correct option (a plain shuffle swings by +-6
+    points between seeds)."""
     hiring = templates[0]
     bank = [
         hiring.model_copy(update={"id": f"{domain}-0{k}", "domain": domain})
@@ -114,14 +119,28 @@ def test_first_fact_names_the_correct_option_in_exactly_a_third_of_a_main_bank(t
         for k in range(1, 6)
     ]
     for seed in range(4):
-        firsts = [derive_task(t, CLASSIC, seed).facts[0].option for t in bank]
-        assert sum(o == hiring.correct for o in firsts) == 20, seed
-    # which templates open with the key changes with the seed
-    opening = {
-        seed: tuple(derive_task(t, CLASSIC, seed).facts[0].option == t.correct for t in bank)
+        ends = [derive_task(t, CLASSIC, seed).facts[index].option for t in bank]
+        assert sum(o == hiring.correct for o in ends) == 20, (end, seed)
+    # which templates open (close) with the key changes with the seed
+    on_key = {
+        seed: tuple(derive_task(t, CLASSIC, seed).facts[index].option == t.correct for t in bank)
         for seed in range(4)
     }
-    assert len(set(opening.values())) == 4
+    assert len(set(on_key.values())) == 4
+    # the first and the last fact are drawn independently: not the same templates
+    both = [
+        (task.facts[0].option == t.correct, task.facts[-1].option == t.correct)
+        for t in bank
+        if (task := derive_task(t, CLASSIC, 0))
+    ]
+    assert len(set(both)) == 4
+
+
+def test_every_fact_is_presented_exactly_once(templates):
+    for t in templates:
+        for seed in range(5):
+            order = presentation_order(t, seed)
+            assert sorted(order) == list(range(len(t.facts)))
 
 
 def test_first_fact_names_each_option_about_equally_often(templates):

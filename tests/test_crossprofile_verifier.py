@@ -3,6 +3,7 @@ comment at the top of every file) fails with a message naming the file and the f
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -53,15 +54,9 @@ BROKEN_CASES = [
     ("tone_imbalance", "facts", ["3 x +1 and 1 x -1"]),
     ("wrong_type", "s1.polarity", ["integer 1 or -1"]),
     ("unknown_field", "author", ["unknown field"]),
-    # bank v2 design (templates/README.md, "Why the bank looks like this")
+    # bank v2/v3 design (templates/README.md, "Why the bank looks like this")
     ("decoys_not_split", "facts", ["decoys must be placed 2 + 1", "3 on 'Ben Okafor'"]),
-    (
-        "irrelevant_misplaced",
-        "facts",
-        ["0 on the two-decoy option 'Ben Okafor'", "X 'Ben Okafor' 1 (i2)"],
-    ),
     ("decoy_rebutted", "d3.criterion", ["support fact s5", "share the criterion 'on-call"]),
-    ("token_imbalance", "facts", ["differ by 20.5% of their mean", "limit 10%", "Ana Ruiz 110"]),
     ("weak_wording", "d1.text", ["weak or self-reported wording 'claims'"]),
     ("description_missing_option", "description", ["does not name the option 'Chen Wei'"]),
     ("description_one_sentence", "description", ["has 1 sentences", "2-4"]),
@@ -116,9 +111,7 @@ def test_broken_fixture_fails_naming_file_and_fact_or_field(case, where, needles
         "malformed_yaml",
         "missing_field",
         "decoys_not_split",
-        "irrelevant_misplaced",
         "decoy_rebutted",
-        "token_imbalance",
         "weak_wording",
         "description_missing_option",
         "description_one_sentence",
@@ -260,39 +253,57 @@ def test_mentions_matches_whole_names_only():
 # ------------------------------------------------------------------ bank-level checks
 
 
+# The bank-v3 layouts (irrelevant facts on C, X, Y) in the shipped bank's proportions, and
+# the six orders of two good- and two bad-sounding irrelevant facts.
+BALANCED_LAYOUTS = [(0, 3, 1)] * 17 + [(1, 3, 0)] * 13 + [(2, 0, 2)] * 20 + [(3, 0, 1)] * 10
+TONE_ORDERS = sorted(set(itertools.permutations((1, 1, -1, -1))))
+
+
 def _write_copy(
-    directory: Path, template_id: str, domain: str, *, pilot: bool, tag: str, tone: int = 2
+    directory: Path,
+    template_id: str,
+    domain: str,
+    *,
+    pilot: bool,
+    tag: str,
+    layout: tuple[int, int, int] = (2, 0, 2),
+    tones: tuple[int, ...] | None = None,
 ) -> None:
-    """A valid template derived from the hiring fixture, with every text made unique by ``tag``
-    and the correct option's irrelevant tones summing to ``tone`` (-2, 0 or +2)."""
+    """A valid template derived from the hiring fixture, with every text made unique by
+    ``tag``, its irrelevant facts moved to the ``layout`` (how many on C, X, Y: the fact
+    names its new option) and given ``tones`` in that order."""
     data = load_template(VALID / "hiring-01.yaml").model_dump(mode="json")
     data.update(id=template_id, domain=domain, pilot=pilot)
-    on_correct = {2: (1, 1), 0: (1, -1), -2: (-1, -1)}[tone]
+    decoys = [f["option"] for f in data["facts"] if f["role"] == "decoy"]
+    x = max(set(decoys), key=decoys.count)
+    y = next(o for o in data["options"] if o not in (data["correct"], x))
+    targets = [data["correct"]] * layout[0] + [x] * layout[1] + [y] * layout[2]
     irrelevant = [f for f in data["facts"] if f["role"] == "irrelevant"]
-    for fact, sign in zip(
-        [f for f in irrelevant if f["option"] == data["correct"]], on_correct, strict=True
-    ):
-        fact["tone"] = sign
-    for fact, sign in zip(
-        [f for f in irrelevant if f["option"] != data["correct"]], on_correct, strict=True
-    ):
-        fact["tone"] = -sign
+    for k, (fact, option) in enumerate(zip(irrelevant, targets, strict=True)):
+        fact["text"] = fact["text"].replace(fact["option"], option)
+        fact["option"] = option
+        if tones is not None:
+            fact["tone"] = tones[k]
     for fact in data["facts"]:
         fact["text"] = fact["text"][:-1] + f" (record {tag})."
     (directory / f"{template_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def _write_full_bank(directory: Path, tones=lambda d, k: (-2, 0, 2)[(5 * d + k) % 3]) -> None:
-    """60 main + 10 pilot copies; ``tones(domain index, k)`` sets the correct option's tone sum."""
+def _write_full_bank(directory: Path, layouts=BALANCED_LAYOUTS, tones=None) -> None:
+    """60 main + 10 pilot copies; main slot i gets ``layouts[i]`` and ``tones(i)``
+    (default: the six tone orders in turn)."""
+    tones = tones or (lambda i: TONE_ORDERS[(i + 4) % len(TONE_ORDERS)])
     for d, domain in enumerate(DOMAINS):
         for k in range(1, 6):
+            slot = 5 * d + k - 1
             _write_copy(
                 directory,
                 f"{domain}-0{k}",
                 domain,
                 pilot=False,
                 tag=f"{domain} {k}",
-                tone=tones(d, k),
+                layout=layouts[slot],
+                tones=tones(slot),
             )
     for k, domain in enumerate(DOMAINS[:10], start=1):
         _write_copy(directory, f"{domain}-p1", domain, pilot=True, tag=f"{domain} p{k}")
@@ -305,22 +316,29 @@ def test_complete_bank_passes_composition(tmp_path):
     assert len(report.templates) == 70
 
 
-def test_tone_balance_is_checked_over_the_main_templates(tmp_path):
-    # every main template with the correct option's irrelevant facts sounding good: a tone rule
-    # ("pick the option whose trivia sounds best") would find the key
-    _write_full_bank(tmp_path, tones=lambda d, k: 2)
+def test_one_layout_everywhere_fails_the_bank_layout_check(tmp_path):
+    """Bank v2: irrelevant facts 2 / 0 / 2 on C / X / Y in every template, so the option
+    without off-topic facts is never correct (C has the fewest in 0% of templates)."""
+    _write_full_bank(tmp_path, layouts=[(2, 0, 2)] * 60)
     report = verify_paths([tmp_path], composition=True)
-    assert [v.where for v in report.violations] == ["bank.tone"]
-    assert "found -2: 0, +0: 0, +2: 60" in report.violations[0].message
+    layout = [v for v in report.violations if v.where == "bank.layout"]
+    messages = " ".join(v.message for v in layout)
+    assert "fewest irrelevant facts on the correct option: 0.0%" in messages
+    assert "most irrelevant facts on the correct option: 50.0%" in messages
     assert not verify_paths([tmp_path]).violations  # bank-level: only with the composition
 
 
-@pytest.mark.parametrize(("n_minus", "ok"), [(17, True), (16, False), (23, True), (24, False)])
-def test_tone_balance_tolerance_is_a_third_plus_or_minus_a_twentieth(tmp_path, n_minus, ok):
-    """60 main templates: each tone sum may hold 17-23 of them (20 +- 3)."""
-    sums = [-2] * n_minus + [0] * 20 + [2] * (40 - n_minus)
-    _write_full_bank(tmp_path, tones=lambda d, k: sums[5 * d + k - 1])
-    assert verify_paths([tmp_path], composition=True).ok is ok
+def test_tone_balance_is_checked_over_the_main_templates(tmp_path):
+    # the correct option's irrelevant facts sound good wherever it has any: a tone rule
+    # ("pick the option whose trivia sounds best") would find the key
+    def good_on_correct(slot):
+        on_correct = BALANCED_LAYOUTS[slot][0]
+        return (1,) * min(on_correct, 2) + (-1,) * 2 + (1,) * max(0, 2 - on_correct)
+
+    _write_full_bank(tmp_path, tones=good_on_correct)
+    report = verify_paths([tmp_path], composition=True)
+    assert [v.where for v in report.violations] == ["bank.tone", "bank.tone"], format_report(report)
+    assert "best irrelevant tone on the correct option" in report.violations[0].message
 
 
 def test_incomplete_bank_names_the_missing_template(tmp_path):

@@ -1,58 +1,88 @@
-"""The cue audit: can the correct option be found without understanding a single fact?
+"""The cue audit: can the correct option be found without understanding what a fact means?
 
-A battery of meaning-free heuristics is run over the main templates; each picks one option
-per template from its surface (how often an option is named, how long or numeric its facts
-are, where it sits, which option the task's first fact names, how its irrelevant facts
-sound). An accuracy a counting rule can reach measures nothing, so the audit fails when any
-thresholded heuristic is more than :data:`MAX_ABOVE_CHANCE` (10 points) above its chance level.
+Every reader here is **role-blind**: it sees what a model sees (the decision description and
+criteria, the options, the fact texts and the task's presentation order) and never a fact's
+role, option field, polarity or tone. A fact belongs to the option its text names (the
+verifier proves each fact names exactly one). Each reader picks one option per template:
 
-Chance levels. A heuristic choosing among all three options has chance 1/3. The
-irrelevant-fact heuristics choose among the options that carry irrelevant facts; by design
-(bank v2) those are the correct option and the one-decoy option, so their chance is 1/2. The
-chance reported is the mean over templates of 1/(number of candidates), which is 1/2 on a v2
-bank and 1/3 on a bank whose irrelevant facts touch all three options.
+- *structural counts*: how many facts name an option, how often it is named, its total and
+  longest/shortest fact length, how many numbers its facts hold, how many of its facts share a
+  word with the criteria and how many words they share with the description (most and fewest
+  of each), its place in ``options``, and whether the task's first or last fact names it;
+- *cross-validated text classifiers*: each option's fact texts, with every option name,
+  stopwords, numbers and sentiment-lexicon words removed, as word 1-2-grams; naive Bayes and
+  logistic regression (``scikit-learn``), and a logistic regression on the structural counts.
+  Each is trained leave-one-domain-out (the 12 folds never see the held-out domain's
+  vocabulary) and picks, per held-out template, the option it scores most likely correct.
 
-Ties. When k options tie for a heuristic's pick and the correct option is among them, the
+Every rule picks one of the template's options, so chance is 1 / number of options (1/3).
+The audit fails when any thresholded reader is more than :data:`MAX_ABOVE_CHANCE` (10 points)
+above chance: an accuracy a reader that ignores meaning can reach measures nothing.
+Sentiment over all facts (VADER's compound score, ``vaderSentiment``) is reported without a
+threshold: the polarity of evidence is its meaning, so with all facts it may find the key.
+
+Ties. When k options tie for a reader's pick and the correct option is among them, the
 template scores 1/k (0 if it is not among them): the exact expected accuracy of breaking the
-tie uniformly at random. The rule is deterministic, never favours the correct option, and adds
-no noise (a bank where every option is named 4 times scores exactly 1/3 on "least named").
+tie uniformly at random; deterministic, never favouring the correct option, adding no noise.
 
 The decision uses the point estimate, so it means the same for a two-template fixture as for
 the 60-template bank; the Wilson 95% interval (``statsmodels``) shows how sure the estimate is.
-The same sentiment lexicon over all facts is reported without a threshold: polarity of
-evidence is meaning, so with all facts it may find the key, and the report shows how far.
-Sentiment is VADER's compound score (``vaderSentiment``), averaged over an option's facts.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from deliberation.crossprofile.schema import Template
 from deliberation.crossprofile.tasks import DEFAULT_SEED, presentation_order
-from deliberation.crossprofile.verifier import mention_count
+from deliberation.crossprofile.verifier import mention_count, mentions
 from deliberation.tokens import count_tokens
 
 MAX_ABOVE_CHANCE = 0.10
 CONFIDENCE = 0.95
 
-# A heuristic maps a template to a score per candidate option; it picks the highest score.
+# A reader maps a template to a score per option; it picks the highest score.
 Scorer = Callable[[Template], dict[str, float]]
+# A classifier maps (training templates, held-out templates) to scores per held-out template.
+Classifier = Callable[[Sequence[Template], Sequence[Template]], list[dict[str, float]]]
 
 
 @dataclass(frozen=True)
-class Heuristic:
-    """One meaning-free rule: ``scores`` gives each candidate option a number, the rule picks
-    the highest. ``thresholded`` rules fail the audit when far above chance."""
+class Reader:
+    """One role-blind rule. ``reads`` says what it looks at; ``thresholded`` rules fail the
+    audit when far above chance. A counting reader has ``scores``; a classifier ``fit``."""
 
     name: str
-    facts: str  # which facts it reads: "all facts", "irrelevant facts" or "none"
-    scores: Scorer
+    reads: str
+    scores: Scorer | None = None
+    fit: Classifier | None = None
     thresholded: bool = True
+
+
+# ---------------------------------------------------------------- what a reader may see
+
+
+def option_facts(t: Template, option: str) -> list[str]:
+    """The texts of the facts that name ``option`` (found in the text, not in the fact's
+    metadata: the reader is role-blind)."""
+    return [f.text for f in t.facts if mentions(f.text, option, ignore_case=True)]
+
+
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 @functools.cache
@@ -63,36 +93,103 @@ def _analyzer():
 
 
 @functools.cache
+def polarity_words() -> frozenset[str]:
+    """Every word of the VADER sentiment lexicon (the words that carry polarity by themselves)."""
+    return frozenset(w for w, v in _analyzer().lexicon.items() if v and w.isalpha())
+
+
+def _name_words(t: Template) -> set[str]:
+    return {w for o in t.options for w in _WORD.findall(o.lower())}
+
+
+def content_words(text: str, t: Template) -> list[str]:
+    """``text`` lower-cased as words, without the template's option names, stopwords and
+    possessive endings (what the overlap counts compare)."""
+    names = _name_words(t)
+    words = (w.removesuffix("'s") for w in _WORD.findall(text.lower()))
+    return [w for w in words if w not in names and w not in _stopwords() and len(w) > 1]
+
+
+def classifier_text(t: Template, option: str) -> str:
+    """An option's fact texts as the text classifiers read them: option names, numbers,
+    stopwords and sentiment-lexicon words removed."""
+    polar = polarity_words()
+    text = " ".join(option_facts(t, option))
+    for name in sorted(t.options, key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", text, flags=re.IGNORECASE)
+    return " ".join(w for w in content_words(text, t) if w not in polar)
+
+
+@functools.cache
 def sentiment(text: str) -> float:
     """VADER's compound polarity of ``text``, from -1 (negative) to +1 (positive)."""
     return float(_analyzer().polarity_scores(text)["compound"])
 
 
-def _name_count(t: Template, option: str) -> int:
-    return sum(mention_count(f.text, option, ignore_case=True) for f in t.facts)
+# ---------------------------------------------------------------- structural counts
 
 
-def _about(t: Template, option: str, role: str | None = None):
-    return [f for f in t.facts if f.option == option and (role is None or f.role == role)]
+def _per_option(measure: Callable[[Template, str], float]) -> Scorer:
+    return lambda t: {o: float(measure(t, o)) for o in t.options}
 
 
-def _tokens(t: Template) -> dict[str, float]:
-    return {o: sum(count_tokens(f.text) for f in _about(t, o)) for o in t.options}
+def _facts(t: Template, o: str) -> float:
+    return len(option_facts(t, o))
 
 
-def _digits(t: Template) -> dict[str, float]:
-    return {o: sum(ch.isdigit() for f in _about(t, o) for ch in f.text) for o in t.options}
+def _named(t: Template, o: str) -> float:
+    return sum(mention_count(f.text, o, ignore_case=True) for f in t.facts)
 
 
-def _mean_sentiment(t: Template, role: str | None) -> dict[str, float]:
-    """Mean VADER compound of each option's facts (of ``role``); options without such facts
-    are not candidates."""
-    out = {}
-    for o in t.options:
-        facts = _about(t, o, role)
-        if facts:
-            out[o] = sum(sentiment(f.text) for f in facts) / len(facts)
-    return out
+def _tokens(t: Template, o: str) -> float:
+    return sum(count_tokens(x) for x in option_facts(t, o))
+
+
+def _longest_fact(t: Template, o: str) -> float:
+    return max((count_tokens(x) for x in option_facts(t, o)), default=0)
+
+
+def _shortest_fact(t: Template, o: str) -> float:
+    return min((count_tokens(x) for x in option_facts(t, o)), default=0)
+
+
+def _numbers(t: Template, o: str) -> float:
+    return sum(len(_NUMBER.findall(x)) for x in option_facts(t, o))
+
+
+def _description_words(t: Template) -> set[str]:
+    return set(content_words(" ".join([t.title, t.description, *t.criteria]), t))
+
+
+def _description_overlap(t: Template, o: str) -> float:
+    """Words of the option's facts that also occur in the title, description or criteria."""
+    shared = _description_words(t)
+    return sum(w in shared for x in option_facts(t, o) for w in content_words(x, t))
+
+
+def _on_criteria(t: Template, o: str) -> float:
+    """Facts sharing a word with the stated criteria (a role-blind guess at 'on topic')."""
+    criteria = set(content_words(" ".join(t.criteria), t))
+    return sum(bool(criteria & set(content_words(x, t))) for x in option_facts(t, o))
+
+
+def _mean_sentiment(t: Template, o: str) -> float:
+    texts = option_facts(t, o)
+    return sum(map(sentiment, texts)) / len(texts) if texts else 0.0
+
+
+# Structural features, in report order: (name, measure). The most/fewest readers and the
+# structural classifier use the same list.
+STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
+    ("facts naming it", _facts),
+    ("name occurrences", _named),
+    ("total text (tokens)", _tokens),
+    ("longest single fact", _longest_fact),
+    ("shortest single fact", _shortest_fact),
+    ("numbers", _numbers),
+    ("facts on a criterion's words", _on_criteria),
+    ("words shared with the description", _description_overlap),
+)
 
 
 def _negate(scores: Scorer) -> Scorer:
@@ -103,36 +200,135 @@ def _position(index: int) -> Scorer:
     return lambda t: {o: float(i == index) for i, o in enumerate(t.options)}
 
 
-def _first_fact(seed: int) -> Scorer:
+def _task_end(seed: int, index: int) -> Scorer:
     def scores(t: Template) -> dict[str, float]:
-        first = t.facts[presentation_order(t, seed)[0]]
-        return {o: float(o == first.option) for o in t.options}
+        text = t.facts[presentation_order(t, seed)[index]].text
+        return {o: float(mentions(text, o, ignore_case=True)) for o in t.options}
 
     return scores
 
 
-def heuristics(seed: int = DEFAULT_SEED) -> tuple[Heuristic, ...]:
+# ---------------------------------------------------------------- classifiers
+
+
+def _labels(templates: Sequence[Template]) -> np.ndarray:
+    return np.array([o == t.correct for t in templates for o in t.options], dtype=int)
+
+
+def _per_template(templates: Sequence[Template], values: np.ndarray) -> list[dict[str, float]]:
+    out, i = [], 0
+    for t in templates:
+        out.append({o: float(values[i + k]) for k, o in enumerate(t.options)})
+        i += len(t.options)
+    return out
+
+
+def _text_classifier(make_model: Callable[[], object]) -> Classifier:
+    """Fit ``make_model()`` (a scikit-learn pipeline from texts) on the training templates'
+    option texts; score each held-out option by its predicted probability of being correct."""
+
+    def fit(train: Sequence[Template], test: Sequence[Template]) -> list[dict[str, float]]:
+        model = make_model()
+        model.fit([classifier_text(t, o) for t in train for o in t.options], _labels(train))
+        if len(model.classes_) < 2:  # a training set without both labels cannot rank
+            return [dict.fromkeys(t.options, 0.0) for t in test]
+        docs = [classifier_text(t, o) for t in test for o in t.options]
+        return _per_template(test, model.predict_proba(docs)[:, 1])
+
+    return fit
+
+
+def _naive_bayes():
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(CountVectorizer(ngram_range=(1, 2)), MultinomialNB())
+
+
+def _logistic_ngrams():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
+        LogisticRegression(C=1.0, max_iter=2000),
+    )
+
+
+def structure_features(t: Template) -> np.ndarray:
+    """The structural counts of each option (rows in ``t.options`` order), each centred on
+    the template's mean so that the model compares options within a template."""
+    raw = np.array([[m(t, o) for _, m in STRUCTURE] for o in t.options], dtype=float)
+    return raw - raw.mean(axis=0)
+
+
+def _structure_classifier(train: Sequence[Template], test: Sequence[Template]):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    y = _labels(train)
+    if len(set(y)) < 2:
+        return [dict.fromkeys(t.options, 0.0) for t in test]
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(np.vstack([structure_features(t) for t in train]), y)
+    x = np.vstack([structure_features(t) for t in test])
+    return _per_template(test, model.predict_proba(x)[:, 1])
+
+
+def leave_one_domain_out(
+    fit: Classifier, templates: Sequence[Template]
+) -> list[dict[str, float] | None]:
+    """Scores for every template from a model trained on the other domains' templates (None
+    where there is no other domain to train on)."""
+    out: list[dict[str, float] | None] = [None] * len(templates)
+    for domain in dict.fromkeys(t.domain for t in templates):
+        held = [i for i, t in enumerate(templates) if t.domain == domain]
+        train = [t for t in templates if t.domain != domain]
+        if not train:
+            continue
+        for i, scores in zip(held, fit(train, [templates[i] for i in held]), strict=True):
+            out[i] = scores
+    return out
+
+
+# ---------------------------------------------------------------- the battery
+
+
+def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
     """The battery, in report order (``seed`` is the task seed for the fact order)."""
-    named = lambda t: {o: float(_name_count(t, o)) for o in t.options}  # noqa: E731
-    irrelevant = functools.partial(_mean_sentiment, role="irrelevant")
-    everything = functools.partial(_mean_sentiment, role=None)
+    counts = []
+    for name, measure in STRUCTURE:
+        scores = _per_option(measure)
+        counts += [
+            Reader(f"most {name}", "option texts", scores),
+            Reader(f"fewest {name}", "option texts", _negate(scores)),
+        ]
+    tone = _per_option(_mean_sentiment)
     return (
-        Heuristic("most-named option", "all facts", named),
-        Heuristic("least-named option", "all facts", _negate(named)),
-        Heuristic("longest text", "all facts", _tokens),
-        Heuristic("shortest text", "all facts", _negate(_tokens)),
-        Heuristic("most digits", "all facts", _digits),
-        Heuristic("fewest digits", "all facts", _negate(_digits)),
-        Heuristic("first fact of the task", "all facts", _first_fact(seed)),
-        *(Heuristic(f"option in position {i + 1}", "none", _position(i)) for i in range(3)),
-        Heuristic("most positive irrelevant facts (VADER)", "irrelevant facts", irrelevant),
-        Heuristic(
-            "most negative irrelevant facts (VADER)", "irrelevant facts", _negate(irrelevant)
+        *counts,
+        Reader("first fact of the task", "task order", _task_end(seed, 0)),
+        Reader("last fact of the task", "task order", _task_end(seed, -1)),
+        *(Reader(f"option in position {i + 1}", "none", _position(i)) for i in range(3)),
+        Reader(
+            "naive Bayes, word 1-2-grams (leave one domain out)",
+            "option texts",
+            fit=_text_classifier(_naive_bayes),
         ),
-        Heuristic("most positive facts (VADER)", "all facts", everything, thresholded=False),
-        Heuristic(
-            "most negative facts (VADER)", "all facts", _negate(everything), thresholded=False
+        Reader(
+            "logistic regression, word 1-2-grams (leave one domain out)",
+            "option texts",
+            fit=_text_classifier(_logistic_ngrams),
         ),
+        Reader(
+            "logistic regression, structural counts (leave one domain out)",
+            "option texts",
+            fit=_structure_classifier,
+        ),
+        Reader("most positive facts (VADER)", "option texts", tone, thresholded=False),
+        Reader("most negative facts (VADER)", "option texts", _negate(tone), thresholded=False),
     )
 
 
@@ -157,7 +353,7 @@ def wilson_interval(
 
 @dataclass(frozen=True)
 class AuditReport:
-    """One row per heuristic (see :func:`audit`); ``ok`` if no thresholded one fails."""
+    """One row per reader (see :func:`audit`); ``ok`` if no thresholded one fails."""
 
     table: pd.DataFrame
     n_templates: int
@@ -170,36 +366,47 @@ class AuditReport:
     def ok(self) -> bool:
         return self.failures.empty
 
+    def best(self) -> pd.Series:
+        """The thresholded reader with the highest accuracy above its chance level."""
+        thresholded = self.table[self.table["thresholded"]]
+        return thresholded.loc[thresholded["above_chance"].idxmax()]
+
+
+def reader_scores(reader: Reader, templates: Sequence[Template]) -> list[dict[str, float] | None]:
+    """The reader's scores per template (None where it cannot score one)."""
+    if reader.fit is not None:
+        return leave_one_domain_out(reader.fit, templates)
+    return [reader.scores(t) for t in templates]
+
 
 def audit(templates: Sequence[Template], seed: int = DEFAULT_SEED) -> AuditReport:
-    """Run every heuristic over the main (non-pilot) templates of ``templates``."""
+    """Run every reader over the main (non-pilot) templates of ``templates``."""
     main = [t for t in templates if not t.pilot]
     if not main:
         raise ValueError("the cue audit needs at least one main (non-pilot) template")
     rows = []
-    for h in heuristics(seed):
-        # a template where the rule has no candidate (no irrelevant facts at all) is skipped
-        scored = [(s, t) for t in main if (s := h.scores(t))]
+    for reader in readers(seed):
+        scored = [(s, t) for s, t in zip(reader_scores(reader, main), main, strict=True) if s]
         n = len(scored)
         if not n:
-            continue
+            continue  # a classifier on a single domain has nothing to train on
         hits = sum(credit(s, t.correct) for s, t in scored)
-        chance = sum(1 / len(s) for s, _ in scored) / n
+        chance = sum(1 / len(t.options) for _, t in scored) / n
         accuracy = hits / n
         low, high = wilson_interval(hits, n)
         above = accuracy - chance
         rows.append(
             {
-                "heuristic": h.name,
-                "reads": h.facts,
+                "heuristic": reader.name,
+                "reads": reader.reads,
                 "n": n,
                 "accuracy": accuracy,
                 "ci_low": low,
                 "ci_high": high,
                 "chance": chance,
                 "above_chance": above,
-                "thresholded": h.thresholded,
-                "passes": (above <= MAX_ABOVE_CHANCE) if h.thresholded else True,
+                "thresholded": reader.thresholded,
+                "passes": (above <= MAX_ABOVE_CHANCE + 1e-12) if reader.thresholded else True,
             }
         )
     return AuditReport(table=pd.DataFrame(rows), n_templates=len(main))
@@ -210,7 +417,7 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
     t = report.table
     return pd.DataFrame(
         {
-            "heuristic": t["heuristic"],
+            "reader": t["heuristic"],
             "reads": t["reads"],
             "accuracy %": (100 * t["accuracy"]).round(1),
             f"{CONFIDENCE:.0%} CI": [
@@ -228,15 +435,15 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
 
 
 def format_audit(report: AuditReport) -> str:
-    """The audit as text: the table and a summary line naming the failing heuristics."""
+    """The audit as text: the table and a summary line naming the failing readers."""
     lines = [
-        f"cue audit over {report.n_templates} main templates (fail: more than "
-        f"{100 * MAX_ABOVE_CHANCE:.0f} points above chance; ties score 1/k)",
+        f"cue audit over {report.n_templates} main templates: role-blind readers (fail: more "
+        f"than {100 * MAX_ABOVE_CHANCE:.0f} points above chance; ties score 1/k)",
         audit_table(report).to_string(index=False),
     ]
     if report.ok:
         lines.append(
-            "\naudit OK: no meaning-free heuristic is more than "
+            "\naudit OK: no role-blind reader is more than "
             f"{100 * MAX_ABOVE_CHANCE:.0f} points above chance"
         )
     else:

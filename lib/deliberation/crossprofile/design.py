@@ -1,18 +1,21 @@
-"""The bank-v2 balance design (issue 10): the rules that keep a template's surface from
-giving its answer away. Why each rule exists, with the numbers, is in ``templates/README.md``.
+"""The bank-v3 balance design (issues 10 and 23): the rules that keep a template's structure
+from giving its answer away. Why each rule exists, with the numbers, is in ``templates/README.md``.
 
 Names: **C** the correct option, **X** the wrong option with two decoys, **Y** the wrong
 option with one decoy. The format's score rule (+2 / 0 / 0) with decoys placed 2 + 1 forces
 support facts 2 on C (+1), 2 on X (-1), 1 on Y (-1), so the evidence names C 2 times, X 4 and
-Y 2; irrelevant facts placed **2 on C, 0 on X, 2 on Y** make every option named by exactly 4
-of the 12 facts (balanced naming follows from the score rule plus this placement).
+Y 2. Bank v2 then put the irrelevant facts 2 on C, 0 on X, 2 on Y in every template, so every
+option was named 4 times but the option without off-topic facts was never correct, and a text
+classifier found the key by counting off-topic facts. Bank v3 varies the irrelevant placement
+across templates (layouts C/X/Y 0/3/1, 1/3/0, 2/0/2, 3/0/1), so that no count of facts, of
+names or of off-topic facts points at C.
 
 Per template (checked only once the answer key holds, since C, X and Y are defined by it):
-decoys 2 + 1; irrelevant placement 2 / 0 / 2; a decoy and a support fact on the same option
-never share a criterion (a support fact there would rebut the decoy); the options' total fact
-tokens differ by at most 10% of their mean (longest minus shortest). Over the bank's main
-templates: C's summed irrelevant tone is -2, 0 and +2 each in a third of them, within
-:data:`TONE_SHARE_TOLERANCE`.
+decoys 2 + 1; a decoy and a support fact on the same option never share a criterion (a support
+fact there would rebut the decoy). Over the bank's main templates (:func:`check_bank_design`):
+C carries a third of the irrelevant facts; the option with the most (fewest) irrelevant facts
+is C in a third of the templates; the option whose irrelevant facts sum to the best (worst)
+tone is C in a third of them (ties count 1/k, as in the cue audit).
 """
 
 from __future__ import annotations
@@ -24,16 +27,14 @@ from dataclasses import dataclass
 from deliberation.crossprofile.errors import Violation
 from deliberation.crossprofile.schema import ROLE_COUNTS, Template
 from deliberation.crossprofile.scoring import score_options
-from deliberation.tokens import count_tokens
 
 DECOYS_ON_X, DECOYS_ON_Y = 2, 1
-IRRELEVANT_ON = {"C": 2, "X": 0, "Y": 2}
-# (longest - shortest) option token total, as a share of the mean of the three totals.
-MAX_TOKEN_SPREAD = 0.10
-TONE_SUMS = (-2, 0, 2)
-# Each C tone sum may hold 1/3 +- 1/20 of the main templates (17-23 of 60): an imbalance that
-# small lets a tone rule gain at most 5 points, half the cue audit's 10-point bar.
-TONE_SHARE_TOLERANCE = (1, 20)
+# Each bank-level share may be 1/3 +- this: an imbalance that small lets a rule built on it
+# gain at most 5 points, half the cue audit's 10-point bar.
+SHARE_TOLERANCE = 1 / 20
+# The option with the most / fewest irrelevant facts may be C in 1/3 +- this: a role-blind
+# reader sees these counts only through the texts, so the bar is the audit's own.
+COUNT_TOLERANCE = 1 / 10
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,6 @@ class OptionRoles:
 
     def label(self, option: str) -> str:
         return {self.correct: "C", self.two_decoy: "X", self.one_decoy: "Y"}[option]
-
-    @property
-    def with_irrelevant_facts(self) -> tuple[str, str]:
-        """The options that carry irrelevant facts by design (C and Y)."""
-        return (self.correct, self.one_decoy)
 
 
 def option_roles(t: Template) -> OptionRoles | None:
@@ -75,59 +71,24 @@ def _key_holds(t: Template) -> bool:
     return scores == {o: 2 if o == t.correct else 0 for o in t.options}
 
 
-def option_tokens(t: Template) -> dict[str, int]:
-    """Total tokens (``deliberation.tokens``) of the facts about each option."""
-    totals = dict.fromkeys(t.options, 0)
-    for f in t.facts:
-        if f.option in totals:
-            totals[f.option] += count_tokens(f.text)
-    return totals
-
-
 def check_design(t: Template, file: str) -> list[Violation]:
     """The per-template balance rules; empty until the format's 5/3/4 roles and the answer key
     (+2 / 0 / 0) hold, since they are defined relative to them and would only repeat a broken
-    key. Token balance is checked once the placement gives every option 4 facts."""
+    key."""
     if not _key_holds(t):
         return []
-    out: list[Violation] = []
-    roles = option_roles(t)
-    if roles is None:
+    if option_roles(t) is None:
         decoys = Counter(f.option for f in t.facts if f.role == "decoy")
         found = " + ".join(f"{decoys[o]} on {o!r}" for o in t.wrong_options)
-        out.append(
+        return [
             Violation(
                 file,
                 "facts",
                 f"decoys must be placed {DECOYS_ON_X} + {DECOYS_ON_Y} on the two wrong "
                 f"options; found {found}",
             )
-        )
-        return out
-    placement = _check_irrelevant_placement(t, file, roles)
-    out += placement + _check_rebuttal(t, file)
-    if not placement:  # with 4 facts per option; otherwise the placement is the problem
-        out += _check_token_balance(t, file)
-    return out
-
-
-def _check_irrelevant_placement(t: Template, file: str, roles: OptionRoles) -> list[Violation]:
-    on = {o: [f.id for f in t.facts if f.role == "irrelevant" and f.option == o] for o in t.options}
-    want = {o: IRRELEVANT_ON[roles.label(o)] for o in t.options}
-    if all(len(on[o]) == want[o] for o in t.options):
-        return []
-    found = ", ".join(
-        f"{roles.label(o)} {o!r} {len(on[o])} ({', '.join(on[o]) or 'none'})" for o in t.options
-    )
-    return [
-        Violation(
-            file,
-            "facts",
-            f"irrelevant facts must be placed 2 on the correct option {roles.correct!r}, 0 on "
-            f"the two-decoy option {roles.two_decoy!r} and 2 on the one-decoy option "
-            f"{roles.one_decoy!r}, so that every option is named by 4 facts; found {found}",
-        )
-    ]
+        ]
+    return _check_rebuttal(t, file)
 
 
 def _check_rebuttal(t: Template, file: str) -> list[Violation]:
@@ -151,26 +112,87 @@ def _check_rebuttal(t: Template, file: str) -> list[Violation]:
     return out
 
 
-def token_spread(totals: dict[str, int]) -> float:
-    """(longest - shortest) of the options' token totals, as a share of their mean."""
-    mean = sum(totals.values()) / len(totals)
-    return (max(totals.values()) - min(totals.values())) / mean if mean else 0.0
+def irrelevant_layout(t: Template) -> tuple[int, int, int] | None:
+    """How many irrelevant facts sit on C, X and Y (None when C, X, Y are undefined)."""
+    roles = option_roles(t)
+    if roles is None:
+        return None
+    on = Counter(f.option for f in t.facts if f.role == "irrelevant")
+    return (on[roles.correct], on[roles.two_decoy], on[roles.one_decoy])
 
 
-def _check_token_balance(t: Template, file: str) -> list[Violation]:
-    totals = option_tokens(t)
-    spread = token_spread(totals)
-    if spread <= MAX_TOKEN_SPREAD:
-        return []
-    shown = ", ".join(f"{o} {n}" for o, n in totals.items())
-    return [
-        Violation(
-            file,
-            "facts",
-            f"the options' total fact lengths differ by {spread:.1%} of their mean (limit "
-            f"{MAX_TOKEN_SPREAD:.0%}), so length points at an option; tokens: {shown}",
+def layout_counts(templates: Sequence[Template]) -> dict[tuple[int, int, int], int]:
+    """How many of ``templates`` use each irrelevant layout (C, X, Y)."""
+    counts = Counter(x for t in templates if (x := irrelevant_layout(t)) is not None)
+    return dict(sorted(counts.items()))
+
+
+def _credit(values: dict[str, float], correct: str) -> float:
+    top = max(values.values())
+    tied = [o for o, v in values.items() if v == top]
+    return 1 / len(tied) if correct in tied else 0.0
+
+
+def _irrelevant_sum(t: Template, value) -> dict[str, float]:  # noqa: ANN001
+    out = dict.fromkeys(t.options, 0.0)
+    for f in t.facts:
+        if f.role == "irrelevant" and f.option in out:
+            out[f.option] += value(f)
+    return out
+
+
+def bank_design_shares(templates: Sequence[Template]) -> dict[str, float]:
+    """The bank-level shares :func:`check_bank_design` bounds (main templates whose key holds)."""
+    main = [t for t in templates if not t.pilot and _key_holds(t)]
+    if not main:
+        return {}
+    n = len(main)
+    counts = [_irrelevant_sum(t, lambda f: 1) for t in main]
+    tones = [_irrelevant_sum(t, lambda f: f.tone) for t in main]
+    neg = lambda d: {o: -v for o, v in d.items()}  # noqa: E731
+    total = sum(sum(c.values()) for c in counts)
+    return {
+        "irrelevant facts on the correct option": sum(
+            c[t.correct] for c, t in zip(counts, main, strict=True)
         )
-    ]
+        / total,
+        "most irrelevant facts on the correct option": sum(
+            _credit(c, t.correct) for c, t in zip(counts, main, strict=True)
+        )
+        / n,
+        "fewest irrelevant facts on the correct option": sum(
+            _credit(neg(c), t.correct) for c, t in zip(counts, main, strict=True)
+        )
+        / n,
+        "best irrelevant tone on the correct option": sum(
+            _credit(s, t.correct) for s, t in zip(tones, main, strict=True)
+        )
+        / n,
+        "worst irrelevant tone on the correct option": sum(
+            _credit(neg(s), t.correct) for s, t in zip(tones, main, strict=True)
+        )
+        / n,
+    }
+
+
+def check_bank_design(templates: Sequence[Template], where: str) -> list[Violation]:
+    """Across the main templates, the correct option carries a third of the irrelevant facts,
+    is the option with the most (fewest) of them in a third of the templates, and the option
+    whose irrelevant facts sound best (worst) in a third: neither the placement nor the tone
+    of off-topic facts says which option is correct."""
+    out = []
+    for name, share in bank_design_shares(templates).items():
+        tolerance = COUNT_TOLERANCE if name.startswith(("most", "fewest")) else SHARE_TOLERANCE
+        if abs(share - 1 / 3) > tolerance + 1e-12:
+            out.append(
+                Violation(
+                    where,
+                    "bank.layout" if "facts" in name else "bank.tone",
+                    f"{name}: {share:.1%} of the main templates; must be 1/3 +- "
+                    f"{tolerance:.0%} so that it says nothing about the key",
+                )
+            )
+    return out
 
 
 def correct_irrelevant_tone(t: Template) -> int:
@@ -181,32 +203,4 @@ def correct_irrelevant_tone(t: Template) -> int:
 def tone_sum_counts(templates: Sequence[Template]) -> dict[int, int]:
     """How many of ``templates`` have each summed irrelevant tone on the correct option."""
     counts = Counter(correct_irrelevant_tone(t) for t in templates)
-    return {s: counts[s] for s in sorted({*TONE_SUMS, *counts})}
-
-
-def check_tone_balance(templates: Sequence[Template], where: str) -> list[Violation]:
-    """Across the main templates, C's summed irrelevant tone is -2, 0 and +2 about equally
-    often (each 1/3 +- 1/20 of them), so tone says nothing about which option is correct."""
-    main = [t for t in templates if not t.pilot]
-    n = len(main)
-    if not n:
-        return []
-    counts = tone_sum_counts(main)
-    num, den = TONE_SHARE_TOLERANCE
-    # |count/n - 1/3| <= num/den, in integers: |3 den count - den n| <= 3 num n
-    bad = {
-        s: c
-        for s, c in counts.items()
-        if s not in TONE_SUMS or abs(3 * den * c - den * n) > 3 * num * n
-    }
-    if not bad:
-        return []
-    shown = ", ".join(f"{s:+d}: {c}" for s, c in counts.items())
-    return [
-        Violation(
-            where,
-            "bank.tone",
-            f"the correct option's summed irrelevant tone must be -2, 0 and +2 each in a third "
-            f"(+- {num}/{den}) of the {n} main templates; found {shown}",
-        )
-    ]
+    return dict(sorted(counts.items()))

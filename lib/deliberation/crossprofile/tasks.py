@@ -8,15 +8,18 @@ irrelevant), which put the correct option first in 43 of 60 old templates. The o
 on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
 read the same sequence and differ only in who holds what (a paired design, like the holders).
 
-The first fact names the correct option in exactly a third of the main templates, for every
-seed: main template ``<domain>-0k`` has the slot 5 x (domain index) + k - 1 (0..59); a
-permutation of the 60 slots drawn from the seed alone gives each template a number, and the
-templates whose number is divisible by 3 (20 of 60) open with a fact on the correct option,
-the others with a fact on a wrong option. A plain uniform shuffle would give a third only on
-average: over 60 templates its share swings by +-6 points from seed to seed, enough to fail
-the cue audit's 10-point bar at some seeds. Which fact opens (among those allowed) and the
-order of the other eleven are uniform draws from (template id, seed). Pilot templates (and
-any id outside the main scheme) open with the correct option with probability 1/3.
+The first and the last fact each name the correct option in exactly a third of the main
+templates, for every seed: main template ``<domain>-0k`` has the slot 5 x (domain index) + k - 1
+(0..59); a permutation of the 60 slots drawn from the seed alone gives each template a number,
+and the templates whose number is divisible by 3 (20 of 60) open with a fact on the correct
+option, the others with a fact on a wrong option. A second, independent permutation does the
+same for the closing fact (a reader that trusts the last word is as uninformed as one that
+trusts the first). A plain uniform shuffle would give a third only on average: over 60
+templates its share swings by +-6 points from seed to seed (the last fact named the key in
+46.7% of the v2 templates at seed 0), enough to fail the cue audit's 10-point bar. Which fact
+opens and which closes (among those allowed) and the order of the other ten are uniform draws
+from (template id, seed). Pilot templates (and any id outside the main scheme) open and close
+with the correct option with probability 1/3 each.
 
 Options are presented in the template's order; the bank balances the position of the
 correct option across templates (the cue audit checks it). Ids are
@@ -166,30 +169,47 @@ def fact_order_rng(*parts: object) -> np.random.Generator:
     return np.random.default_rng(stable_seed("crossprofile-fact-order", *parts))
 
 
+def _on_correct(template: Template, seed: int, end: str) -> bool:
+    """Whether the task's ``end`` ("opens" or "closes") fact is about the correct option."""
+    slot = main_slot(template.id, template.domain)
+    if slot is None:
+        return bool(fact_order_rng(template.id, seed, end).random() < 1 / 3)
+    # the opening permutation keeps its v2 seed parts, so first facts are unchanged
+    parts = ("main-slots", seed) if end == "opens" else ("main-slots", seed, end)
+    numbers = fact_order_rng(*parts).permutation(N_MAIN_SLOTS)
+    return int(numbers[slot]) % 3 == 0
+
+
 def opens_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
     """Whether the task's first fact is about the correct option (see the module docstring:
     exactly a third of the main templates for every seed)."""
-    slot = main_slot(template.id, template.domain)
-    if slot is None:
-        return bool(fact_order_rng(template.id, seed, "opens").random() < 1 / 3)
-    numbers = fact_order_rng("main-slots", seed).permutation(N_MAIN_SLOTS)
-    return int(numbers[slot]) % 3 == 0
+    return _on_correct(template, seed, "opens")
+
+
+def closes_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
+    """Whether the task's last fact is about the correct option (a third of the main
+    templates for every seed, drawn independently of the first)."""
+    return _on_correct(template, seed, "closes")
 
 
 def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[int, ...]:
     """Indices into ``template.facts`` in the order a task presents them, the same for every
-    ownership variant: a first fact on the correct option or not (:func:`opens_with_correct`),
-    drawn uniformly among those facts, then the other facts uniformly shuffled."""
+    ownership variant: a first and a last fact on the correct option or not
+    (:func:`opens_with_correct`, :func:`closes_with_correct`), each drawn uniformly among
+    those facts, and the other facts uniformly shuffled between them."""
     rng = fact_order_rng(template.id, seed)
-    on_correct = opens_with_correct(template, seed)
-    allowed = [
-        i for i, f in enumerate(template.facts) if (f.option == template.correct) == on_correct
-    ]
-    if not allowed:  # a template without such facts (never in a verified bank)
-        allowed = list(range(len(template.facts)))
-    first = allowed[int(rng.integers(len(allowed)))]
-    rest = [i for i in range(len(template.facts)) if i != first]
-    return (first, *(rest[int(i)] for i in rng.permutation(len(rest))))
+    indices = list(range(len(template.facts)))
+
+    def pick(on_correct: bool, taken: tuple[int, ...]) -> int:
+        free = [i for i in indices if i not in taken]
+        allowed = [i for i in free if (template.facts[i].option == template.correct) == on_correct]
+        allowed = allowed or free  # a template without such facts (never in a verified bank)
+        return allowed[int(rng.integers(len(allowed)))]
+
+    first = pick(opens_with_correct(template, seed), ())
+    last = pick(closes_with_correct(template, seed), (first,))
+    middle = [i for i in indices if i not in (first, last)]
+    return (first, *(middle[int(i)] for i in rng.permutation(len(middle))), last)
 
 
 def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED) -> Task:
