@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from deliberation import __version__, paths
-from deliberation.atomic import write_file_set
+from deliberation.atomic import atomic_write_text, write_file_set
+from deliberation.inference.failures import FailedCall, incomplete_note, logged_failures
 from deliberation.params import Profile
 
 SYNTHETIC_LABEL = "synthetic (sim backend)"
@@ -55,10 +56,19 @@ def output_label(profile: Profile, *, uses_model: bool = True) -> str:
 
 
 def label_caption(caption: str, profile: Profile, *, uses_model: bool = True) -> str:
-    """Captions of sim-made outputs carry the synthetic label; no exceptions."""
+    """Captions of sim-made outputs carry the synthetic label; no exceptions. An output made
+    while model calls of its notebook had failed (``make paper`` logs them) says it is
+    incomplete, first."""
+    if uses_model:
+        caption = incomplete_note(logged_failures()) + caption
     if uses_model and profile.synthetic:
         return f"{caption} [{SYNTHETIC_LABEL}]"
     return caption
+
+
+def incomplete_record(calls: list[FailedCall]) -> dict[str, Any]:
+    """The sidecar's ``incomplete`` entry: how many calls failed, and the first error."""
+    return {"failed_calls": len(calls), "first_error": calls[0].line()}
 
 
 def provenance_record(
@@ -72,7 +82,9 @@ def provenance_record(
     """The sidecar's content; ``files`` maps each output's name to the path to hash (the
     temporary file while a set is being written)."""
     commit, dirty = git_state()
-    return {
+    failed = logged_failures() if uses_model else []
+    record: dict[str, Any] = {"incomplete": incomplete_record(failed)} if failed else {}
+    return record | {
         "profile": profile.name,
         "backend": profile.backend,
         "model": profile.model,
@@ -138,3 +150,15 @@ def check_output_set(sidecar: Path) -> list[str]:
         elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             problems.append(f"{path}: differs from the hash in {sidecar.name}")
     return problems
+
+
+def mark_incomplete(sidecar: Path, calls: list[FailedCall]) -> bool:
+    """Mark an output made by a notebook whose run had failed calls as incomplete (its caption
+    and an ``incomplete`` entry), when it is not marked yet; True when it changed."""
+    record = json.loads(sidecar.read_text(encoding="utf-8"))
+    if "incomplete" in record or not calls or not record.get("uses_model", True):
+        return False
+    record["incomplete"] = incomplete_record(calls)
+    record["caption"] = incomplete_note(calls) + str(record.get("caption", ""))
+    atomic_write_text(sidecar, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return True

@@ -56,10 +56,16 @@ def accuracy_table(
 ) -> pd.DataFrame:
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
     with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
-    wrong and are counted in ``invalid``."""
+    wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
+    neither numerator nor denominator; when there are any, a ``failed`` column counts them."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
+    failed_mask = rows["valid"].isna()
+    failed = rows[failed_mask].groupby(by, sort=False, dropna=False).size()
+    rows = rows[~failed_mask]
+    if rows.empty:
+        raise ValueError(f"accuracy_table: every one of {int(failed_mask.sum())} rows failed")
     combos = list(dict.fromkeys(rows[by].itertuples(index=False, name=None)))
     statistics = {
         str(i): mean_of("correct", dict(zip(by, combo, strict=True)))
@@ -83,6 +89,8 @@ def accuracy_table(
                 "invalid": int(invalid[key]),
             }
         )
+        if failed_mask.any():
+            out[-1]["failed"] = int(failed.get(key, 0))
     return pd.DataFrame(out)
 
 
