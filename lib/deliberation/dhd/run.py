@@ -99,9 +99,31 @@ class DHDResults:
                 f"{p.recruiter_failures}, call failures {p.call_failures}, replies that did not "
                 f"parse {p.parse_failures} (kept as they came back)"
             )
+            if p.failed_pools:
+                out.append(
+                    f"FAILED pools: {p.failed_pools} hold a failed call; not stored, and none of"
+                    " their replays was run (the next run sends their failed calls)"
+                )
         invalid = int((self.replays["valid"] == 0).sum()) if len(self.replays) else 0
         out.append(f"integrator calls: {len(self.replays)}, operational failures: {invalid}")
         return out
+
+    def headline(self) -> pd.DataFrame:
+        """Accuracy (%) by replay arm over the graded rows, with the failed (operational:
+        no usable reply, or a grade that could not be decided) count beside it."""
+        table = []
+        for arm, group in self.replays.groupby("arm", sort=False):
+            graded = group[group["valid"] == 1]
+            accuracy = 100 * graded["correct"].astype(float).mean() if len(graded) else float("nan")
+            table.append(
+                {
+                    "arm": arm,
+                    "rows": len(group),
+                    "accuracy": round(accuracy, 1),
+                    "failed": int((group["valid"] == 0).sum()),
+                }
+            )
+        return pd.DataFrame(table, columns=["arm", "rows", "accuracy", "failed"])
 
 
 def run_dhd(
@@ -125,7 +147,10 @@ def run_dhd(
     store = PoolStore(pool_dir)
     calls: list[StageCounts] = []
     pools, counts = build_pools(client, profile, problems, store, calls)
-    usable: dict[str, Pool] = {k: p for k, p in pools.items() if p.recruiter_error is None}
+    # A pool with a failed call is failed, and so is every replay over it: none is run.
+    usable: dict[str, Pool] = {
+        k: p for k, p in pools.items() if p.recruiter_error is None and not p.failed_calls
+    }
     proposals = proposal_rows(by_id, pools)
     frames: list[pd.DataFrame] = [pd.DataFrame(columns=REPLAY_COLUMNS)]
     if "replay" in stages:
