@@ -41,17 +41,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Run, write both row files, print the counts; exit 3 when any call failed."""
+    from deliberation.inference import open_run
+    from deliberation.inference.failures import EXIT_FAILED_CALLS
     from deliberation.memory_runs.runs import write_rows
     from deliberation.natural_runs.runs import run_from_profile
     from deliberation.params import load_profile
 
-    profile = load_profile(args.profile)
+    # open_run: a run against a serve-sim endpoint is labelled synthetic whatever the profile.
+    profile, client = open_run(
+        load_profile(args.profile), cache_file=args.cache, progress=not args.no_progress
+    )
     try:
         result = run_from_profile(
             profile,
             benchmarks=parse_list(args.benchmarks),
             limit=args.limit,
-            cache_file=args.cache,
+            client=client,
             progress=not args.no_progress,
         )
     except (KeyError, ValueError) as error:
@@ -63,4 +69,10 @@ def run_command(args: argparse.Namespace) -> int:
     for line in result.lines():
         print(line)
     print(f"{len(result.rows)} rows -> {args.out}; {len(result.disclosure)} -> {disclosure_out}")
+    failures = client.failed.lines("deliberation run natural")
+    if failures:
+        print("")
+        for line in failures:
+            print(line)
+        return EXIT_FAILED_CALLS
     return 0
