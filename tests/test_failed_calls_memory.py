@@ -18,7 +18,7 @@ from deliberation.inference.client import CachedClient
 from deliberation.inference.failures import EXIT_FAILED_CALLS
 from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.memory_runs import run_from_profile
-from deliberation.paper1.accuracy import accuracy_table
+from deliberation.paper1.accuracy import accuracy_table, differences
 
 FAST = {"timeout_s": 10.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 1}
 GRID = {"policies": ("R1", "B3", "R1-rel"), "budgets": (0.6,), "tags": ("keep",), "item_limit": 0}
@@ -123,6 +123,11 @@ def test_failed_decision_calls_are_not_counted_and_are_retried_alone(tmp_path) -
         r1 = rows[(rows["policy"] == "R1") & ~failed]
         got = table.loc[table["policy"] == "R1", "accuracy"].item()
         assert got == pytest.approx(100 * r1["correct"].astype(float).mean())
+        # Differences leave failed rows out too (as if they were never there).
+        pair = [("R1", "B3")]
+        assert differences(rows, pair, n_resamples=50).equals(
+            differences(rows[~failed], pair, n_resamples=50)
+        )
         failed_keys = set(rows.loc[failed, "key"])
 
         server.fail_stages()

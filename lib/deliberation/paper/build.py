@@ -365,6 +365,9 @@ def build_paper(
         except NotebookFailed as failure:
             result.failed = failure
             out(f"FAILED: {failure}")
+            calls = read_log(log_file)
+            if calls:
+                out(f"  (before it, {len(calls)} model calls failed; first: {calls[0].line()})")
             break
         calls = read_log(log_file)
         if calls:

@@ -31,6 +31,12 @@ def percent_interval(
     return {column: row[column] for column in columns}
 
 
+def answered(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` without the failed ones (``valid`` empty: no usable reply), which no accuracy,
+    difference or model counts; :func:`accuracy_table` reports how many there were."""
+    return rows[rows["valid"].notna()] if "valid" in rows else rows
+
+
 def capacity_label(budget: float | None, item_limit: int | None) -> str:
     if budget is not None and not pd.isna(budget):
         return f"r={float(budget):g}"
@@ -105,7 +111,9 @@ def differences(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Policy a minus policy b (points) for each pair, on ``rows`` (averaged with equal weight
-    over the cells of ``average_over``), bootstrapped together over ``cluster``."""
+    over the cells of ``average_over``), bootstrapped together over ``cluster``; failed rows
+    are left out."""
+    rows = answered(rows)
     statistics = {
         f"{a} - {b}": difference_statistic(rows, a, b, average_over=average_over)
         for a, b in comparisons

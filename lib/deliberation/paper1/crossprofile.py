@@ -11,6 +11,7 @@ from deliberation.crossprofile import CLASSIC
 from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.paper1.accuracy import (
     accuracy_table,
+    answered,
     cue_baseline,
     differences,
     percent_interval,
@@ -58,7 +59,9 @@ def policy_accuracy(
 
 def h1_h3_table(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
     """H1-H3 (Holm-adjusted together) and the secondary H1s, in points, from a results frame
-    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads)."""
+    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads); failed
+    rows are left out."""
+    rows = answered(rows)
     fixed = fixed_count_rows(rows)
     tests = preregistered_tests(
         primary_rows(rows),
