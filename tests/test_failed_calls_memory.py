@@ -189,3 +189,44 @@ def test_run_over_serve_sim_is_labelled_synthetic_and_counts_what_was_sent(tmp_p
     assert "key" not in rows and (rows["gold"] != "").all()
     assert (rows["outcome"] == "answered").all()
     assert "accuracy (%) by policy and budget" in first
+
+
+def test_stage_counts_say_what_was_sent_and_answered_after_the_fact(tmp_path) -> None:
+    """ "sent" is counted after the batch: a stage whose every call failed sent (and got
+    answered) nothing, and says how many failed."""
+    from serve_sim_fixture import arithmetic_requests
+
+    from deliberation.runs import StageCounts, send
+
+    with failing_server() as server:
+        profile = openai_profile(server.base_url, **FAST)
+        client = CachedClient(
+            OpenAIBackend.from_profile(profile),
+            ResponseCache(tmp_path / "c.sqlite"),
+            profile=profile.name,
+            progress=False,
+        )
+        counts: list[StageCounts] = []
+        server.fail = lambda stage, body: "What is 1 +" not in body["messages"][-1]["content"]
+        send(client, arithmetic_requests(4), "smoke.arithmetic", counts)
+        server.fail = lambda stage, body: False
+        send(client, arithmetic_requests(4), "smoke.arithmetic", counts)
+    first, second = counts
+    assert (first.cached, first.sent, first.failed) == (0, 1, 3)
+    assert "1 sent, 3 FAILED" in first.line()
+    assert (second.cached, second.sent, second.failed) == (1, 3, 0)
+    assert "FAILED" not in second.line()
+
+
+def test_run_dhd_exits_3_when_calls_fail(tmp_path, capsys) -> None:
+    with failing_server() as server:
+        server.fail = lambda stage, body: stage == "dhd.hypothesizer"
+        code = main(
+            ["run", "dhd", "--profile", _profile_file(tmp_path, server.base_url),
+             "--benchmarks", "synthetic", "--limit", "2", "--stage", "pool",
+             "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "rows.csv"),
+             "--no-progress"]
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == EXIT_FAILED_CALLS
+    assert "FAILED pools: 2" in out and server.base_url in out
