@@ -42,8 +42,8 @@ def outcome(valid: object) -> str:
 
 def command_rows(
     frame: pd.DataFrame,
-    profile,
-    gold: Mapping[str, str],  # noqa: ANN001
+    profile,  # noqa: ANN001
+    gold: Mapping[str, str],
 ) -> pd.DataFrame:
     """``frame`` as ``deliberation run`` writes it (module docstring)."""
     out = frame.rename(columns={"key": "request_key"})
@@ -55,6 +55,27 @@ def command_rows(
     out.insert(answer_at, "gold", [gold.get(task, "") for task in out["task"]])
     out.insert(list(out.columns).index("valid") + 1, "outcome", [outcome(v) for v in out["valid"]])
     return out
+
+
+def vote_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Natural discussions' votes: accuracy (%) by vote stage over the counted votes (invalid
+    ones count wrong), with the invalid and failed counts."""
+    votes = rows[rows["kind"] == "vote"]
+    votes = votes.assign(outcome=[outcome(v) for v in votes["valid"]])
+    table = []
+    for stage, group in votes.groupby("stage", sort=False):
+        counted = group[group["outcome"] != "failed"]
+        accuracy = 100 * counted["correct"].astype(float).mean() if len(counted) else float("nan")
+        table.append(
+            {
+                "votes": stage,
+                "rows": len(group),
+                "accuracy": "-" if pd.isna(accuracy) else f"{accuracy:.1f}",
+                "invalid": int((group["outcome"] == "invalid").sum()),
+                "failed": int((group["outcome"] == "failed").sum()),
+            }
+        )
+    return pd.DataFrame(table, columns=["votes", "rows", "accuracy", "invalid", "failed"])
 
 
 def summary_table(frame: pd.DataFrame) -> pd.DataFrame:
