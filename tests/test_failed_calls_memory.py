@@ -230,3 +230,15 @@ def test_run_dhd_exits_3_when_calls_fail(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert code == EXIT_FAILED_CALLS
     assert "FAILED pools: 2" in out and server.base_url in out
+
+
+def test_run_dhd_rows_carry_profile_model_gold_outcome_and_a_sidecar(tmp_path, capsys):
+    code = main(["run", "dhd", "--profile", "smoke", "--limit", "2", "--stage", "replay",
+                 "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "dhd.csv"),
+                 "--no-progress"])  # fmt: skip
+    assert code == 0
+    rows = pd.read_csv(tmp_path / "dhd.csv", keep_default_na=False)
+    assert list(rows.columns[:2]) == ["profile", "model"] and "request_key" in rows
+    assert (rows["gold"] != "").all() and set(rows["outcome"]) == {"answered"}
+    assert (tmp_path / "dhd.csv.provenance.json").is_file()
+    assert "accuracy (%) by replay arm" in capsys.readouterr().out

@@ -66,7 +66,7 @@ def run_command(args: argparse.Namespace) -> int:
     except (KeyError, ValueError, DatasetNotFoundError) as error:
         print(f"deliberation run dhd: {error}")
         return 2
-    rows, proposals = write_results(results, args.out)
+    rows, proposals = write_results(results, args.out, profile)
     for line in results.lines():
         print(line)
     if profile.synthetic:

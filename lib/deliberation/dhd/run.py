@@ -222,11 +222,42 @@ def run_profile(
     )
 
 
-def write_results(results: DHDResults, out: str | Path) -> tuple[Path, Path]:
+def write_results(
+    results: DHDResults, out: str | Path, profile: Profile | None = None
+) -> tuple[Path, Path]:
     """The replay rows to ``out`` and the proposal rows beside it (``<stem>_proposals.csv``),
-    each written whole or not at all."""
+    each written whole or not at all. With ``profile`` (``deliberation run dhd``), both carry
+    ``profile`` and ``model`` columns and the cache key as ``request_key``; replay rows also
+    ``gold`` (the item's answer) and ``outcome`` (``answered``, or ``failed``: ``valid`` 0, no
+    usable reply or a grade that could not be decided), with a provenance sidecar
+    (``<out>.provenance.json``)."""
     out = Path(out)
-    proposals = out.with_name(f"{out.stem}_proposals{out.suffix or '.csv'}")
-    for frame, path in ((results.replays, out), (results.proposals, proposals)):
-        atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
-    return out, proposals
+    proposals_out = out.with_name(f"{out.stem}_proposals{out.suffix or '.csv'}")
+    replays, proposals = results.replays, results.proposals
+    if profile is None:
+        for frame, path in ((replays, out), (proposals, proposals_out)):
+            atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+        return out, proposals_out
+    from deliberation.memory_runs.summary import write_command_rows
+
+    model = f"{profile.backend}:{profile.model}"
+    replays = replays.rename(columns={"key": "request_key"})
+    replays.insert(0, "profile", profile.name)
+    replays.insert(1, "model", model)
+    replays.insert(
+        list(replays.columns).index("answer"),
+        "gold",
+        [results.items[p].gold if p in results.items else "" for p in replays["problem"]],
+    )
+    replays.insert(
+        list(replays.columns).index("valid") + 1,
+        "outcome",
+        ["answered" if v == 1 else "failed" for v in replays["valid"]],
+    )
+    proposals = proposals.rename(columns={"key": "request_key"})
+    proposals.insert(0, "profile", profile.name)
+    proposals.insert(1, "model", model)
+    failed = int((replays["outcome"] == "failed").sum())
+    write_command_rows(replays, out, profile, command="run dhd", failed=failed)
+    atomic_write_text(proposals_out, proposals.to_csv(index=False, lineterminator="\n"))
+    return out, proposals_out
