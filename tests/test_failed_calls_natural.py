@@ -92,3 +92,56 @@ def test_a_failed_turn_fails_its_discussion_and_a_rerun_completes_it(tmp_path) -
         assert server.posts[f"{PREFIX}.summary"] == 1
     assert _csv(again.rows) == _csv(clean.rows)
     assert _csv(again.disclosure) == _csv(clean.disclosure)
+
+
+def test_failed_initial_votes_fail_alone_and_are_resent_alone(tmp_path) -> None:
+    """Initial votes are private (no turn reads them): when they fail, only those vote rows
+    fail; the discussion goes on, and a rerun sends exactly the failed votes."""
+    from deliberation.inference.base import ChatResponse
+    from deliberation.inference.sim import SimBackend
+    from deliberation.params import load_profile
+
+    profile = load_profile("smoke")
+    doomed = TASKS[2]
+
+    class Sim(SimBackend):
+        failing = True
+        sent: list[str] = []
+
+        def answer(self, request):
+            self.sent.append(request.stage)
+            if (
+                self.failing
+                and request.stage.endswith("vote.initial")
+                and doomed.description in request.messages[-1].content
+            ):
+                return ChatResponse(text="", error="HTTP 503: overloaded")
+            return super().answer(request)
+
+    def run(backend, cache_file):
+        client = CachedClient(
+            backend, ResponseCache(cache_file), profile=profile.name, progress=False
+        )
+        return run_natural_experiment(
+            "crossprofile", TASKS, profile, client, variants=("plain",), policies=("R1",),
+            progress=False,
+        )  # fmt: skip
+
+    parameters = profile.options.parameters
+    working = Sim(parameters=parameters)
+    working.failing = False
+    clean = run(working, tmp_path / "clean.sqlite")
+    backend = Sim(parameters=parameters)
+    backend.sent = []
+    first = run(backend, tmp_path / "c.sqlite")
+    failed = first.rows["valid"].isna()
+    lost = first.rows[failed]
+    assert len(lost) == 4 and set(lost["stage"]) == {"initial"} and (lost["kind"] == "vote").all()
+    assert (lost["task"] == doomed.id).all() and lost["error"].str.contains("HTTP 503").all()
+    assert not any(d.failed for d in first.discussions)
+    assert "FAILED votes: 4" in " ".join(first.lines())
+    backend.failing = False
+    backend.sent.clear()
+    again = run(backend, tmp_path / "c.sqlite")
+    assert backend.sent == ["natural.crossprofile.vote.initial"] * 4
+    assert _csv(again.rows) == _csv(clean.rows)
