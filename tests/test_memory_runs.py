@@ -136,9 +136,14 @@ def test_failed_calls_are_rows_with_their_error(tasks, tmp_path):
     )
     frame = result.frame
     assert len(frame) == len(tasks) * 3 * 3
-    assert frame["error"].str.startswith("call failed: boom").all()
-    assert frame["error"].str.contains("relevance").all()  # the labelling call failed too
-    assert (frame["valid"] == 0).all()
+    # The relevance call failed, so every R1-rel decision fails with it, unsent: a failed row
+    # (valid empty, never counted), not an invalid answer.
+    assert (
+        frame["error"].str.startswith("input failed, not sent; relevance call failed: boom").all()
+    )
+    assert frame["valid"].isna().all() and frame["correct"].isna().all()
+    assert (frame["key"] == "").all()
+    assert result.report.failed == len(frame) and result.report.invalid == 0
 
 
 def test_hiddenbench_rows(tmp_path):
@@ -176,7 +181,17 @@ def test_cli_writes_rows_and_prints_counts(tmp_path, capsys):
     assert "unique prompts" in printed and "already cached" in printed and "sent" in printed
     assert "synthetic (sim backend)" in printed
     frame = pd.read_csv(out)
-    assert list(frame.columns) == CROSSPROFILE_COLUMNS and len(frame) == 16
+    # The command's rows: the frame's columns (key named request_key), plus profile, model,
+    # gold and outcome; a provenance sidecar beside them; a results table printed.
+    added = {"profile", "model", "gold", "outcome"}
+    assert [c for c in frame.columns if c not in added] == [
+        "request_key" if c == "key" else c for c in CROSSPROFILE_COLUMNS
+    ]
+    assert len(frame) == 16 and (frame["profile"] == "sim").all()
+    assert (frame["outcome"] == "answered").all()
+    assert ((frame["gold"] == frame["answer"]) == (frame["correct"] == 1)).all()
+    assert (tmp_path / "rows.csv.provenance.json").is_file()
+    assert "accuracy (%) by policy and budget" in printed
     assert main(["run", "crossprofile", "--policies", "nope", "--out", str(out)]) == 2
 
 

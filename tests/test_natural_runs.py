@@ -171,9 +171,16 @@ def test_the_command_writes_rows_and_disclosure(tmp_path, capsys):
                  "--no-progress"])  # fmt: skip
     assert code == 0
     rows = pd.read_csv(out, keep_default_na=False)
-    assert list(rows.columns) == ROW_COLUMNS
+    added = {"model", "gold", "outcome"}
+    assert [c for c in rows.columns if c not in added] == [
+        "request_key" if c == "key" else c for c in ROW_COLUMNS
+    ]
+    assert (rows["outcome"] != "failed").all() and (rows["gold"] != "").all()
     assert len(rows[rows["kind"] == "vote"]) == 8 * 2 * 4 * 2
     assert (tmp_path / "rows_disclosure.csv").is_file()
-    assert "synthetic" in capsys.readouterr().out
+    assert (tmp_path / "rows.csv.provenance.json").is_file()
+    printed = capsys.readouterr().out
+    assert "synthetic" in printed and "accuracy (%) by policy and budget" in printed
+    assert "initial" in printed and "final" in printed  # the votes' accuracy
     assert main(["run", "natural", "--profile", "smoke", "--benchmarks", "nope",
                  "--out", str(out)]) == 2  # fmt: skip

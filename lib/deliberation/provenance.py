@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from deliberation import __version__, paths
-from deliberation.atomic import write_file_set
+from deliberation.atomic import atomic_write_text, write_file_set
+from deliberation.inference.failures import FailedCall, incomplete_note, logged_failures
 from deliberation.params import Profile
 
 SYNTHETIC_LABEL = "synthetic (sim backend)"
@@ -94,12 +95,20 @@ def label_caption(
     source: ReleasedSource | None = None,
 ) -> str:
     """Captions of sim-made outputs carry the synthetic label, no exceptions; those of released
-    results name their models and source."""
+    results name their models and source. An output made while model calls of its notebook had
+    failed (``make paper`` logs them) says it is incomplete, first."""
     if source is not None:
         return f"{caption} [{source.label()}]"
+    if uses_model:
+        caption = incomplete_note(logged_failures()) + caption
     if uses_model and profile.synthetic:
         return f"{caption} [{SYNTHETIC_LABEL}]"
     return caption
+
+
+def incomplete_record(calls: list[FailedCall]) -> dict[str, Any]:
+    """The sidecar's ``incomplete`` entry: how many calls failed, and the first error."""
+    return {"failed_calls": len(calls), "first_error": calls[0].line()}
 
 
 def provenance_record(
@@ -124,7 +133,9 @@ def provenance_record(
             "revision": source.commit,
             "source": source.record(),
         }
-    record = {
+    failed = logged_failures() if uses_model else []
+    incomplete: dict[str, Any] = {"incomplete": incomplete_record(failed)} if failed else {}
+    record = incomplete | {
         "profile": profile.name,
         "backend": profile.backend,
         "model": profile.model,
@@ -197,3 +208,15 @@ def check_output_set(sidecar: Path) -> list[str]:
         elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             problems.append(f"{path}: differs from the hash in {sidecar.name}")
     return problems
+
+
+def mark_incomplete(sidecar: Path, calls: list[FailedCall]) -> bool:
+    """Mark an output made by a notebook whose run had failed calls as incomplete (its caption
+    and an ``incomplete`` entry), when it is not marked yet; True when it changed."""
+    record = json.loads(sidecar.read_text(encoding="utf-8"))
+    if "incomplete" in record or not calls or not record.get("uses_model", True):
+        return False
+    record["incomplete"] = incomplete_record(calls)
+    record["caption"] = incomplete_note(calls) + str(record.get("caption", ""))
+    atomic_write_text(sidecar, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return True

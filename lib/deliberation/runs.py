@@ -23,18 +23,21 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StageCounts:
-    """What one stage's batch did: requests built, distinct prompts, already cached, sent."""
+    """What one stage's batch did: requests built, distinct prompts, already cached, and,
+    counted after the fact, sent and answered by this run and failed (no usable reply)."""
 
     stage: str
     built: int
     unique: int
     cached: int
     sent: int
+    failed: int = 0
 
     def line(self) -> str:
+        failed = f", {self.failed} FAILED" if self.failed else ""
         return (
             f"{self.stage}: {self.built} requests built, {self.unique} unique prompts,"
-            f" {self.cached} already cached, {self.sent} sent"
+            f" {self.cached} already cached, {self.sent} sent{failed}"
         )
 
 
@@ -45,14 +48,25 @@ def send(
     counts: list[StageCounts] | None = None,
 ) -> tuple[list[ChatResponse], list[str]]:
     """One stage's batch through the cache (identical prompts sent once); returns the responses
-    and each request's key, and appends the stage's :class:`StageCounts` to ``counts``."""
+    and each request's key, and appends the stage's :class:`StageCounts` to ``counts``.
+    "sent" counts the distinct prompts this run sent and got answered (not those another
+    process sharing the cache answered, nor those that failed)."""
     # A request that cannot be sent fails alone (its key is ""), as in CachedClient.generate.
     maybe_keys, _ = keys_or_failures(client.key, requests)
     keys = [k or "" for k in maybe_keys]
     unique = [k for k in dict.fromkeys(keys) if k]
     cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
     responses = client.generate(requests, desc=stage) if requests else []
-    stage_counts = StageCounts(stage, len(requests), len(unique), cached, len(unique) - cached)
+    first: dict[str, ChatResponse] = {}
+    failed = 0
+    for key, response in zip(keys, responses, strict=True):
+        if not key:
+            failed += 1
+        elif key not in first:
+            first[key] = response
+    answered = sum(r.ok and not r.cached for r in first.values())
+    failed += sum(not r.ok for r in first.values())
+    stage_counts = StageCounts(stage, len(requests), len(unique), cached, answered, failed)
     if counts is not None:
         counts.append(stage_counts)
     # A planning client sends nothing: its counts are the plan's to report, not "sent" lines.

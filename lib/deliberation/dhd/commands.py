@@ -51,6 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
     from deliberation.datasets import DatasetNotFoundError
     from deliberation.dhd.run import run_profile, write_results
     from deliberation.inference import open_run
+    from deliberation.inference.failures import EXIT_FAILED_CALLS
     from deliberation.params import load_profile
 
     profile, client = open_run(
@@ -71,7 +72,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     from deliberation import paths
 
-    rows, proposals = write_results(results, args.out or paths.run_rows(profile.name, "dhd"))
+    out = args.out or paths.run_rows(profile.name, "dhd")
+    rows, proposals = write_results(results, out, profile)
     for line in results.lines():
         print(line)
     if profile.synthetic:
@@ -79,4 +81,14 @@ def run_command(args: argparse.Namespace) -> int:
     print(
         f"{len(results.replays)} replay rows -> {rows}; {len(results.proposals)} proposals -> {proposals}"
     )
+    if len(results.replays):
+        print("\naccuracy (%) by replay arm (failed rows are not counted)")
+        print(results.headline().to_string(index=False))
+    failed_pools = results.pool_counts.failed_pools if results.pool_counts else 0
+    failures = client.failed.lines("deliberation run dhd")
+    if failures or failed_pools:
+        print("")
+        for line in failures or [f"FAILED: {failed_pools} pools hold failed calls"]:
+            print(line)
+        return EXIT_FAILED_CALLS
     return 0

@@ -1,8 +1,11 @@
 """The cached pool: five recruited roles and their hypothesizers' replies, stored once, never edited.
 
 A pool is what every replay reads, so it is frozen the moment it is built: replies are kept as
-they came back (a reply that did not parse is kept with the reason, a failed call with its
-error), and :class:`PoolStore` refuses to overwrite a stored pool with different content. Every
+they came back (a reply that did not parse is kept with the reason), and :class:`PoolStore`
+refuses to overwrite a stored pool with different content. A pool holding a failed call (the
+recruiter's or a hypothesizer's: no usable reply) is not final: it is never stored, every replay
+over it fails, and the next run sends exactly its failed calls (a pool stored with failures by an
+older version is rebuilt the same way). Every
 later stage (replays, repeated replays, masking, selection) reads the stored pool, so all of them
 see the same messages.
 """
@@ -17,6 +20,9 @@ from typing import Any
 
 from deliberation.atomic import atomic_write_text
 from deliberation.dhd.messages import Hypothesis, parse_hypothesis
+
+# How a recruiter_error that is a failed call (not an unusable reply) begins.
+RECRUITER_CALL_FAILED = "recruiter call failed"
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,14 @@ class Pool:
     messages: tuple[PoolMessage, ...]
     recruiter_key: str
     recruiter_error: str | None = None
+
+    @property
+    def failed_calls(self) -> int:
+        """Calls of this pool without a usable reply (the recruiter's, hypothesizers')."""
+        recruiter = self.recruiter_error is not None and self.recruiter_error.startswith(
+            RECRUITER_CALL_FAILED
+        )
+        return int(recruiter) + sum(m.error is not None for m in self.messages)
 
     def to_json(self) -> str:
         payload: dict[str, Any] = {
@@ -138,9 +152,17 @@ class PoolStore:
         return Pool.from_json(path.read_text(encoding="utf-8"), where=str(path))
 
     def put(self, pool: Pool) -> Path:
+        if pool.failed_calls:
+            raise ValueError(
+                f"pool of {pool.problem_id} holds {pool.failed_calls} failed calls: not final,"
+                " never stored"
+            )
         path = self.path(pool.benchmark, pool.problem_id)
         text = pool.to_json()
         if path.exists():
+            stored = Pool.from_json(path.read_text(encoding="utf-8"), where=str(path))
+            if stored.failed_calls:  # stored by an older version with failures: not final
+                return atomic_write_text(path, text)
             if path.read_text(encoding="utf-8") != text:
                 raise PoolExistsError(
                     f"{path}: a different pool is already stored for {pool.problem_id}; pools "

@@ -28,7 +28,13 @@ import pandas as pd
 from deliberation import datasets
 from deliberation.datasets import Item
 from deliberation.dhd import synthetic
-from deliberation.dhd.pool import Pool, PoolStore, Role, message_from_reply
+from deliberation.dhd.pool import (
+    RECRUITER_CALL_FAILED,
+    Pool,
+    PoolStore,
+    Role,
+    message_from_reply,
+)
 from deliberation.dhd.prompts import (
     HYPOTHESIZER_STAGE,
     HYPOTHESIZER_SYSTEM,
@@ -100,7 +106,7 @@ def problem_text(item: Item) -> str:
 def parse_roles(response: ChatResponse) -> tuple[list[Role] | None, str | None]:
     """The recruiter's five roles, or why they cannot be used."""
     if not response.ok:
-        return None, f"recruiter call failed: {response.error}"
+        return None, f"{RECRUITER_CALL_FAILED}: {response.error}"
     payload: Any = response.parsed
     if payload is None:
         try:
@@ -125,6 +131,7 @@ class PoolStageCounts:
     messages: int
     call_failures: int
     parse_failures: int
+    failed_pools: int = 0  # pools holding a failed call: not stored, not replayed
 
 
 def build_pools(
@@ -139,7 +146,7 @@ def build_pools(
     todo = []
     for item in items:
         stored = store.get(item.benchmark, item.id)
-        if stored is not None:
+        if stored is not None and not stored.failed_calls:
             pools[item.id] = stored
         else:
             todo.append(item)
@@ -176,8 +183,12 @@ def build_pools(
             key, response = next(hyp_responses)
             messages.append(message_from_reply(index, role, response.text, key, response.error))
         pool = Pool(item.id, item.benchmark, tuple(messages), recruiter_key, error)
-        store.put(pool)
+        if not pool.failed_calls:  # a pool with a failed call is not final: never stored
+            store.put(pool)
         pools[item.id] = pool
+    # In the items' order, however many were stored before (a resumed run's rows equal a fresh
+    # run's).
+    pools = {item.id: pools[item.id] for item in items}
     all_messages = [m for p in pools.values() for m in p.messages]
     counts = PoolStageCounts(
         problems=len(pools),
@@ -185,6 +196,7 @@ def build_pools(
         messages=len(all_messages),
         call_failures=sum(m.error is not None for m in all_messages),
         parse_failures=sum(m.parse_error is not None for m in all_messages),
+        failed_pools=sum(bool(p.failed_calls) for p in pools.values()),
     )
     return pools, counts
 

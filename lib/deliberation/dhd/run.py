@@ -100,9 +100,31 @@ class DHDResults:
                 f"{p.recruiter_failures}, call failures {p.call_failures}, replies that did not "
                 f"parse {p.parse_failures} (kept as they came back)"
             )
+            if p.failed_pools:
+                out.append(
+                    f"FAILED pools: {p.failed_pools} hold a failed call; not stored, and none of"
+                    " their replays was run (the next run sends their failed calls)"
+                )
         invalid = int((self.replays["valid"] == 0).sum()) if len(self.replays) else 0
         out.append(f"integrator calls: {len(self.replays)}, operational failures: {invalid}")
         return out
+
+    def headline(self) -> pd.DataFrame:
+        """Accuracy (%) by replay arm over the graded rows, with the failed (operational:
+        no usable reply, or a grade that could not be decided) count beside it."""
+        table = []
+        for arm, group in self.replays.groupby("arm", sort=False):
+            graded = group[group["valid"] == 1]
+            accuracy = 100 * graded["correct"].astype(float).mean() if len(graded) else float("nan")
+            table.append(
+                {
+                    "arm": arm,
+                    "rows": len(group),
+                    "accuracy": round(accuracy, 1),
+                    "failed": int((group["valid"] == 0).sum()),
+                }
+            )
+        return pd.DataFrame(table, columns=["arm", "rows", "accuracy", "failed"])
 
 
 def run_dhd(
@@ -126,7 +148,10 @@ def run_dhd(
     store = PoolStore(pool_dir)
     calls: list[StageCounts] = []
     pools, counts = build_pools(client, profile, problems, store, calls)
-    usable: dict[str, Pool] = {k: p for k, p in pools.items() if p.recruiter_error is None}
+    # A pool with a failed call is failed, and so is every replay over it: none is run.
+    usable: dict[str, Pool] = {
+        k: p for k, p in pools.items() if p.recruiter_error is None and not p.failed_calls
+    }
     proposals = proposal_rows(by_id, pools)
     frames: list[pd.DataFrame] = [pd.DataFrame(columns=REPLAY_COLUMNS)]
     if "replay" in stages:
@@ -200,11 +225,42 @@ def run_profile(
     )
 
 
-def write_results(results: DHDResults, out: str | Path) -> tuple[Path, Path]:
+def write_results(
+    results: DHDResults, out: str | Path, profile: Profile | None = None
+) -> tuple[Path, Path]:
     """The replay rows to ``out`` and the proposal rows beside it (``<stem>_proposals.csv``),
-    each written whole or not at all."""
+    each written whole or not at all. With ``profile`` (``deliberation run dhd``), both carry
+    ``profile`` and ``model`` columns and the cache key as ``request_key``; replay rows also
+    ``gold`` (the item's answer) and ``outcome`` (``answered``, or ``failed``: ``valid`` 0, no
+    usable reply or a grade that could not be decided), with a provenance sidecar
+    (``<out>.provenance.json``)."""
     out = Path(out)
-    proposals = out.with_name(f"{out.stem}_proposals{out.suffix or '.csv'}")
-    for frame, path in ((results.replays, out), (results.proposals, proposals)):
-        atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
-    return out, proposals
+    proposals_out = out.with_name(f"{out.stem}_proposals{out.suffix or '.csv'}")
+    replays, proposals = results.replays, results.proposals
+    if profile is None:
+        for frame, path in ((replays, out), (proposals, proposals_out)):
+            atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+        return out, proposals_out
+    from deliberation.memory_runs.summary import write_command_rows
+
+    model = f"{profile.backend}:{profile.model}"
+    replays = replays.rename(columns={"key": "request_key"})
+    replays.insert(0, "profile", profile.name)
+    replays.insert(1, "model", model)
+    replays.insert(
+        list(replays.columns).index("answer"),
+        "gold",
+        [results.items[p].gold if p in results.items else "" for p in replays["problem"]],
+    )
+    replays.insert(
+        list(replays.columns).index("valid") + 1,
+        "outcome",
+        ["answered" if v == 1 else "failed" for v in replays["valid"]],
+    )
+    proposals = proposals.rename(columns={"key": "request_key"})
+    proposals.insert(0, "profile", profile.name)
+    proposals.insert(1, "model", model)
+    failed = int((replays["outcome"] == "failed").sum())
+    write_command_rows(replays, out, profile, command="run dhd", failed=failed)
+    atomic_write_text(proposals_out, proposals.to_csv(index=False, lineterminator="\n"))
+    return out, proposals_out

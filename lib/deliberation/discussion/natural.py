@@ -21,6 +21,11 @@ each speaking position of each round; then the final votes), so identical prompt
 once and a second run sends nothing. Every vote is kept: one that names no option is recorded
 with ``answer=None`` and its reason, never dropped.
 
+A call that gets no usable reply fails: a failed vote is recorded ``failed``; a failed turn
+fails its discussion (``NaturalDiscussion.failed``): every later turn, the final votes and the
+decisions read a conversation with a hole, so none of them is sent and each is recorded failed.
+The next run re-sends the failed turn and then the rest.
+
 Stage tags are ``natural.<benchmark>.vote.initial``, ``.round.<k>``, ``.vote.final``.
 """
 
@@ -66,6 +71,7 @@ class Vote:
     rationale: str
     error: str
     key: str
+    failed: bool = False  # no usable reply (or, for a final vote, the discussion failed)
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,7 @@ class NaturalDiscussion:
     briefings: dict[str, tuple[str, ...]]
     messages: list[Message] = field(default_factory=list)
     votes: list[Vote] = field(default_factory=list)
+    failed: str = ""  # why the discussion failed (a turn got no usable reply), or ""
 
     @property
     def task(self) -> Any:
@@ -168,6 +175,8 @@ def hold_discussions(
     def votes(stage: str) -> None:
         requests = []
         for d in discussions:
+            if d.failed and stage != "initial":
+                continue
             schema = StructuredOutput(json_schema=text.vote_schema(d.task.options))
             for agent in d.order:
                 prompt = text.vote_prompt(
@@ -182,15 +191,21 @@ def hold_discussions(
         flat = iter(zip(responses, keys, strict=True))
         for d in discussions:
             for agent in d.order:
+                if d.failed and stage != "initial":
+                    error = f"input failed, not sent: {d.failed}"
+                    d.votes.append(Vote(agent, stage, None, "", error, "", failed=True))
+                    continue
                 response, key = next(flat)
                 answer, rationale, error = read_vote(response, tuple(d.task.options))
-                d.votes.append(Vote(agent, stage, answer, rationale, error, key))
+                d.votes.append(
+                    Vote(agent, stage, answer, rationale, error, key, failed=not response.ok)
+                )
 
     votes("initial")
     for round_number in range(1, rounds + 1):
         stage = f"{stage_prefix}.round.{round_number}"
         for position in range(max((len(d.order) for d in discussions), default=0)):
-            speaking = [d for d in discussions if position < len(d.order)]
+            speaking = [d for d in discussions if position < len(d.order) and not d.failed]
             requests = []
             for d in speaking:
                 agent = d.order[position]
@@ -213,5 +228,10 @@ def hold_discussions(
                 error = "" if response.ok else f"call failed: {response.error}"
                 words = response.text.strip() if response.ok else ""
                 d.messages.append(Message(d.order[position], round_number, words, error, key))
+                if not response.ok:
+                    d.failed = (
+                        f"turn of {d.order[position]} in round {round_number} failed:"
+                        f" {response.error}"
+                    )
     votes("final")
     return discussions

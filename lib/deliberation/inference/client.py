@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, InvalidRequestError
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
+from deliberation.inference.failures import FailedCall, FailedCalls
 from deliberation.progress import calls_done, progress_bar
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,14 @@ class CachedClient:
         self.progress = progress
         self.write_retry_s = write_retry_s
         self.poll_s = poll_s
+        self.failed = FailedCalls()  # every call of this client that got no usable reply
+
+    @property
+    def server(self) -> str:
+        """Where requests go, as messages show it: the URL without credentials, or the
+        backend's name for in-process backends."""
+        server = getattr(self.backend, "server", None)
+        return str(server) if server else self.backend.identity.base_url or self.backend.name
 
     def key(self, request: ChatRequest) -> str:
         return request_key(self.backend, request)
@@ -105,14 +114,20 @@ class CachedClient:
         for index, key in enumerate(keys):
             if key is None:
                 out.append(invalid[index])
+                self._note_failure(requests[index], invalid[index])
                 continue
             response = results[key]
+            if key not in seen and not response.ok:
+                self._note_failure(requests[index], response)
             # A repeat of a key inside one batch was paid for once: flag the copies as hits.
             if key in seen and not response.cached:
                 response = dataclasses.replace(response, cached=True)
             seen.add(key)
             out.append(response)
         return out
+
+    def _note_failure(self, request: ChatRequest, response: ChatResponse) -> None:
+        self.failed.add(FailedCall(request.stage, response.error or "no reply", self.server))
 
     def _send_once_across_processes(
         self, pending: dict[str, ChatRequest], results: dict[str, ChatResponse], desc: str
@@ -199,9 +214,12 @@ class CachedClient:
         failed = sum(not r.ok for r in responses)
         if failed:
             log.warning(
-                "%d of %d requests failed (recorded in the cache's failures table)",
+                "%d of %d requests (%s) to %s failed (recorded in the cache's failures table;"
+                " the next run retries them)",
                 failed,
                 len(requests),
+                desc or "generate",
+                self.server,
             )
 
     def _write(self, key: str, request: ChatRequest, response: ChatResponse) -> None:

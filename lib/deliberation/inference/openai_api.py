@@ -15,7 +15,19 @@ honour ``Retry-After`` exactly:
   but at most ``retry_after_max_s`` (default 300 s); a wait over ``LONG_WAIT_S`` (5 s) is
   logged at WARNING with the server's reason;
 * a request that exhausts its retries or fails for good comes back as
-  ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped.
+  ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped;
+* one malformed reply (a body that is not JSON, ``choices: []``, usage counts that are not
+  non-negative integers such as NaN, 1e999, ``"x"`` or a list) fails that call alone;
+* a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
+  before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
+  ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
+* circuit breaker: until an attempt of the batch has succeeded, at most ``BREAKER_ATTEMPTS``
+  (8) attempts are in flight, and when ``BREAKER_ATTEMPTS`` attempts in a row fail with the same
+  reason (rate limits and waits the server asked for excepted) before any succeeded, the batch
+  stops: nothing more is sent and every request not answered fails with the server's complaint
+  and, when it concerns something the profile controls, the profile key to change
+  (:func:`profile_hint`). A server that answers every POST with the same error therefore gets at
+  most ``2 * BREAKER_ATTEMPTS - 1`` (15) requests per stage.
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
@@ -28,10 +40,14 @@ first, so no HTTP library ever fails, and logs, on a malformed key).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import email.utils
+import importlib
 import json
 import logging
+import math
 import time
 import urllib.error
 import urllib.request
@@ -72,6 +88,11 @@ from deliberation.inference.urls import check_base_url, install_log_redaction
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# The circuit breaker (module docstring): identical failures in a row before any success.
+BREAKER_ATTEMPTS = 8
+# A reply body may hold this much beyond what max_tokens tokens can spell (JSON, usage, ids).
+REPLY_BASE_BYTES = 64 * 1024
+REPLY_BYTES_PER_TOKEN = 256
 # A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
 LONG_WAIT_S = 5.0
 T = TypeVar("T")
@@ -190,6 +211,147 @@ def _status_detail(exc: openai.APIStatusError) -> str:
         if isinstance(error, str):
             return error[:300]
     return str(exc.message)[:300]
+
+
+def reply_byte_limit(max_tokens: int) -> int:
+    """The largest reply body accepted for a request allowing ``max_tokens`` tokens: no token
+    spells more than a few dozen bytes even JSON-escaped, so a body past this bound comes from a
+    server that ignores ``max_tokens`` (it fails that call, before it is stored)."""
+    return REPLY_BASE_BYTES + REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
+
+
+class ReplyTooLarge(Exception):
+    """A reply body past :func:`reply_byte_limit` (raised while the body is read)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"reply of more than {size} bytes exceeds {limit} bytes")
+        self.size, self.limit = size, limit
+
+
+# The byte bound of the request being sent on this task (read by the response hook).
+_REPLY_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "deliberation_reply_limit", default=None
+)
+
+
+def _capped_stream(inner: Any, limit: int, base: type) -> Any:
+    """``inner`` (a response byte stream) raising :class:`ReplyTooLarge` past ``limit`` bytes;
+    ``base`` is the HTTP library's ``AsyncByteStream`` (the openai package's httpx flavour
+    checks the type)."""
+
+    class CappedStream(base):  # type: ignore[misc, valid-type]
+        async def __aiter__(self) -> Any:
+            size = 0
+            async for chunk in inner:
+                size += len(chunk)
+                if size > limit:
+                    raise ReplyTooLarge(size, limit)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return CappedStream()
+
+
+async def _cap_reply(response: Any) -> None:
+    """httpx response hook: refuse a body whose declared or streamed size passes the bound."""
+    limit = _REPLY_LIMIT.get()
+    if limit is None:
+        return
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        await response.aclose()
+        raise ReplyTooLarge(int(declared), limit)
+    library = importlib.import_module(type(response).__module__.partition(".")[0])
+    response.stream = _capped_stream(response.stream, limit, library.AsyncByteStream)
+
+
+def _token_count(usage: Any, field: str) -> int:
+    """A usage count as a non-negative int; anything else is a malformed reply."""
+    value = getattr(usage, field, None) if usage is not None else None
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _AttemptFailed("malformed", f"usage.{field} is not a number", retryable=True)
+    if not math.isfinite(value) or value < 0 or value != int(value) or value > 2**53:
+        raise _AttemptFailed(
+            "malformed", f"usage.{field} is not a non-negative integer", retryable=True
+        )
+    return int(value)
+
+
+# What a server's complaint names -> the profile key that controls it.
+_PROFILE_KEYS = (
+    (("response_format", "structured_output", "guided_", "json_schema", "grammar", "regex"),
+     "openai.structured_output"),
+    (("seed",), "openai.send_seed"),
+    (("temperature",), "sampling.temperature"),
+    (("top_p",), "sampling.top_p"),
+    (("max_tokens", "max_completion_tokens", "context length", "context_length"),
+     "sampling.max_tokens"),
+    (("model",), "model"),
+)  # fmt: skip
+
+
+def profile_hint(reason: str) -> str:
+    """The profile key to change when a server's complaint concerns a field the profile
+    controls (structured-output mode, seed, a sampling field, the model name); "" otherwise."""
+    text = reason.lower()
+    for words, key in _PROFILE_KEYS:
+        if any(word in text for word in words):
+            return f"; the profile controls this: check `{key}`"
+    return ""
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info, query or fragment (what a log line may show)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class _Breaker:
+    """The batch's circuit breaker (module docstring)."""
+
+    def __init__(self, threshold: int = BREAKER_ATTEMPTS) -> None:
+        self.threshold = threshold
+        self.succeeded = False
+        self.run_reason = ""
+        self.run_length = 0
+        self.reason: str | None = None  # set when tripped
+        self.tripped = asyncio.Event()
+        self.probe = asyncio.Semaphore(threshold)
+
+    def gate(self) -> Any:
+        """Hold a probe slot until the first success (then no limit beyond concurrency)."""
+        return contextlib.nullcontext() if self.succeeded else self.probe
+
+    def success(self) -> None:
+        self.succeeded = True
+
+    def failure(self, failure: _AttemptFailed) -> bool:
+        """Count a failed attempt; True when this one trips the breaker."""
+        if self.succeeded or self.reason is not None:
+            return False
+        if failure.kind == "429" or failure.retry_after_s is not None:
+            return False  # the server asked us to wait, not to stop
+        if failure.reason == self.run_reason:
+            self.run_length += 1
+        else:
+            self.run_reason, self.run_length = failure.reason, 1
+        if self.run_length >= self.threshold:
+            self.reason = failure.reason
+            self.tripped.set()
+            return True
+        return False
 
 
 class OpenAIBackend(Backend):
@@ -312,21 +474,54 @@ class OpenAIBackend(Backend):
     ) -> list[ChatResponse | None]:
         """One response per request; None for a request a stop kept from being sent."""
         semaphore = asyncio.Semaphore(self.concurrency)
+        breaker = _Breaker()
         client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=self._api_key.reveal(),
             max_retries=0,
             timeout=self.timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(
+                timeout=self.timeout_s, event_hooks={"response": [_cap_reply]}
+            ),
         )
 
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
-            response = await self._complete(client, semaphore, index, request, stop)
+            response = await self._complete(client, semaphore, index, request, stop, breaker)
             if response is not None and on_response is not None:
                 on_response(index, response)
             return response
 
         async with client:
             return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+
+    @property
+    def server(self) -> str:
+        """The server's URL as logs and messages show it (no credentials)."""
+        return redact_url(self.base_url)
+
+    def _stopped(
+        self, request: ChatRequest, breaker: _Breaker, attempts: int, started: float
+    ) -> ChatResponse:
+        reason = (
+            f"not sent: stage {request.stage} stopped at {self.server} after"
+            f" {breaker.threshold} attempts in a row failed with the same error and none"
+            f" succeeded (circuit breaker): {breaker.reason}{profile_hint(breaker.reason or '')}"
+        )
+        return ChatResponse(
+            text="", error=self._api_key.scrub(reason), attempts=attempts,
+            latency_s=time.perf_counter() - started,
+        )  # fmt: skip
+
+    async def _pause(self, wait: float, stop: BatchStop | None, breaker: _Breaker) -> bool:
+        """Sleep before a retry; True when an interrupt came first (the breaker wakes it too)."""
+        sleeper = asyncio.ensure_future(asyncio.sleep(wait) if stop is None else stop.sleep(wait))
+        tripped = asyncio.ensure_future(breaker.tripped.wait())
+        await asyncio.wait({sleeper, tripped}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (sleeper, tripped):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(sleeper, tripped, return_exceptions=True)
+        return stop is not None and stop.is_set()
 
     # -- one request ----------------------------------------------------------------------------
     async def _complete(
@@ -336,34 +531,49 @@ class OpenAIBackend(Backend):
         index: int,
         request: ChatRequest,
         stop: BatchStop | None = None,
+        breaker: _Breaker | None = None,
     ) -> ChatResponse | None:
+        breaker = breaker or _Breaker()
         rng: np.random.Generator | None = None  # made on the first retry only
         history: Counter[str] = Counter()
         started = time.perf_counter()
         attempts = 0
         while True:
-            attempts += 1
             async with semaphore:
                 if stop is not None and stop.is_set():
                     return None  # interrupted: send nothing more (not a failure of the request)
-                attempt_started = time.perf_counter()
-                try:
-                    response = await self._attempt(client, request)
-                except _AttemptFailed as failure:
-                    last = failure
-                else:
-                    latency = time.perf_counter() - attempt_started
-                    return dataclasses.replace(response, latency_s=latency, attempts=attempts)
+                async with breaker.gate():
+                    if breaker.reason is not None:
+                        return self._stopped(request, breaker, attempts, started)
+                    if stop is not None and stop.is_set():
+                        return None
+                    attempts += 1
+                    attempt_started = time.perf_counter()
+                    try:
+                        response = await self._attempt(client, request)
+                    except _AttemptFailed as failure:
+                        last = failure
+                    else:
+                        breaker.success()
+                        latency = time.perf_counter() - attempt_started
+                        return dataclasses.replace(response, latency_s=latency, attempts=attempts)
             history[last.kind] += 1
+            if breaker.failure(last):
+                log.warning(
+                    "stage %s at %s: %d attempts in a row failed with the same error and none"
+                    " succeeded; stopping the stage (circuit breaker): %s%s",
+                    request.stage, self.server, breaker.threshold, last.reason,
+                    profile_hint(last.reason),
+                )  # fmt: skip
+            if breaker.reason is not None:
+                return self._stopped(request, breaker, attempts, started)
             if not last.retryable or attempts > self.retry.max_retries:
                 return self._failed(index, request, last, history, attempts, started)
             if rng is None:
                 rng = np.random.default_rng([abs(self.jitter_seed), index])
             wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
             self._log_wait(index, request, last, attempts, wait)
-            if stop is None:
-                await asyncio.sleep(wait)
-            elif await stop.sleep(wait):
+            if await self._pause(wait, stop, breaker):
                 return None
 
     def _log_wait(
@@ -378,8 +588,8 @@ class OpenAIBackend(Backend):
         level = logging.WARNING if wait > LONG_WAIT_S else logging.DEBUG
         log.log(
             level,
-            "request %d (stage %s): %s%s; waiting %.1f s before retry %d of %d",
-            index, request.stage, last.reason, asked_text, wait, attempts,
+            "request %d (stage %s, server %s): %s%s; waiting %.1f s before retry %d of %d",
+            index, request.stage, self.server, last.reason, asked_text, wait, attempts,
             self.retry.max_retries,
         )  # fmt: skip
 
@@ -397,8 +607,10 @@ class OpenAIBackend(Backend):
             reason = f"gave up after {attempts} attempts ({seen}); last: {last.reason}"
         else:
             reason = f"{last.reason} (not retried; attempt {attempts})"
-        reason = self._api_key.scrub(reason)
-        log.warning("request %d (stage %s) failed: %s", index, request.stage, reason)
+        reason = self._api_key.scrub(reason + profile_hint(last.reason) * last.kind.isdigit())
+        log.warning(
+            "request %d (stage %s, server %s) failed: %s", index, request.stage, self.server, reason
+        )
         return ChatResponse(
             text="", error=reason, attempts=attempts, latency_s=time.perf_counter() - started
         )
@@ -432,6 +644,8 @@ class OpenAIBackend(Backend):
         # client.post (the openai package's documented route for raw bodies) sends our plain
         # dict as is: the typed create() would re-walk it against its TypedDicts, which costs a
         # quarter of the client's CPU per request and adds nothing for a body built here.
+        limit = reply_byte_limit(request.max_tokens)
+        _REPLY_LIMIT.set(limit)  # read by _cap_reply on this task while the body arrives
         call = client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
@@ -440,6 +654,13 @@ class OpenAIBackend(Backend):
         )
         try:
             completion = await _within(call, self.timeout_s)
+        except ReplyTooLarge as exc:
+            raise _AttemptFailed(
+                "too-large",
+                f"reply body larger than {exc.limit} bytes (the bound for max_tokens="
+                f"{request.max_tokens}): the server ignores max_tokens",
+                retryable=False,
+            ) from None
         except (TimeoutError, openai.APITimeoutError):
             raise _AttemptFailed(
                 "timeout", f"no response within {self.timeout_s:g} s", retryable=True
@@ -474,10 +695,12 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 "error", self._api_key.scrub(f"{type(exc).__name__}: {exc}"), retryable=False
             ) from None
-        return self._to_response(request, completion)
+        return self._to_response(request, completion, limit)
 
     @staticmethod
-    def _to_response(request: ChatRequest, completion: Any) -> ChatResponse:
+    def _to_response(
+        request: ChatRequest, completion: Any, limit: int | None = None
+    ) -> ChatResponse:
         if not isinstance(completion, ChatCompletion) or not completion.choices:
             raise _AttemptFailed(
                 "malformed", "response body is not a chat completion with choices", retryable=True
@@ -490,11 +713,21 @@ class OpenAIBackend(Backend):
                 "malformed", "response choice has no message content", retryable=True
             )
         text = content or ""
+        if limit is not None and len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise _AttemptFailed(  # a compressed body can decode past the wire bound
+                "too-large",
+                f"reply text larger than {limit} bytes (the bound for max_tokens="
+                f"{request.max_tokens}): the server ignores max_tokens",
+                retryable=False,
+            )
         usage = completion.usage
+        prompt_tokens = _token_count(usage, "prompt_tokens")
+        completion_tokens = _token_count(usage, "completion_tokens")
+        finish = choice.finish_reason
         return ChatResponse(
             text=text,
             parsed=parse_structured_text(request.structured, text),
-            finish_reason=choice.finish_reason,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            finish_reason=finish if isinstance(finish, str) or finish is None else str(finish),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
         )

@@ -53,10 +53,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from deliberation.memory_runs.runs import run_from_profile, write_rows
+    """Run, write the rows and their sidecar, print the counts and the results table; exit
+    :data:`~deliberation.inference.failures.EXIT_FAILED_CALLS` (3) when any call failed."""
+    from deliberation.inference import open_run
+    from deliberation.inference.failures import EXIT_FAILED_CALLS
+    from deliberation.memory_runs.runs import run_from_profile
+    from deliberation.memory_runs.summary import (
+        command_rows,
+        format_summary,
+        summary_table,
+        write_command_rows,
+    )
     from deliberation.params import load_profile
 
-    profile = load_profile(args.profile)
+    # open_run: a run against a serve-sim endpoint is labelled synthetic whatever the profile.
+    profile, client = open_run(
+        load_profile(args.profile), cache_file=args.cache, progress=not args.no_progress
+    )
     try:
         result = run_from_profile(
             args.benchmark,
@@ -67,7 +80,7 @@ def run_command(args: argparse.Namespace) -> int:
             item_limit=args.item_limit,
             templates=getattr(args, "templates", None),
             limit=args.limit,
-            cache_file=args.cache,
+            client=client,
             progress=not args.no_progress,
         )
     except (KeyError, ValueError) as error:
@@ -76,8 +89,20 @@ def run_command(args: argparse.Namespace) -> int:
     from deliberation import paths
 
     args.out = args.out or paths.run_rows(profile.name, args.benchmark)
-    write_rows(result.frame, args.out)
+    rows = command_rows(result.frame, profile, result.gold)
+    sidecar = write_command_rows(
+        rows, args.out, profile, command=f"run {args.benchmark}", failed=result.report.failed
+    )
     for line in result.report.lines():
         print(line)
-    print(f"{len(result.frame)} rows -> {args.out}")
+    print(f"{len(rows)} rows -> {args.out} (provenance: {sidecar.name})")
+    if len(rows):
+        print("")
+        print(format_summary(summary_table(result.frame)))
+    failures = client.failed.lines(f"deliberation run {args.benchmark}")
+    if failures or result.report.failed:
+        print("")
+        for line in failures or [f"FAILED: {result.report.failed} rows failed"]:
+            print(line)
+        return EXIT_FAILED_CALLS
     return 0

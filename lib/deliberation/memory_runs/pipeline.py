@@ -5,7 +5,13 @@ per task) and summary calls (one per task and budget) -> memories for every grid
 decision calls (one per cell and tag mode) -> parsed answers.
 
 Each stage's requests go through the cache in one batch: identical prompts are sent once, and
-the counts (requests built, unique prompts, already cached, sent) are kept for the report.
+the counts (requests built, unique prompts, already cached, sent, failed) are kept for the report.
+
+Three outcomes per decision: answered (the reply names one option), invalid (the model replied
+but named no single option: counted wrong, as paper 1 counts it) and **failed** (no usable
+reply). A decision whose memory needs a failed call (its relevance or balance labels, its
+summary) is failed too and is never sent: its memory would be built from a partial input. A
+failed decision is left out of every accuracy; the next run sends exactly the failed calls.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ class RunReport:
     label_errors: int = 0
     decisions: int = 0
     invalid: int = 0
+    failed: int = 0  # decisions without a usable reply (their own call or an input failed)
     synthetic: bool = False
 
     def lines(self) -> list[str]:
@@ -75,7 +82,14 @@ class RunReport:
             out.append(f"summaries cut to their budget: {self.summaries_cut} of {self.summaries}")
         if self.label_errors:
             out.append(f"labelling answers with problems: {self.label_errors}")
-        out.append(f"decisions: {self.decisions}, invalid answers: {self.invalid} (counted wrong)")
+        failed = (
+            f", FAILED: {self.failed} (no usable reply or a failed input; not counted)"
+            if self.failed
+            else ""
+        )
+        out.append(
+            f"decisions: {self.decisions}, invalid answers: {self.invalid} (counted wrong){failed}"
+        )
         if self.synthetic:
             out.append("synthetic (sim backend): not evidence about language models")
         return out
@@ -93,6 +107,8 @@ class Decision:
     answer: str | None
     error: str
     key: str
+    failed: bool = False  # no usable reply: the call failed, or an input it needs did
+    input_failed: bool = False  # an input failed, so the call was not sent (memory is empty)
 
 
 def send(
@@ -109,6 +125,7 @@ class _Prepared:
     pool: MemoryPool
     summaries: dict[float, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
+    failed: dict[str, str] = field(default_factory=dict)  # need -> why its call failed
 
 
 def _call_error(what: str, response: ChatResponse) -> str | None:
@@ -167,9 +184,12 @@ def prepare(
         ]
         responses, _ = send(client, requests, f"{stage_prefix}.{RELEVANCE}", report)
         for p, response in zip(prepared, responses, strict=True):
+            if not response.ok:
+                p.failed["relevance"] = _call_error("relevance", response) or ""
+                continue
             ids = [c.fact_id for c in p.pool.candidates]
-            reading = read_relevance(response.text if response.ok else "", ids)
-            error = _call_error("relevance", response) or reading.error
+            reading = read_relevance(response.text, ids)
+            error = reading.error
             p.pool = dataclasses.replace(p.pool, relevance=reading.labels)
             if error:
                 p.errors["relevance"] = error
@@ -195,9 +215,12 @@ def prepare(
         ]
         responses, _ = send(client, requests, f"{stage_prefix}.{BALANCE}", report)
         for p, response in zip(prepared, responses, strict=True):
+            if not response.ok:
+                p.failed["balance"] = _call_error("balance", response) or ""
+                continue
             ids = [c.fact_id for c in p.pool.candidates]
-            reading = read_balance(response.text if response.ok else "", ids, p.task.options)
-            error = _call_error("balance", response) or reading.error
+            reading = read_balance(response.text, ids, p.task.options)
+            error = reading.error
             p.pool = dataclasses.replace(p.pool, balance=reading.labels)
             if error:
                 p.errors["balance"] = error
@@ -218,9 +241,10 @@ def prepare(
                 index.append((p, r))
         responses, _ = send(client, requests, f"{stage_prefix}.{SUMMARY}", report)
         for (p, r), response in zip(index, responses, strict=True):
-            p.summaries[r] = response.text if response.ok else ""
-            if not response.ok:
-                p.errors[f"summary {r}"] = _call_error("summary", response)
+            if response.ok:
+                p.summaries[r] = response.text
+            else:
+                p.failed[f"summary {r}"] = _call_error("summary", response) or ""
     return prepared
 
 
@@ -236,10 +260,14 @@ def _memory(p: _Prepared, cell: Cell) -> tuple[Memory, int | None]:
     return build_memory(cell.policy, pool, Capacity.tokens(limit)), limit
 
 
-def _cell_errors(p: _Prepared, cell: Cell, needs: Sequence[str]) -> list[str]:
-    errors = [p.errors[n] for n in needs if n in p.errors]
+def _cell_errors(
+    p: _Prepared, cell: Cell, needs: Sequence[str], problems: Mapping[str, str] | None = None
+) -> list[str]:
+    """The problems (``p.errors``, or ``problems``) of the inputs ``cell``'s policy needs."""
+    problems = p.errors if problems is None else problems
+    errors = [problems[n] for n in needs if n in problems]
     if "summary" in needs and cell.budget is not None:
-        errors += [p.errors[k] for k in (f"summary {cell.budget}",) if k in p.errors]
+        errors += [problems[k] for k in (f"summary {cell.budget}",) if k in problems]
     return errors
 
 
@@ -258,10 +286,33 @@ def decide(
     stage = f"{stage_prefix}.{DECISION}"
     plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
     requests: list[ChatRequest] = []
+    unsent: list[tuple[_Prepared, Decision]] = []  # inputs failed: never built, never sent
     cells = grid.cells()
     quiet = not progress or len(prepared) < 50
     for p in progress_bar(prepared, desc="memories", disable=quiet):
         for cell in cells:
+            failed_inputs = _cell_errors(p, cell, policy_spec(cell.policy).needs, p.failed)
+            if failed_inputs:
+                limit = budget_tokens(p.pool.candidates, cell.budget) if cell.budget else None
+                for tags in grid.tags:
+                    unsent.append(
+                        (
+                            p,
+                            Decision(
+                                p.task,
+                                cell,
+                                tags,
+                                Memory(policy=cell.policy),
+                                limit,
+                                None,
+                                "; ".join(["input failed, not sent", *failed_inputs]),
+                                "",
+                                failed=True,
+                                input_failed=True,
+                            ),
+                        )  # fmt: skip
+                    )
+                continue
             memory, limit = _memory(p, cell)
             if memory.summary is not None:
                 report.summaries += 1
@@ -272,7 +323,7 @@ def decide(
                 requests.append(stage_request(profile, stage_settings(stage, choices), prompt))
                 plans.append((p, cell, tags, memory, limit))
     responses, keys = send(client, requests, stage, report)
-    decisions = []
+    decided: dict[tuple[int, Cell, str], Decision] = {}
     for (p, cell, tags, memory, limit), response, key in zip(plans, responses, keys, strict=True):
         errors = _cell_errors(p, cell, policy_spec(cell.policy).needs)
         answer = None
@@ -284,9 +335,18 @@ def decide(
             answer = parsed or parse_choice(response.text, options)
             if answer is None:
                 errors.insert(0, "answer names no single option")
+        decided[(id(p), cell, tags)] = Decision(
+            p.task, cell, tags, memory, limit, answer, "; ".join(errors), key,
+            failed=not response.ok,
+        )  # fmt: skip
+    for p, decision in unsent:
+        decided[(id(p), decision.cell, decision.tags)] = decision
+    # Rows in grid order (task, cell, tag mode), whichever decisions were sent.
+    decisions = [
+        decided[(id(p), cell, tags)] for p in prepared for cell in cells for tags in grid.tags
+    ]
+    for decision in decisions:
         report.decisions += 1
-        report.invalid += int(answer is None)
-        decisions.append(
-            Decision(p.task, cell, tags, memory, limit, answer, "; ".join(errors), key)
-        )
+        report.failed += int(decision.failed)
+        report.invalid += int(decision.answer is None and not decision.failed)
     return decisions

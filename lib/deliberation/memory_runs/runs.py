@@ -24,12 +24,22 @@ Results frames have one row per decision call. CrossProfile columns, in order:
 ``tone_lead``       tone on the correct option minus the largest tone on a competitor over
                     the kept irrelevant facts (signed like ``net_lead``; empty for B3)
 ``answer``          the option chosen; empty when the answer named no single option
-``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0)
-``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0
-``valid``           1 if the answer named exactly one option, else 0
-``error``           why a row is invalid or what went wrong upstream (labels, summary), or empty
-``key``             the decision request's cache key
+``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
+                    for a failed row
+``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0; empty if failed
+``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**
+                    (no usable reply: the decision call failed, or a call its memory needs did,
+                    and then the decision was not sent and ``kept_*`` are empty too)
+``error``           why a row is invalid or failed, or what went wrong upstream (labels), or empty
+``key``             the decision request's cache key (empty when it was not sent)
 ==================  ============================================================================
+
+Three outcomes, then: answered (``valid`` 1), answered but invalid (``valid`` 0, counted
+wrong as paper 1 counts it) and failed (``valid`` empty: left out of every accuracy's
+numerator and denominator, retried by the next run). ``deliberation run`` writes these columns
+with ``key`` named ``request_key`` and adds ``profile``, ``model``, ``gold`` (the correct
+option) and ``outcome`` (``answered``, ``invalid`` or ``failed``); see
+:func:`deliberation.memory_runs.summary.command_rows`.
 
 HiddenBench frames have ``task, policy, budget, item_limit, tags, kept_facts, kept_tokens,
 budget_tokens, answer, correct, valid, error, key`` with the same meanings.
@@ -39,7 +49,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -70,6 +80,7 @@ HIDDENBENCH_COLUMNS = [
     "budget_tokens", "answer", "correct", "valid", "error", "key",
 ]  # fmt: skip
 _NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead")
+_EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
 
 TemplateSet = Literal["main", "pilot", "all"]
 
@@ -78,6 +89,7 @@ TemplateSet = Literal["main", "pilot", "all"]
 class RunResult:
     frame: pd.DataFrame
     report: RunReport
+    gold: dict[str, str] = field(default_factory=dict)  # task id -> correct option
 
 
 def decoy_option(task: Task) -> str | None:
@@ -91,6 +103,7 @@ def decoy_option(task: Task) -> str | None:
 
 def _common(decision: Decision, correct: str) -> dict:
     memory = decision.memory
+    failed = decision.failed
     return {
         "task": decision.task.id,
         "policy": decision.cell.policy,
@@ -98,11 +111,11 @@ def _common(decision: Decision, correct: str) -> dict:
         "item_limit": decision.cell.item_limit,
         "tags": decision.tags,
         "kept_facts": "" if memory.summary is not None else ";".join(memory.fact_ids),
-        "kept_tokens": memory.kept_tokens,
+        "kept_tokens": None if decision.input_failed else memory.kept_tokens,
         "budget_tokens": decision.budget_tokens,
         "answer": decision.answer or "",
-        "correct": int(decision.answer == correct),
-        "valid": int(decision.answer is not None),
+        "correct": None if failed else int(decision.answer == correct),
+        "valid": None if failed else int(decision.answer is not None),
         "error": decision.error,
         "key": decision.key,
     }
@@ -115,7 +128,8 @@ def crossprofile_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
         variant = OwnershipVariant.parse(task.variant)
         facts = {f.id: f for f in task.facts}
         kept = [facts[i] for i in decision.memory.fact_ids]
-        summary = decision.memory.summary is not None
+        # No lead or tone for a summary (free text) or a memory never built (an input failed).
+        summary = decision.memory.summary is not None or decision.input_failed
         rows.append(
             {
                 **_common(decision, task.correct),
@@ -131,9 +145,9 @@ def crossprofile_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
                 else net_evidence_lead(kept, task.correct, task.options),
                 "irrelevant_tone": None if summary else irrelevant_tone(kept),
                 "tone_lead": None if summary else tone_lead(kept, task.correct, task.options),
-                "chose_decoy": int(
-                    decision.answer is not None and decision.answer == decoy_option(task)
-                ),
+                "chose_decoy": None
+                if decision.failed
+                else int(decision.answer is not None and decision.answer == decoy_option(task)),
             }
         )
     return _typed(pd.DataFrame(rows, columns=CROSSPROFILE_COLUMNS))
@@ -148,8 +162,17 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for column in _NULLABLE_INT:
         if column in frame:
             frame[column] = frame[column].astype("Int64")
+    # Empty only in failed rows: nullable then, plain integers otherwise (unchanged tables).
+    for column in _EMPTY_WHEN_FAILED:
+        if column in frame and frame[column].isna().any():
+            frame[column] = frame[column].astype("Int64")
     frame["budget"] = frame["budget"].astype("Float64")
     return frame
+
+
+def failed_rows(frame: pd.DataFrame) -> pd.Series:
+    """Rows without a usable reply (``valid`` empty): never counted in an accuracy."""
+    return frame["valid"].isna()
 
 
 def crossprofile_tasks(
@@ -207,7 +230,7 @@ def run_memory_experiment(
     rows = (
         crossprofile_rows(decisions) if benchmark == "crossprofile" else hiddenbench_rows(decisions)
     )
-    return RunResult(rows, report)
+    return RunResult(rows, report, {task.id: task.correct for task in tasks})
 
 
 def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001

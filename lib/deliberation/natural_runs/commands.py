@@ -45,17 +45,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Run, write both row files, print the counts; exit 3 when any call failed."""
+    from deliberation.inference import open_run
+    from deliberation.inference.failures import EXIT_FAILED_CALLS
     from deliberation.memory_runs.runs import write_rows
+    from deliberation.memory_runs.summary import (
+        command_rows,
+        format_summary,
+        summary_table,
+        vote_summary,
+        write_command_rows,
+    )
     from deliberation.natural_runs.runs import run_from_profile
     from deliberation.params import load_profile
 
-    profile = load_profile(args.profile)
+    # open_run: a run against a serve-sim endpoint is labelled synthetic whatever the profile.
+    profile, client = open_run(
+        load_profile(args.profile), cache_file=args.cache, progress=not args.no_progress
+    )
     try:
         result = run_from_profile(
             profile,
             benchmarks=parse_list(args.benchmarks),
             limit=args.limit,
-            cache_file=args.cache,
+            client=client,
             progress=not args.no_progress,
         )
     except (KeyError, ValueError) as error:
@@ -65,9 +78,27 @@ def run_command(args: argparse.Namespace) -> int:
 
     args.out = args.out or paths.run_rows(profile.name, "natural")
     disclosure_out = args.disclosure_out or args.out.with_name(f"{args.out.stem}_disclosure.csv")
-    write_rows(result.rows, args.out)
+    gold = {d.task.id: d.task.correct for d in result.discussions}
+    rows = command_rows(result.rows, profile, gold)
+    failed = int(result.rows["valid"].isna().sum())
+    sidecar = write_command_rows(rows, args.out, profile, command="run natural", failed=failed)
     write_rows(result.disclosure, disclosure_out)
     for line in result.lines():
         print(line)
-    print(f"{len(result.rows)} rows -> {args.out}; {len(result.disclosure)} -> {disclosure_out}")
+    print(
+        f"{len(result.rows)} rows -> {args.out} (provenance: {sidecar.name});"
+        f" {len(result.disclosure)} -> {disclosure_out}"
+    )
+    decisions = result.rows[result.rows["kind"] == "decision"]
+    if len(decisions):
+        print("")
+        print(format_summary(summary_table(decisions)))
+        print("")
+        print(vote_summary(result.rows).to_string(index=False))
+    failures = client.failed.lines("deliberation run natural")
+    if failures:
+        print("")
+        for line in failures:
+            print(line)
+        return EXIT_FAILED_CALLS
     return 0

@@ -68,7 +68,11 @@ def group_votes(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per (discussion, measure) with its ``value`` (module docstring)."""
+    """One row per (discussion, measure) with its ``value`` (module docstring). Failed rows
+    (``valid`` empty) and the disclosure of failed discussions are left out of every measure."""
+    rows = rows[rows["valid"].notna()]
+    if disclosure is not None:
+        disclosure = disclosure[disclosure["label"] != "failed"]
     parts = []
     groups = group_votes(rows)
     for stage in ("initial", "final"):
@@ -243,6 +247,13 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     table["invalid_share"] = table["invalid"] / table["rows"]
+    if rows["valid"].isna().any():  # failed rows: no reply, counted apart (not invalid)
+        failed = frame.assign(failed=frame["valid"].isna().astype(int))
+        table["failed"] = (
+            failed.groupby(["profile", "benchmark", "kind", "what"], sort=True)["failed"]
+            .sum()
+            .to_numpy()
+        )
     return table
 
 

@@ -35,17 +35,21 @@ Rows (:data:`ROW_COLUMNS`), one per (discussion, agent, vote stage) and one per 
 ``budget_tokens``   floor(r x all statement tokens) for budgeted policies, else empty
 ``statements``      memory candidates (statement groups) of the discussion (decision rows)
 ``answer``          the option chosen; empty when the answer named no single option
-``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0)
-``valid``           1 if the answer named exactly one option, else 0
-``error``           why a row is invalid, or what failed upstream; empty when fine
-``key``             the request's cache key
+``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
+                    for a failed row
+``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**:
+                    no usable reply, or an input failed (a turn of its discussion, a label or
+                    summary its memory needs) and the call was not sent; never counted
+``error``           why a row is invalid or failed, or what went wrong upstream; empty when fine
+``key``             the request's cache key (empty when it was not sent)
 ==================  ============================================================================
 
 Disclosure rows (:data:`DISCLOSURE_COLUMNS`), one per (discussion, fact): the discussion columns
 above, ``fact`` (id), ``role`` (CrossProfile role; HiddenBench ``shared``/``hidden``),
 ``holders`` (number of agents holding it), ``private`` (1 when one agent holds it), ``label``
-(``full``/``partial``/``none``, :mod:`deliberation.discussion.disclosure`), ``full``,
-``partial``, ``none`` (0/1 indicators), ``overlap`` (best sentence coverage) and ``stated_by``
+(``full``/``partial``/``none``, :mod:`deliberation.discussion.disclosure`; ``failed`` when a
+turn of the discussion failed), ``full``, ``partial``, ``none`` (0/1 indicators, empty when
+failed), ``overlap`` (best sentence coverage) and ``stated_by``
 (agents, ``;``-joined).
 """
 
@@ -103,13 +107,22 @@ class NaturalResult:
         """The run report, with the votes (an invalid vote is kept and counted wrong)."""
         votes = self.rows[self.rows["kind"] == "vote"]
         invalid = int((votes["valid"] == 0).sum())
+        failed_votes = int(votes["valid"].isna().sum())
         messages = [m for d in self.discussions for m in d.messages]
         failed = sum(bool(m.error) for m in messages)
-        return [
+        discussions = sum(bool(d.failed) for d in self.discussions)
+        lines = [
             *self.report.lines(),
-            f"votes: {len(votes)}, invalid votes: {invalid} (counted wrong)",
-            f"messages: {len(messages)}, failed calls: {failed} (left out of the transcript)",
+            f"votes: {len(votes)}, invalid votes: {invalid} (counted wrong)"
+            + (f", FAILED votes: {failed_votes} (not counted)" if failed_votes else ""),
+            f"messages: {len(messages)}, failed calls: {failed}",
         ]
+        if discussions:
+            lines.append(
+                f"FAILED discussions: {discussions} (a turn failed: their later turns, final"
+                " votes and decisions were not sent; their disclosure is not labelled)"
+            )
+        return lines
 
 
 @dataclass(frozen=True)
@@ -199,8 +212,8 @@ def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[
                     "agent": v.agent,
                     "stage": v.stage,
                     "answer": v.answer or "",
-                    "correct": int(v.answer == d.task.correct),
-                    "valid": int(v.answer is not None),
+                    "correct": None if v.failed else int(v.answer == d.task.correct),
+                    "valid": None if v.failed else int(v.answer is not None),
                     "error": v.error,
                     "key": v.key,
                 }
@@ -214,14 +227,19 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
         context = _context(benchmark, d)
         messages = d.pairs()
         for fact in d.task.facts:
+            row = context | {
+                "fact": fact.id,
+                "role": getattr(fact, "role", None) or getattr(fact, "source", ""),
+                "holders": len(fact.holders),
+                "private": int(len(fact.holders) == 1),
+            }
+            if d.failed:  # a transcript with a hole says nothing about what was disclosed
+                rows.append(row | {"label": "failed", "stated_by": ""})
+                continue
             found = disclosure(fact.text, messages)
             rows.append(
-                context
+                row
                 | {
-                    "fact": fact.id,
-                    "role": getattr(fact, "role", None) or getattr(fact, "source", ""),
-                    "holders": len(fact.holders),
-                    "private": int(len(fact.holders) == 1),
                     "label": found.label,
                     "full": int(found.label == "full"),
                     "partial": int(found.label == "partial"),
@@ -230,10 +248,15 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
                     "stated_by": ";".join(found.stated_by),
                 }
             )
-    return pd.DataFrame(rows, columns=DISCLOSURE_COLUMNS)
+    frame = pd.DataFrame(rows, columns=DISCLOSURE_COLUMNS)
+    for column in ("full", "partial", "none"):
+        if frame[column].isna().any():
+            frame[column] = frame[column].astype("Int64")
+    return frame
 
 
 def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:  # noqa: ANN001
+    """(answer, error) of a decision; the caller tells a failed call by ``response.ok``."""
     if not response.ok:
         return None, f"call failed: {response.error}"
     parsed = response.parsed if response.parsed in options else None
@@ -269,6 +292,7 @@ def decision_rows(
     }
     requests: list[ChatRequest] = []
     plans: list[tuple[NaturalDiscussion, str]] = []
+    rows = []
     for d in discussions:
         t = d.task
         choices = StructuredOutput(choices=tuple(t.options))
@@ -286,30 +310,58 @@ def decision_rows(
                 ),
             ),
         ):
+            if d.failed and policy == TRANSCRIPT:
+                continue  # reads the failed discussion: one failed row below, never sent
             requests.append(stage_request(profile, stage_settings(stage, choices), prompt))
             plans.append((d, policy))
     responses, keys = send(client, requests, f"{stage} (transcript, every fact)", report)
-    rows = []
+    decided = {}
     for (d, policy), response, key in zip(plans, responses, keys, strict=True):
         answer, error = _read_answer(response, tuple(d.task.options))
-        report.decisions += 1
-        report.invalid += int(answer is None)
-        rows.append(
-            _blank_row(_context(benchmark, d))
-            | {
-                "kind": "decision",
-                "policy": policy,
-                "statements": len(candidates[d.spec.id]),
-                "answer": answer or "",
-                "correct": int(answer == d.task.correct),
-                "valid": int(answer is not None),
-                "error": error,
-                "key": key,
-            }
+        decided[(d.spec.id, policy)] = _decision_row(
+            benchmark, d, policy, answer, error, key, len(candidates[d.spec.id]), not response.ok
         )
+    for d in discussions:
+        for policy in (TRANSCRIPT, EVERY_FACT):
+            row = decided.get((d.spec.id, policy))
+            if row is None:
+                error = f"input failed, not sent: {d.failed}"
+                row = _decision_row(
+                    benchmark, d, policy, None, error, "", len(candidates[d.spec.id]), True
+                )
+            report.decisions += 1
+            report.failed += int(row["valid"] is None)
+            report.invalid += int(row["valid"] == 0)
+            rows.append(row)
     if not grid.policies:
         return rows
 
+    # Memories of a failed discussion would be built from a transcript with a hole: each of
+    # its grid cells is one failed row, and none of its labelling, summary or decision calls
+    # is sent.
+    for d in discussions:
+        if not d.failed:
+            continue
+        for cell in grid.cells():
+            for _ in grid.tags:
+                report.decisions += 1
+                report.failed += 1
+                rows.append(
+                    _decision_row(
+                        benchmark,
+                        d,
+                        cell.policy,
+                        None,
+                        f"input failed, not sent: {d.failed}",
+                        "",
+                        len(candidates[d.spec.id]),
+                        True,
+                    )  # fmt: skip
+                    | {"budget": cell.budget}
+                )
+    units = {k: u for k, u in units.items() if not by_id[k].failed}
+    if not units:
+        return rows
     prepared = prepare(
         list(units.values()),
         grid,
@@ -343,13 +395,35 @@ def decision_rows(
                 "budget_tokens": decision.budget_tokens,
                 "statements": len(candidates[d.spec.id]),
                 "answer": decision.answer or "",
-                "correct": int(decision.answer == d.task.correct),
-                "valid": int(decision.answer is not None),
+                "correct": None if decision.failed else int(decision.answer == d.task.correct),
+                "valid": None if decision.failed else int(decision.answer is not None),
                 "error": decision.error,
                 "key": decision.key,
             }
         )
     return rows
+
+
+def _decision_row(
+    benchmark: str,
+    d: NaturalDiscussion,
+    policy: str,
+    answer: str | None,
+    error: str,
+    key: str,
+    statements: int,
+    failed: bool,
+) -> dict:
+    return _blank_row(_context(benchmark, d)) | {
+        "kind": "decision",
+        "policy": policy,
+        "statements": statements,
+        "answer": answer or "",
+        "correct": None if failed else int(answer == d.task.correct),
+        "valid": None if failed else int(answer is not None),
+        "error": error,
+        "key": key,
+    }
 
 
 def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
@@ -360,6 +434,9 @@ def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
     for column in ("agent", "stage", "policy", "error", "variant", "support", "decoy"):
         frame[column] = frame[column].fillna("")
     frame["irrelevant"] = frame["irrelevant"].fillna("")
+    for column in ("correct", "valid"):  # empty only in failed rows
+        if frame[column].isna().any():
+            frame[column] = frame[column].astype("Int64")
     return frame
 
 
@@ -466,7 +543,9 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
     report = RunReport(synthetic=any(r.report.synthetic for r in results))
     for r in results:
         report.stages += r.report.stages
-        for field in ("summaries", "summaries_cut", "label_errors", "decisions", "invalid"):
+        for field in (
+            "summaries", "summaries_cut", "label_errors", "decisions", "invalid", "failed"
+        ):  # fmt: skip
             setattr(report, field, getattr(report, field) + getattr(r.report, field))
     return NaturalResult(
         typed_rows(pd.concat([r.rows for r in results]).to_dict("records")),

@@ -16,26 +16,38 @@ Executed notebooks go to ``build/executed/<profile>/<name>`` (written to a tempo
 renamed on success); a failed run stops the build, is kept as ``FAILED-<name>``, and the error
 names the notebook and the first line of the failing cell. The record of a successful run is
 ``<stem>.inputs.json`` beside the executed notebook.
+
+A notebook whose model calls failed (no usable reply; the kernel logs each to
+``<stem>.failed-calls.jsonl`` through :data:`deliberation.inference.failures.LOG_ENV`) ran but
+is **incomplete**: the build stops with the count and the first error (``make paper`` exits
+non-zero), its record says ``incomplete`` so it is not current (the next build reruns it, and
+the cache sends only the failed calls), and its tables and figures are written but marked
+incomplete: the caption starts with ``INCOMPLETE (not final)`` and the provenance sidecar has an
+``incomplete`` entry (outputs written before the first failure are marked after the run).
+``make report`` shows both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from deliberation import paths
 from deliberation.atomic import atomic_write_text
+from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
 from deliberation.paper.outputs import missing_outputs, unlisted_outputs
 from deliberation.paper.progress import INTERVAL_S, NotebookProgress, reporting
 from deliberation.params import Profile, load_profile, profile_files
+from deliberation.provenance import incomplete_record, mark_incomplete
 
 Printer = Callable[[str], None]
 # Flushed line by line: `make paper` is often piped (tee, CI), and progress lines must not wait.
@@ -168,6 +180,15 @@ def notebook_status(
         record = json.loads(stamp.read_text())
     except ValueError:
         return Status(entry, True, "unreadable run record", inputs)
+    incomplete = record.get("incomplete")
+    if incomplete:
+        return Status(
+            entry,
+            True,
+            f"incomplete: {incomplete.get('failed_calls')} model calls failed in its last run"
+            " (only those are sent again)",
+            inputs,
+        )
     previous = record.get("inputs", {})
     changed = [part for part in inputs if previous.get(part) != inputs[part]]
     if changed:
@@ -237,6 +258,48 @@ def _keep_failed(partial: Path, failed: Path, final: Path) -> Path | None:
         os.replace(partial, failed)
         return failed
     return None
+
+
+class CallsFailed(NotebookFailed):
+    """A notebook that ran, but some of its model calls got no usable reply."""
+
+    def __init__(self, notebook: str, calls: list[FailedCall]) -> None:
+        self.calls = calls
+        RuntimeError.__init__(
+            self,
+            f"{notebook}: {len(calls)} model calls failed, first: {calls[0].line()}; its"
+            " outputs are marked INCOMPLETE and the next `make paper` reruns it, sending only"
+            " the failed calls",
+        )
+        self.notebook, self.cell_line, self.error, self.kept = notebook, "", str(self), None
+
+
+def failed_calls_log(entry: NotebookEntry, executed_dir: Path) -> Path:
+    return executed_dir / f"{entry.stem}.failed-calls.jsonl"
+
+
+def record_incomplete(
+    entry: NotebookEntry, profile: str, executed_dir: Path, calls: list[FailedCall]
+) -> None:
+    """Mark the run incomplete: not current, and every output it wrote marked so."""
+    root = paths.output_root()
+    for kind in ("figures", "tables"):
+        for sidecar in sorted((root / kind / profile).glob("*.provenance.json")):
+            try:
+                if json.loads(sidecar.read_text()).get("notebook") == entry.stem:
+                    mark_incomplete(sidecar, calls)
+            except (OSError, ValueError):
+                continue
+    record = {
+        "notebook": entry.name,
+        "profile": profile,
+        "incomplete": incomplete_record(calls),
+        "inputs": {},
+        "outputs": written_outputs(profile, entry.stem),
+    }
+    atomic_write_text(
+        executed_dir / f"{entry.stem}.inputs.json", json.dumps(record, indent=2) + "\n"
+    )
 
 
 def record_success(entry: NotebookEntry, status: Status, profile: str, executed_dir: Path) -> None:
@@ -312,17 +375,34 @@ def build_paper(
         out(f"== {name} (profile {profile.name})")
         t0 = time.perf_counter()
         progress = NotebookProgress(name, planned.get(status.entry.stem))
+        log_file = failed_calls_log(status.entry, executed_dir)
+        executed_dir.mkdir(parents=True, exist_ok=True)
+        log_file.unlink(missing_ok=True)
         try:
-            with reporting(progress, out, progress_interval_s):
+            # The kernel inherits the failed-calls log's path through the environment.
+            with (
+                _environment(LOG_ENV, str(log_file)),
+                reporting(progress, out, progress_interval_s),
+            ):
                 execute_notebook(status.entry, profile_arg, executed_dir, folder, progress)
-                calls = progress.calls()
+                call_count = progress.calls()
         except NotebookFailed as failure:
             result.failed = failure
             out(f"FAILED: {failure}")
+            calls = read_log(log_file)
+            if calls:
+                out(f"  (before it, {len(calls)} model calls failed; first: {calls[0].line()})")
             break
+        calls = read_log(log_file)
+        if calls:
+            record_incomplete(status.entry, profile.name, executed_dir, calls)
+            result.failed = CallsFailed(name, calls)
+            out(f"FAILED: {result.failed}")
+            break
+        log_file.unlink(missing_ok=True)
         record_success(status.entry, status, profile.name, executed_dir)
         result.executed.append(name)
-        of_calls = f", {calls:,} model calls" if calls else ""
+        of_calls = f", {call_count:,} model calls" if call_count else ""
         out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
     if result.failed is None:
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
@@ -334,6 +414,19 @@ def build_paper(
         f" {executed_dir}"
     )
     return result
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 def _verdict(result: BuildResult) -> str:

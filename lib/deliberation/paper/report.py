@@ -1,7 +1,8 @@
 """``make report``: a static HTML site of one profile's run under ``build/report/<profile>/``.
 
 ``index.html`` links every executed notebook (converted with nbconvert; a failed run's partial
-notebook is listed as failed), every figure (PNG shown, PDF linked) and every table (a page per
+notebook is listed as failed; a notebook whose model calls failed is listed as incomplete, with
+the count and first error, at the top of the index and on its page), every figure (PNG shown, PDF linked) and every table (a page per
 table from its CSV, with the CSV, Markdown and LaTeX files linked). Every page says which profile
 made it and whether it is synthetic, in a banner at its top. The site is self-contained: no
 script, font or style is fetched from the network, so it opens offline and from ``file://``.
@@ -108,6 +109,21 @@ def _highlight_css() -> str:
     return HtmlFormatter().get_style_defs(".highlight")
 
 
+def _incomplete(record_path: Path) -> str:
+    """What a notebook's run record says about failed calls ("" for a complete run)."""
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        return ""
+    incomplete = record.get("incomplete")
+    if not incomplete:
+        return ""
+    return (
+        f"INCOMPLETE: {incomplete.get('failed_calls')} model calls failed"
+        f" (first: {incomplete.get('first_error')})"
+    )
+
+
 def _caption(sidecar: Path) -> str:
     if not sidecar.is_file():
         return ""
@@ -183,12 +199,18 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
 
     notebooks = sorted(p for p in executed.glob("*.ipynb") if not p.name.startswith(".tmp-"))
     notebook_items = []
+    incomplete_notes = []
     for path in notebooks:
         failed = path.name.startswith("FAILED-")
         name = path.stem
         page = staging / "notebooks" / f"{name}.html"
-        page.write_text(_page(name, label, _notebook_body(path), up="../"))
+        incomplete = "" if failed else _incomplete(executed / f"{name}.inputs.json")
+        warning = f'<p class="failed"><b>{html.escape(incomplete)}</b></p>' if incomplete else ""
+        page.write_text(_page(name, label, warning + _notebook_body(path), up="../"))
         state = ' <span class="failed">(failed: partial run)</span>' if failed else ""
+        if incomplete:
+            state = f' <span class="failed">({html.escape(incomplete)})</span>'
+            incomplete_notes.append(f"<li>{html.escape(name)}: {html.escape(incomplete)}</li>")
         notebook_items.append(
             f'<li><a href="notebooks/{name}.html">{html.escape(name)}</a>{state}</li>'
         )
@@ -237,10 +259,19 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
             return f'<h2>{title}</h2><div class="figures">{content}</div>'
         return f"<h2>{title}</h2><ul>{content}</ul>"
 
+    alert = ""
+    if incomplete_notes:
+        alert = (
+            '<div class="failed"><h2>Incomplete: model calls failed</h2><p>These notebooks ran'
+            " with failed calls; their tables and figures are marked INCOMPLETE and are not"
+            " final. The next <code>make paper</code> reruns them, sending only the failed"
+            f" calls.</p><ul>{''.join(incomplete_notes)}</ul></div>"
+        )
     index = _page(
         f"Paper build: {profile}",
         label,
-        section("Notebooks", notebook_items)
+        alert
+        + section("Notebooks", notebook_items)
         + section("Figures", figure_items, wrap="div")
         + section("Tables", table_items)
         + section('Replies: <a href="replies.html">a sample per stage</a>', reply_items),

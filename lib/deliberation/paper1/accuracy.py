@@ -31,6 +31,12 @@ def percent_interval(
     return {column: row[column] for column in columns}
 
 
+def answered(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` without the failed ones (``valid`` empty: no usable reply), which no accuracy,
+    difference or model counts; :func:`accuracy_table` reports how many there were."""
+    return rows[rows["valid"].notna()] if "valid" in rows else rows
+
+
 def capacity_label(budget: float | None, item_limit: int | None) -> str:
     if budget is not None and not pd.isna(budget):
         return f"r={float(budget):g}"
@@ -65,10 +71,16 @@ def accuracy_table(
 ) -> pd.DataFrame:
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
     with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
-    wrong and are counted in ``invalid``."""
+    wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
+    neither numerator nor denominator; when there are any, a ``failed`` column counts them."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
+    failed_mask = rows["valid"].isna()
+    failed = rows[failed_mask].groupby(by, sort=False, dropna=False).size()
+    rows = rows[~failed_mask]
+    if rows.empty:
+        raise ValueError(f"accuracy_table: every one of {int(failed_mask.sum())} rows failed")
     combos = list(dict.fromkeys(rows[by].itertuples(index=False, name=None)))
     statistics = {
         str(i): mean_of("correct", dict(zip(by, combo, strict=True)))
@@ -92,6 +104,8 @@ def accuracy_table(
                 "invalid": int(invalid[key]),
             }
         )
+        if failed_mask.any():
+            out[-1]["failed"] = int(failed.get(key, 0))
     return pd.DataFrame(out)
 
 
@@ -106,7 +120,9 @@ def differences(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Policy a minus policy b (points) for each pair, on ``rows`` (averaged with equal weight
-    over the cells of ``average_over``), bootstrapped together over ``cluster``."""
+    over the cells of ``average_over``), bootstrapped together over ``cluster``; failed rows
+    are left out."""
+    rows = answered(rows)
     statistics = {
         f"{a} - {b}": difference_statistic(rows, a, b, average_over=average_over)
         for a, b in comparisons

@@ -11,6 +11,7 @@ from deliberation.crossprofile import CLASSIC
 from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.paper1.accuracy import (
     accuracy_table,
+    answered,
     budget_scope,
     cue_baseline,
     differences,
@@ -110,11 +111,13 @@ def h1_h3_table(
     rows: pd.DataFrame, *, n_resamples: int, seed: int, budget: float = PRIMARY_FRACTION
 ) -> pd.DataFrame:
     """H1-H3 (Holm-adjusted together) and the secondary H1s, in points, from a results frame
-    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads).
+    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads); failed
+    rows are left out.
 
     The pre-specified tests read the primary budget only; because that scope decides H3 on
     some profiles, H2 and H3 pooled over every budget in ``rows`` (:func:`pooled_rows`) follow
     each of them as secondary rows (no Holm p). ``budgets`` names what each row reads."""
+    rows = answered(rows)
     fixed = fixed_count_rows(rows)
     tests = preregistered_tests(
         primary_rows(rows, budget),

@@ -14,7 +14,7 @@ import pandas as pd
 
 from deliberation.crossprofile import CLASSIC
 from deliberation.memory import PRIMARY_FRACTION
-from deliberation.paper1.accuracy import accuracy_table
+from deliberation.paper1.accuracy import accuracy_table, answered
 from deliberation.stats import (
     EVIDENCE_FORMULA,
     POLICY_FORMULA,
@@ -83,9 +83,10 @@ def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.D
 
 def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
-    the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both models, the likelihood-ratio and cluster-robust
-    Wald tests of the policy terms)."""
-    test = likelihood_ratio_test(rows, POLICY_FORMULA, EVIDENCE_FORMULA)
+    the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both
+    models, the likelihood-ratio and cluster-robust Wald tests of the policy terms). Failed rows
+    are left out."""
+    test = likelihood_ratio_test(answered(rows), POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(
         [
             test.reduced.coefficients().assign(model="lead + tone"),
@@ -122,6 +123,7 @@ def decoy_choices(
     """How often the answer is the decoy option (the wrong option two decoys favour), per
     policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
     among wrong ones (%)."""
+    rows = answered(rows)
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
     cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
     out = []

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 import pandas as pd
 
 from deliberation.crossprofile.variants import ALL_VARIANTS
-from deliberation.paper1.accuracy import percent_interval
+from deliberation.paper1.accuracy import answered, percent_interval
 from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
 
 BY = ("tags", "support", "decoy", "irrelevant")
@@ -31,6 +31,7 @@ def _gap_weights(rows: pd.DataFrame, tags: str, sign: float = 1.0) -> dict[tuple
 
 
 def _main_rows(rows: pd.DataFrame, policy: str | None = None) -> pd.DataFrame:
+    rows = answered(rows)  # failed rows (no usable reply) count in no contrast
     keep = rows["pilot"] == 0 if "pilot" in rows else pd.Series(True, index=rows.index)
     if policy is not None:
         keep &= rows["policy"] == policy

@@ -1,0 +1,143 @@
+"""Failed calls over HTTP: one malformed or oversized reply fails that call alone; a server that
+fails every POST the same way is stopped by the circuit breaker after a few requests."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from failing_server import failing_server
+from serve_sim_fixture import arithmetic_prompt, arithmetic_requests, openai_profile
+
+from deliberation.inference.cache import ResponseCache
+from deliberation.inference.client import CachedClient
+from deliberation.inference.openai_api import (
+    BREAKER_ATTEMPTS,
+    OpenAIBackend,
+    profile_hint,
+    reply_byte_limit,
+)
+
+FAST = {"timeout_s": 5.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 3}
+
+
+def _client(url: str, cache_file, **options) -> CachedClient:
+    profile = openai_profile(url, **{**FAST, **options})
+    return CachedClient(
+        OpenAIBackend.from_profile(profile),
+        ResponseCache(cache_file),
+        profile=profile.name,
+        progress=False,
+    )
+
+
+def _completion(usage: object, content: object = "Answer: 1", choices: bool = True) -> bytes:
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content},
+             "finish_reason": "stop"}
+        ] if choices else [],
+        "usage": usage,
+    }  # fmt: skip
+    return json.dumps(body, allow_nan=True).encode().replace(b"1e999x", b"1e999")
+
+
+def _prompt_of(body: dict) -> str:
+    return body.get("messages", [{}])[-1].get("content", "")
+
+
+MALFORMED = {
+    "usage NaN": _completion({"prompt_tokens": float("nan"), "completion_tokens": 1}),
+    "usage 1e999": _completion({"prompt_tokens": "1e999x", "completion_tokens": 1}),
+    "usage string": _completion({"prompt_tokens": "x", "completion_tokens": 1}),
+    "usage list": _completion({"prompt_tokens": [1], "completion_tokens": 1}),
+    "negative usage": _completion({"prompt_tokens": -3, "completion_tokens": 1}),
+    "not JSON": b"{not json",
+    "no choices": _completion({"prompt_tokens": 1, "completion_tokens": 1}, choices=False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_one_malformed_reply_fails_that_call_only(kind, tmp_path) -> None:
+    bad = arithmetic_prompt(3)
+    with failing_server() as server:
+        server.raw = MALFORMED[kind]
+        server.fail = lambda stage, body: _prompt_of(body) == bad
+        client = _client(server.base_url, tmp_path / "c.sqlite")
+        requests = arithmetic_requests(10)
+        responses = client.generate(requests)
+    failed = [r.messages[-1].content for r, a in zip(requests, responses, strict=True) if not a.ok]
+    assert failed == [bad]
+    assert all(a.ok and a.text for a in responses if a is not responses[3])
+    assert int(client.cache.stats()["failures"].sum()) == 1
+
+
+def test_a_reply_past_the_byte_bound_fails_alone_unretried_and_is_not_stored(tmp_path) -> None:
+    bad = arithmetic_prompt(2)
+    limit = reply_byte_limit(16)
+    assert limit == 64 * 1024 + 256 * 16  # the documented bound
+    huge = _completion({"prompt_tokens": 1, "completion_tokens": 1}, content="y" * (limit + 10))
+    with failing_server() as server:
+        server.raw = huge
+        server.fail = lambda stage, body: _prompt_of(body) == bad
+        cache_file = tmp_path / "c.sqlite"
+        client = _client(server.base_url, cache_file)
+        responses = client.generate(arithmetic_requests(6))
+        assert server.failed_posts["smoke.arithmetic"] == 1  # not retried
+    assert [r.ok for r in responses] == [True, True, False, True, True, True]
+    assert "larger than" in responses[2].error and "max_tokens" in responses[2].error
+    with ResponseCache(cache_file) as cache:
+        assert int(cache.stats()["calls"].sum()) == 5
+
+
+def test_a_server_failing_every_post_the_same_way_gets_few_requests(tmp_path, caplog) -> None:
+    with failing_server() as server:
+        server.message = "unsupported parameter: response_format"
+        server.fail = lambda stage, body: True
+        client = _client(server.base_url, tmp_path / "c.sqlite", concurrency=16, max_retries=6)
+        with caplog.at_level(logging.WARNING):
+            responses = client.generate(arithmetic_requests(80))
+        sent = server.total_posts
+    assert not any(r.ok for r in responses)
+    # The documented bound: the breaker trips after BREAKER_ATTEMPTS identical failures, with
+    # at most BREAKER_ATTEMPTS - 1 others in flight.
+    assert BREAKER_ATTEMPTS <= sent <= 2 * BREAKER_ATTEMPTS - 1
+    stopped = [r.error for r in responses if "circuit breaker" in r.error]
+    assert len(stopped) >= 80 - sent
+    assert all("unsupported parameter: response_format" in e for e in stopped)
+    assert all("openai.structured_output" in e for e in stopped)
+    assert server.base_url.removesuffix("/") in stopped[0]
+    warnings = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    assert "circuit breaker" in warnings and server.base_url in warnings
+
+
+def test_failures_after_a_success_do_not_trip_the_breaker(tmp_path) -> None:
+    """One prompt answered first: later identical failures of other prompts are retried and
+    fail one by one (the breaker only guards a stage that never worked)."""
+    with failing_server() as server:
+        client = _client(server.base_url, tmp_path / "c.sqlite", max_retries=1)
+        assert client.generate(arithmetic_requests(1))[0].ok
+        server.fail = lambda stage, body: _prompt_of(body) != arithmetic_prompt(0)
+        responses = client.backend.generate(arithmetic_requests(12))
+    assert responses[0].ok
+    assert all("gave up after 2 attempts" in r.error for r in responses[1:])
+
+
+@pytest.mark.parametrize(
+    ("complaint", "key"),
+    [
+        ("Unrecognized request argument: seed", "openai.send_seed"),
+        ("'response_format' of type json_schema is not supported", "openai.structured_output"),
+        ("temperature must be in [0, 2]", "sampling.temperature"),
+        ("The model `qwen-x` does not exist", "model"),
+        ("max_tokens is too large", "sampling.max_tokens"),
+    ],
+)
+def test_the_hint_names_the_profile_key(complaint, key) -> None:
+    assert f"`{key}`" in profile_hint(complaint)
+    assert profile_hint("Internal Server Error") == ""
