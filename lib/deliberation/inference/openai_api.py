@@ -62,11 +62,8 @@ from deliberation.inference.secrets import (
     read_api_key,
 )
 from deliberation.inference.sim import SIM_SERVER_OWNER
-from deliberation.inference.structured import (
-    ServerStructuredMode,
-    openai_structured_extra_body,
-    parse_structured_text,
-)
+from deliberation.inference.structured import ServerStructuredMode, openai_structured_extra_body
+from deliberation.inference.structured_answers import parse_structured_text
 
 log = logging.getLogger(__name__)
 
