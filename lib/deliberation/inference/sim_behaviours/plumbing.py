@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
@@ -32,4 +33,6 @@ def add_two_numbers(context: SimContext) -> SimAnswer:
     total = int(match.group(1)) + int(match.group(2))
     if context.rng.random() >= context.param("smoke_accuracy"):
         total += int(context.rng.choice([-1, 1]))
+    if context.request.structured is not None and context.request.structured.json_schema:
+        return SimAnswer(text=json.dumps({"answer": total}), parsed={"answer": total})
     return SimAnswer(text=f"Answer: {total}")
