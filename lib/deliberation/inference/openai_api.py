@@ -365,7 +365,8 @@ class OpenAIBackend(Backend):
         if status == 0:
             raise PreflightError(f"no server answers at {self.base_url} (openai.base_url): {reply}")
         if status != 200:
-            raise PreflightError(self._refusal(status, reply, body))
+            refusal = self._refusal(status, reply, body)
+            raise PreflightError("; ".join([refusal, *warnings]))
         text = _reply_text(reply)
         if request.structured is not None and self.structured_output != "none":
             parsed = parse_structured_text(request.structured, text or "")

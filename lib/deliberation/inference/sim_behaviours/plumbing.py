@@ -1,4 +1,5 @@
-"""Behaviours for plumbing checks: ``echo`` and the smoke notebook's ``smoke.arithmetic``."""
+"""Behaviours for plumbing checks: ``echo``, the openai backend's ``preflight`` request and the
+smoke notebook's ``smoke.arithmetic``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ def echo(context: SimContext) -> SimAnswer:
         pick = context.choices[int(context.rng.integers(len(context.choices)))]
         return SimAnswer(text=pick, parsed=pick)
     return SimAnswer(text=f"echo: {context.prompt}")
+
+
+@sim_behaviour("preflight")
+def preflight(context: SimContext) -> SimAnswer:
+    """The pre-flight request (``OpenAIBackend.preflight``): the first option, as constrained."""
+    pick = context.choices[0] if context.choices else "yes"
+    return SimAnswer(text=pick, parsed=pick if context.choices else None)
 
 
 @sim_behaviour("smoke.arithmetic")
