@@ -7,7 +7,6 @@ whole path (command, readiness, requests, stop) runs as it does for llama.cpp or
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -15,12 +14,11 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from llama_like_fixture import LlamaCppPythonLike, llama_like_server
 from serve_sim_fixture import SIM_MODEL, arithmetic_requests, openai_profile, wait_until
 
 from deliberation.inference.cache import ResponseCache
@@ -209,54 +207,10 @@ def test_a_model_name_the_server_refuses_stops_the_preflight_naming_both() -> No
             other.preflight()
 
 
-class LlamaCppPythonLike(BaseHTTPRequestHandler):
-    """What llama-cpp-python's server does with structured-output fields (measured): it lists
-    its model, refuses ``json_schema`` with HTTP 500, honours ``json_object`` + ``schema`` and
-    ignores vLLM's fields (answering free text)."""
-
-    bodies: list[dict] = []
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, status: int, payload: dict) -> None:
-        blob = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(blob)))
-        self.end_headers()
-        self.wfile.write(blob)
-
-    def do_GET(self) -> None:
-        self._send(200, {"object": "list", "data": [{"id": "served-model", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).bodies.append(body)
-        kind = (body.get("response_format") or {}).get("type")
-        if kind == "json_schema":
-            self._send(500, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
-            return
-        text = '{"answer": "yes"}' if kind == "json_object" else "The correct answer is: yes."
-        self._send(200, {
-            "id": "x", "object": "chat.completion", "created": 0, "model": "served-model",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 31, "completion_tokens": 5, "total_tokens": 36},
-        })  # fmt: skip
-
-
 @pytest.fixture
 def llama_like():
-    LlamaCppPythonLike.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), LlamaCppPythonLike)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with llama_like_server() as base_url:
+        yield base_url
 
 
 def test_a_refused_structured_output_mode_stops_the_run_at_once_naming_the_key(llama_like) -> None:
