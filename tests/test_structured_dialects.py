@@ -14,7 +14,7 @@ from serve_sim_fixture import openai_profile
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.structured import choice_grammar, choice_schema
+from deliberation.inference.structured import CHOICE_WRAPPER_TOKENS, choice_grammar, choice_schema
 from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.inference.testing import sim_server_in_thread
 
@@ -91,3 +91,21 @@ def test_serve_sim_answers_each_llama_cpp_dialect_and_the_backend_parses_the_cho
         assert all(json.loads(r.text) == {"answer": r.parsed} for r in responses)
     else:
         assert all(r.text == r.parsed for r in responses)
+
+
+@pytest.mark.parametrize("mode", ["json_object_schema", "response_format"])
+def test_a_choice_wrapped_in_json_gets_room_for_the_wrapper_beside_its_own_cap(mode) -> None:
+    """The DHD judge caps its answer at 8 tokens; '{"answer": "not equivalent"}' needs more."""
+    backend = OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", structured_output=mode)
+    choice = ChatRequest.from_prompt(
+        "judge", structured=StructuredOutput(choices=CHOICES), max_tokens=8
+    )
+    schema = ChatRequest.from_prompt(
+        "json", structured=StructuredOutput(json_schema=SCHEMA), max_tokens=8
+    )
+    assert backend.request_body(choice)["max_tokens"] == 8 + CHOICE_WRAPPER_TOKENS
+    assert backend.request_body(schema)["max_tokens"] == 8
+    grammar = OpenAIBackend(
+        model="m", base_url="http://127.0.0.1:9/v1", structured_output="grammar"
+    )
+    assert grammar.request_body(choice)["max_tokens"] == 8  # the option itself, no wrapper

@@ -64,7 +64,11 @@ from deliberation.inference.secrets import (
     read_api_key,
 )
 from deliberation.inference.sim import SIM_SERVER_OWNER
-from deliberation.inference.structured import ServerStructuredMode, openai_structured_extra_body
+from deliberation.inference.structured import (
+    ServerStructuredMode,
+    openai_structured_extra_body,
+    wire_max_tokens,
+)
 from deliberation.inference.structured_answers import parse_structured_text
 
 log = logging.getLogger(__name__)
@@ -541,7 +545,9 @@ class OpenAIBackend(Backend):
             "messages": request.messages_as_dicts(),
             "temperature": request.temperature,
             "top_p": request.top_p,
-            "max_tokens": request.max_tokens,
+            "max_tokens": wire_max_tokens(
+                request.structured, self.structured_output, request.max_tokens
+            ),
         }
         seed = request.effective_seed() if self.send_seed else None
         if seed is not None:

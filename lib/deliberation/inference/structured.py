@@ -57,6 +57,11 @@ SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 # A choice list sent as a JSON schema is wrapped in an object with one field (CHOICE_FIELD),
 # because OpenAI's strict mode and llama.cpp's JSON mode only accept an object at the top level.
 RESPONSE_FORMAT_NAME = "answer"
+# Modes that send a choice list as that one-field object, and the tokens its JSON adds
+# ('{"answer": "' and '"}', generously): added to max_tokens, so a stage that caps its answer
+# at a few tokens (the DHD judge: 8) is not cut off inside the wrapper.
+WRAPPED_CHOICE_MODES = frozenset({"response_format", "json_object_schema"})
+CHOICE_WRAPPER_TOKENS = 16
 
 
 def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
@@ -167,6 +172,14 @@ def openai_structured_extra_body(
             },
         }
     }
+
+
+def wire_max_tokens(structured: StructuredOutput | None, mode: str, max_tokens: int) -> int:
+    """``max_tokens`` as sent: with :data:`CHOICE_WRAPPER_TOKENS` more when ``mode`` wraps a
+    choice list in a JSON object (the stage's cap stays the cap of the choice itself)."""
+    if structured is not None and structured.choices is not None and mode in WRAPPED_CHOICE_MODES:
+        return max_tokens + CHOICE_WRAPPER_TOKENS
+    return max_tokens
 
 
 def gbnf_literal(text: str) -> str:

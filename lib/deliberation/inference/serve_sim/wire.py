@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput, unencodable_text
-from deliberation.inference.structured import CHOICE_FIELD, choice_grammar, choice_schema
+from deliberation.inference.structured import (
+    CHOICE_FIELD,
+    CHOICE_WRAPPER_TOKENS,
+    choice_grammar,
+    choice_schema,
+)
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -171,6 +176,8 @@ def request_from_body(body: Mapping[str, Any], stage: str) -> tuple[ChatRequest,
     max_tokens = DEFAULT_MAX_TOKENS if raw_max is None else _integer(raw_max, name)
     if max_tokens < 1:
         raise WireFormatError(f"{name}: must be >= 1, got {max_tokens}")
+    if wrap_choice and max_tokens > CHOICE_WRAPPER_TOKENS:  # the inverse of wire_max_tokens
+        max_tokens -= CHOICE_WRAPPER_TOKENS
     seed = body.get("seed")
     if seed is not None:
         seed = _integer(seed, "seed")
