@@ -293,9 +293,11 @@ def model_server(profile: Profile, *, start_now: bool = False) -> Iterator[Manag
                 signal.signal(signal.SIGTERM, previous_term)
 
 
-def preflight_now(profile: Profile) -> list[str]:
-    """Make sure the profile's server answers and pre-flight it (``make paper`` does this once
-    before its notebooks); call inside :func:`model_server`. Returns the warnings."""
+def preflight_now(profile: Profile) -> None:
+    """Inside :func:`model_server`: make the profile's server answer (starting it if needed)
+    and pre-flight it now (``make paper`` does this once, before its notebooks)."""
+    if profile.backend != "openai":
+        return
     from deliberation.inference import build_backend
 
     backend = build_backend(profile)
@@ -303,4 +305,3 @@ def preflight_now(profile: Profile) -> list[str]:
         before_send(backend)
     finally:
         backend.close()
-    return []

@@ -1,0 +1,249 @@
+"""The real-model lane (``make test-real``; not collected by ``make unit``): every experiment's
+stages on SmolLM2-135M-Instruct behind llama-cpp-python's server, with a tiny grid.
+
+It asserts what a real 135M model allows, not what it gets right: every call is answered, every
+constrained answer parses (a choice, a schema), rows are well formed, a second run sends nothing,
+and no server is left listening. One server serves the in-process stages; the CLI run at the
+start starts and stops its own. Needs ``make models`` (the Makefile target runs it first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deliberation.inference import make_client
+from deliberation.inference.model_server import model_server
+from deliberation.model_files import MODELS, is_present
+from deliberation.params import load_profile
+
+PROFILE = "smollm2-135m-llamacpp"
+MAX_TOKENS = 128  # the lane's cap on free-text answers (hypotheses, turns, summaries)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    if not all(is_present(m) for m in MODELS.values()):
+        pytest.fail("the model file is missing or damaged: run `make models`")
+    root = tmp_path_factory.mktemp("real-model")
+    os.environ["DELIBERATION_CACHE_DIR"] = str(root / "cache")
+    os.environ["DELIBERATION_OUTPUT_ROOT"] = str(root / "out")
+    return root
+
+
+def lane_profile_file(root: Path, port: int) -> Path:
+    """The shipped profile on a free port, with a scratch log and the lane's max_tokens."""
+    data = yaml.safe_load((Path(load_profile(PROFILE).source)).read_text())
+    data["name"] = "real-model-lane"
+    data["openai"]["base_url"] = f"http://127.0.0.1:{port}/v1"
+    data["server"].update(port=port, log_file=str(root / "server-{profile}.log"))
+    data["server"]["model_file"] = str(
+        Path(load_profile(PROFILE).source).parents[1] / data["server"]["model_file"]
+    )
+    data["sampling"]["max_tokens"] = MAX_TOKENS
+    path = root / f"lane-{port}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+class Lane:
+    """The one server of the in-process stages, started on first use and stopped by close()."""
+
+    def __init__(self, root: Path) -> None:
+        self.port = free_port()
+        self.profile = load_profile(lane_profile_file(root, self.port))
+        self._block = model_server(self.profile)
+        self.server = self._block.__enter__()
+        self.closed = False
+
+    def client(self):
+        return make_client(self.profile, progress=False)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._block.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def lane(scratch):
+    opened = Lane(scratch)
+    yield opened
+    opened.close()
+    assert not listening(opened.port)
+
+
+def no_failures(client) -> None:
+    failures = client.cache.failures()
+    assert failures.empty, failures.to_string()
+
+
+def sent(report) -> int:
+    return sum(stage.sent for stage in report.stages)
+
+
+def test_the_cli_run_starts_its_own_server_answers_every_call_and_stops_it(scratch) -> None:
+    port = free_port()
+    profile_file = lane_profile_file(scratch, port)
+    out = scratch / "cli-rows.csv"
+    command = [sys.executable, "-m", "deliberation", "run", "crossprofile", "--profile",
+               str(profile_file), "--limit", "1", "--policies", "R1", "--budgets", "0.6",
+               "--tags", "keep", "--item-limit", "0", "--out", str(out), "--no-progress"]  # fmt: skip
+    env = {**os.environ, "DELIBERATION_CACHE_DIR": str(scratch / "cli-cache")}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "started server of profile real-model-lane" in done.stderr
+    assert not listening(port)  # stopped at the end
+    import pandas as pd
+
+    rows = pd.read_csv(out)
+    assert len(rows) == 8 and rows["valid"].mean() >= 0.95, rows[["answer", "error"]]
+    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0 and "8 sent" not in again.stdout
+    assert "0 sent" in again.stdout and "started server" not in again.stderr  # no server needed
+
+
+def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> None:
+    from deliberation.memory_runs.grid import Grid
+    from deliberation.memory_runs.runs import (
+        CROSSPROFILE_COLUMNS,
+        crossprofile_tasks,
+        run_memory_experiment,
+    )
+
+    tasks = crossprofile_tasks("main", 1, seed=lane.profile.seed)[:2]
+    grid = Grid(policies=("R1-rel", "B3"), budgets=(0.6,), item_limit=None, tags=("keep",))
+    client = lane.client()
+    first = run_memory_experiment("crossprofile", tasks, grid, lane.profile, client)
+    no_failures(client)
+    rows = first.frame
+    assert list(rows.columns) == CROSSPROFILE_COLUMNS and len(rows) == 4
+    assert first.report.label_errors == 0  # every relevance label parsed against its schema
+    assert (
+        first.report.summaries == 2 and (rows.loc[rows["policy"] == "B3", "kept_tokens"] > 0).all()
+    )
+    assert (rows["valid"] == 1).all(), rows[["answer", "error"]]  # constrained to the options
+    for task, answer in zip(rows["task"], rows["answer"], strict=True):
+        assert answer in next(t.options for t in tasks if t.id == task)
+    stages = {s.stage for s in first.report.stages}
+    assert {"crossprofile.relevance", "crossprofile.summary", "crossprofile.decision"} <= stages
+    second = run_memory_experiment("crossprofile", tasks, grid, lane.profile, lane.client())
+    assert sent(second.report) == 0 and second.frame.equals(rows)
+
+
+def test_hiddenbench_decisions_if_its_data_is_there(lane) -> None:
+    from deliberation.datasets import DatasetNotFoundError
+    from deliberation.hiddenbench import load_hiddenbench
+    from deliberation.memory_runs.grid import Grid
+    from deliberation.memory_runs.runs import HIDDENBENCH_COLUMNS, run_memory_experiment
+
+    try:
+        tasks = load_hiddenbench(seed=lane.profile.seed)[:1]
+    except DatasetNotFoundError as missing:
+        pytest.skip(f"no HiddenBench data here: {missing}")
+    grid = Grid(policies=("R1",), budgets=(0.6,), item_limit=None, tags=("keep",))
+    client = lane.client()
+    result = run_memory_experiment("hiddenbench", tasks, grid, lane.profile, client)
+    no_failures(client)
+    assert list(result.frame.columns) == HIDDENBENCH_COLUMNS
+    assert (result.frame["valid"] == 1).all(), result.frame[["answer", "error"]]
+    again = run_memory_experiment("hiddenbench", tasks, grid, lane.profile, lane.client())
+    assert sent(again.report) == 0
+
+
+def test_one_natural_discussion_with_votes_and_a_decision(lane) -> None:
+    from deliberation.natural_runs.runs import natural_tasks, run_natural_experiment
+
+    options = lane.profile.experiments.natural.model_copy(update={"limit": 1})
+    tasks = natural_tasks("crossprofile", options, lane.profile.seed)[:1]
+
+    def run(client):
+        return run_natural_experiment(
+            "crossprofile", tasks, lane.profile, client, variants=("plain",), replicates=1,
+            rounds=1, policies=("R1",), budget=0.6, progress=False,
+        )  # fmt: skip
+
+    client = lane.client()
+    result = run(client)
+    no_failures(client)
+    messages = [m for d in result.discussions for m in d.messages]
+    assert messages and not any(m.error for m in messages)
+    votes = result.rows[result.rows["kind"] == "vote"]
+    assert len(votes) and (votes["valid"] == 1).all(), votes.to_string()  # schema-constrained
+    decisions = result.rows[result.rows["kind"] != "vote"]
+    assert len(decisions) and (decisions["valid"] == 1).all(), decisions.to_string()
+    assert sent(run(lane.client()).report) == 0
+
+
+def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem(
+    lane, scratch
+) -> None:
+    from deliberation.datasets.omnimath import judge_request
+    from deliberation.dhd.prompts import JUDGE_CHOICES
+    from deliberation.dhd.protocol import PROPOSAL_COLUMNS, REPLAY_COLUMNS
+    from deliberation.dhd.run import load_problems, run_dhd
+
+    problems = load_problems("synthetic", 1, seed=lane.profile.seed)
+    pools = scratch / "pools"
+
+    def run(client):
+        return run_dhd(client, lane.profile, problems, pools, stages=("pool", "replay"),
+                       sizes=(2,), seed=lane.profile.seed)  # fmt: skip
+
+    client = lane.client()
+    results = run(client)
+    no_failures(client)
+    assert results.pool_counts.recruiter_failures == 0  # the roles parsed against the schema
+    assert results.pool_counts.messages == 5 and results.pool_counts.call_failures == 0
+    assert list(results.proposals.columns) == PROPOSAL_COLUMNS
+    replays = results.replays
+    assert list(replays.columns) == REPLAY_COLUMNS and len(replays) == 9  # solo, 5 single, 3 k=2
+    assert (replays["valid"] == 1).all(), replays[["arm", "error"]]  # graded, none failed
+    solo = replays[replays["arm"] == "solo"].iloc[0]
+    reply = client.cache.get_many([solo["key"]], count_hits=False)[solo["key"]].text
+    (verdict,) = client.generate([judge_request(problems[0], reply)])
+    assert verdict.ok and verdict.parsed in JUDGE_CHOICES, verdict.text
+    assert json.loads(verdict.text) == {"answer": verdict.parsed}  # read from the JSON
+    again = lane.client()
+    assert sum(c.sent for c in run(again).calls) == 0
+    assert again.generate([judge_request(problems[0], reply)])[0].cached
+
+
+def test_every_constrained_call_on_the_wire_carried_the_dialect_and_the_server_is_gone(
+    lane,
+) -> None:
+    import sqlite3
+
+    cache = Path(os.environ["DELIBERATION_CACHE_DIR"]) / f"{lane.profile.name}.sqlite"
+    with sqlite3.connect(cache) as db:
+        stored = [json.loads(row[0]) for row in db.execute("SELECT request FROM responses")]
+    constrained = [r for r in stored if r.get("structured")]
+    assert constrained and len(constrained) < len(stored)
+    stats = make_client(lane.profile, progress=False).cache.stats()
+    # The server's own prompt-token counts are recorded beside the project's counter.
+    assert (stats["prompt_tokens"] > 0).all() and (stats["counted_prompt_tokens"] > 0).all()
+    assert (stats["prompt_tokens"] != stats["counted_prompt_tokens"]).any()
+    pid = lane.server.process.pid if lane.server.process is not None else None
+    lane.close()
+    assert not listening(lane.port)
+    if pid is not None:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
