@@ -1,10 +1,12 @@
 """The real-model lane (``make test-real``; not collected by ``make unit``): every experiment's
-stages on SmolLM2-135M-Instruct behind llama-cpp-python's server, with a tiny grid.
+stages on SmolLM2-135M-Instruct behind llama-cpp-python's server, with a tiny grid (one
+CrossProfile task, one natural discussion, one DHD pool: about 30 calls, 3-5 minutes on two idle
+cores; ``DELIBERATION_REAL_PROFILE`` names another real profile to run it on).
 
 It asserts what a real 135M model allows, not what it gets right: every call is answered, every
 constrained answer parses (a choice, a schema), rows are well formed, a second run sends nothing,
-and no server is left listening. One server serves the in-process stages; the CLI run at the
-start starts and stops its own. Needs ``make models`` (the Makefile target runs it first).
+and no server is left listening. One server serves every stage. Needs ``make models`` (the
+Makefile target runs it first).
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,9 @@ from deliberation.inference.model_server import model_server
 from deliberation.model_files import MODELS, is_present
 from deliberation.params import load_profile
 
-PROFILE = "smollm2-135m-llamacpp"
-MAX_TOKENS = 128  # the lane's cap on free-text answers (hypotheses, turns, summaries)
+# The real profile the lane runs (a name in params/ or a path): the shipped one by default.
+PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")
+MAX_TOKENS = 96  # the lane's cap on free-text answers (hypotheses, turns, summaries)
 
 
 def free_port() -> int:
@@ -55,8 +56,9 @@ def lane_profile_file(root: Path, port: int) -> Path:
     data["name"] = "real-model-lane"
     data["openai"]["base_url"] = f"http://127.0.0.1:{port}/v1"
     data["server"].update(port=port, log_file=str(root / "server-{profile}.log"))
+    model_file = Path(data["server"]["model_file"])
     data["server"]["model_file"] = str(
-        Path(load_profile(PROFILE).source).parents[1] / data["server"]["model_file"]
+        model_file if model_file.is_absolute() else Path(__file__).parents[1] / model_file
     )
     data["sampling"]["max_tokens"] = MAX_TOKENS
     path = root / f"lane-{port}.yaml"
@@ -100,27 +102,6 @@ def sent(report) -> int:
     return sum(stage.sent for stage in report.stages)
 
 
-def test_the_cli_run_starts_its_own_server_answers_every_call_and_stops_it(scratch) -> None:
-    port = free_port()
-    profile_file = lane_profile_file(scratch, port)
-    out = scratch / "cli-rows.csv"
-    command = [sys.executable, "-m", "deliberation", "run", "crossprofile", "--profile",
-               str(profile_file), "--limit", "1", "--policies", "R1", "--budgets", "0.6",
-               "--tags", "keep", "--item-limit", "0", "--out", str(out), "--no-progress"]  # fmt: skip
-    env = {**os.environ, "DELIBERATION_CACHE_DIR": str(scratch / "cli-cache")}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "started server of profile real-model-lane" in done.stderr
-    assert not listening(port)  # stopped at the end
-    import pandas as pd
-
-    rows = pd.read_csv(out)
-    assert len(rows) == 8 and rows["valid"].mean() >= 0.95, rows[["answer", "error"]]
-    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
-    assert again.returncode == 0 and "8 sent" not in again.stdout
-    assert "0 sent" in again.stdout and "started server" not in again.stderr  # no server needed
-
-
 def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> None:
     from deliberation.memory_runs.grid import Grid
     from deliberation.memory_runs.runs import (
@@ -129,7 +110,7 @@ def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> Non
         run_memory_experiment,
     )
 
-    tasks = crossprofile_tasks("main", 1, seed=lane.profile.seed)[:2]
+    tasks = crossprofile_tasks("main", 1, seed=lane.profile.seed)[:1]
     grid = Grid(policies=("R1-rel", "B3"), budgets=(0.6,), item_limit=None, tags=("keep",))
     client = lane.client()
     first = run_memory_experiment("crossprofile", tasks, grid, lane.profile, client)
@@ -206,7 +187,7 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
 
     def run(client):
         return run_dhd(client, lane.profile, problems, pools, stages=("pool", "replay"),
-                       sizes=(2,), seed=lane.profile.seed)  # fmt: skip
+                       sizes=(), seed=lane.profile.seed)  # fmt: skip
 
     client = lane.client()
     results = run(client)
@@ -215,7 +196,7 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     assert results.pool_counts.messages == 5 and results.pool_counts.call_failures == 0
     assert list(results.proposals.columns) == PROPOSAL_COLUMNS
     replays = results.replays
-    assert list(replays.columns) == REPLAY_COLUMNS and len(replays) == 9  # solo, 5 single, 3 k=2
+    assert list(replays.columns) == REPLAY_COLUMNS and len(replays) == 6  # solo and 5 single
     assert (replays["valid"] == 1).all(), replays[["arm", "error"]]  # graded, none failed
     solo = replays[replays["arm"] == "solo"].iloc[0]
     reply = client.cache.get_many([solo["key"]], count_hits=False)[solo["key"]].text

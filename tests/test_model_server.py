@@ -244,3 +244,39 @@ def test_a_model_name_the_server_does_not_list_is_a_warning_naming_both(llama_li
     )
     (warning,) = backend.preflight()
     assert "SmolLM2-typo" in warning and "served-model" in warning
+
+
+def test_deliberation_run_starts_the_profiles_server_only_when_it_must_send(
+    tmp_path, caplog
+) -> None:
+    """The CLI path: a run with calls to send starts the server and stops it; the same run
+    again is answered from the cache and starts nothing."""
+    import logging
+
+    from deliberation.cli import main
+
+    port = free_port()
+    profile = tmp_path / "managed.yaml"
+    profile.write_text(
+        textwrap.dedent(f"""
+        backend: openai
+        model: {SIM_MODEL}
+        openai: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 10}}
+        server:
+          command: ["{{python}}", "-m", "deliberation", "serve-sim", "--port", "{{port}}"]
+          log_file: {tmp_path}/server.log
+    """)
+    )
+    argv = ["run", "crossprofile", "--profile", str(profile), "--limit", "1", "--policies", "R1",
+            "--budgets", "0.6", "--tags", "keep", "--item-limit", "0", "--cache",
+            str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "rows.csv"), "--no-progress"]  # fmt: skip
+
+    def started() -> int:
+        return sum("started server" in r.getMessage() for r in caplog.records)
+
+    with caplog.at_level(logging.INFO, logger="deliberation.inference.model_server"):
+        assert main(argv) == 0
+        assert started() == 1 and not listening(port)
+        assert main(argv) == 0
+        assert started() == 1 and not listening(port)  # all cached: no server needed
+    assert len((tmp_path / "rows.csv").read_text().splitlines()) == 1 + 8
