@@ -17,6 +17,11 @@ honour ``Retry-After`` exactly:
 * a request that exhausts its retries or fails for good comes back as
   ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped.
 
+Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
+first batch first makes the profile's server answer (starting it when it has a ``server:``
+section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
+request in the structured-output mode; a refusal stops the run naming the profile key.
+
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
 spent. The API key is read from the environment variable the profile names, handed to the HTTP
