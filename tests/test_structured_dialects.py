@@ -109,3 +109,17 @@ def test_a_choice_wrapped_in_json_gets_room_for_the_wrapper_beside_its_own_cap(m
         model="m", base_url="http://127.0.0.1:9/v1", structured_output="grammar"
     )
     assert grammar.request_body(choice)["max_tokens"] == 8  # the option itself, no wrapper
+
+
+def test_the_smoke_notebook_asks_for_its_answer_as_constrained_json_and_reads_it() -> None:
+    from deliberation import smoke
+    from deliberation.params import load_profile
+
+    profile = load_profile("smoke")
+    (request,) = smoke.arithmetic_requests(profile, smoke.arithmetic_items(1, seed=0))
+    assert request.structured == StructuredOutput(json_schema=smoke.ANSWER_SCHEMA)
+    body = _body("json_object_schema", request.structured)
+    assert body["response_format"]["schema"]["properties"]["answer"] == {"type": "integer"}
+    assert smoke.parse_answer('{"answer": 149}') == 149
+    assert smoke.parse_answer('{"answer": "149"}') is None  # not the schema's integer
+    assert smoke.parse_answer("85 + 63 = 149") is None  # what an unconstrained 135M model says
