@@ -1,7 +1,7 @@
 """The real-model lane (``make test-real``; not collected by ``make unit``): every experiment's
 stages on SmolLM2-135M-Instruct behind llama-cpp-python's server, with a tiny grid (one
-CrossProfile task, one natural discussion, one DHD pool: about 30 calls, 3-5 minutes on two idle
-cores; ``DELIBERATION_REAL_PROFILE`` names another real profile to run it on).
+CrossProfile task, one natural discussion, one DHD pool: about 30 calls; at the measured idle speed an
+estimated 5-8 minutes on two cores, far longer on a loaded machine; ``DELIBERATION_REAL_PROFILE`` names another real profile to run it on).
 
 It asserts what a real 135M model allows, not what it gets right: every call is answered, every
 constrained answer parses (a choice, a schema), rows are well formed, a second run sends nothing,
