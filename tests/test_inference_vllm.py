@@ -24,9 +24,9 @@ from deliberation.inference.structured import (
     choice_schema,
     detect_vllm_structured_api,
     openai_structured_extra_body,
-    parse_structured_text,
     vllm_structured_kwargs,
 )
+from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.inference.vllm_offline import (
     VLLMBackend,
     VLLMOptions,

@@ -275,3 +275,52 @@ def test_the_terminal_shows_cell_and_calls_and_no_kernel_noise(project, capfd):
     executed = nbformat.read(build.paths.build_dir() / "executed" / "smoke" / "00_a.ipynb", 4)
     streams = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
     assert not any("model calls" in s or "IProgress" in s or "it/s" in s for s in streams)
+
+
+ASKS_THE_SERVER = """\
+import urllib.request
+from deliberation.params import load_profile
+settings = load_profile(profile)
+with urllib.request.urlopen(settings.options.base_url + "/models", timeout=10) as reply:
+    assert reply.status == 200  # the build's server answers inside the notebook
+"""
+
+
+def test_make_paper_starts_the_profiles_server_once_for_the_build_and_stops_it(
+    project, tmp_path, caplog
+) -> None:
+    """Two notebooks, one server: started before the first (the URL did not answer), seen by
+    both kernels, pre-flighted once, and gone when the build ends."""
+    import logging
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    profile = tmp_path / "managed.yaml"
+    profile.write_text(
+        "backend: openai\nmodel: sim-mechanism\n"
+        f"openai: {{base_url: 'http://127.0.0.1:{port}/v1', timeout_s: 10}}\n"
+        "server:\n"
+        "  command: ['{python}', '-m', 'deliberation', 'serve-sim', '--port', '{port}']\n"
+        f"  log_file: {tmp_path}/server.log\n"
+    )
+    folder = project["folder"]
+    for name in ("00_a", "01_b"):
+        notebook(folder / f"{name}.ipynb", ASKS_THE_SERVER)
+    (folder / "manifest.yaml").write_text(
+        "notebooks:\n"
+        "  00_a.ipynb: {experiment: 'deliberation.smoke:run_profile'}\n"
+        "  01_b.ipynb: {experiment: 'deliberation.smoke:run_profile'}\n"
+    )
+    lines: list[str] = []
+    with caplog.at_level(logging.INFO, logger="deliberation.inference.model_server"):
+        result = build.build_paper(
+            str(profile), folder=folder, readme=project["readme"], plan=False, out=lines.append
+        )
+    assert result.executed == ["00_a.ipynb", "01_b.ipynb"], "\n".join(lines)
+    started = [r for r in caplog.records if "started server" in r.getMessage()]
+    stopped = [r for r in caplog.records if "stopped the server" in r.getMessage()]
+    assert len(started) == 1 and len(stopped) == 1
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens after the build

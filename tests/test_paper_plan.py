@@ -245,3 +245,42 @@ def test_planning_logs_no_sent_lines_while_a_run_does(caplog):
     with caplog.at_level("INFO"):
         send(client, [ChatRequest.from_prompt("What is 1 + 2?", stage="smoke.arithmetic")], "smoke")
     assert [r for r in caplog.records if r.getMessage().endswith(", 1 sent")]
+
+
+def test_the_plan_and_cache_stats_show_the_servers_prompt_tokens_beside_the_counter(
+    tmp_path, monkeypatch
+):
+    """A real server counts prompt tokens with its own tokenizer: both counts are reported per
+    stage, the server's as it said (31 a call here) and the project's counter over the prompt."""
+    from llama_like_fixture import SERVER_PROMPT_TOKENS, llama_like_server
+    from serve_sim_fixture import openai_profile
+
+    from deliberation import smoke
+    from deliberation.tokens import count_tokens
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path))
+    entry = load_manifest()[0]  # 00_smoke
+    with llama_like_server() as base_url:
+        profile = openai_profile(
+            base_url, name="llama-like", structured_output="json_object_schema"
+        )
+        profile = profile.model_copy(update={"experiments": load_profile("smoke").experiments})
+        client = make_client(profile, progress=False)
+        entry.experiment_function()(profile=profile, client=client, **entry.kwargs)
+        stats = client.cache.stats().set_index("stage").loc["smoke.arithmetic"]
+        client.cache.close()
+    items = smoke.arithmetic_items(profile.experiments.smoke_items, seed=profile.seed)
+    counter = sum(
+        count_tokens(r.messages[-1].content) for r in smoke.arithmetic_requests(profile, items)
+    )
+    calls = profile.experiments.smoke_items
+    assert stats["prompt_tokens"] == SERVER_PROMPT_TOKENS * calls != counter
+    assert stats["counted_prompt_tokens"] == counter
+    plan = plan_calls(profile, [entry])
+    row = plan.table().set_index("stage").loc["smoke.arithmetic"]
+    assert (row["cached"], row["to_send"]) == (calls, 0)
+    assert (row["cached_server_tokens"], row["cached_counter_tokens"]) == (
+        SERVER_PROMPT_TOKENS * calls,
+        counter,
+    )
+    assert any("by the server's count" in line for line in format_plan(plan))

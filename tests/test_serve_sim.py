@@ -17,7 +17,7 @@ from serve_sim_fixture import SIM_MODEL, arithmetic_prompt, wait_until
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.serve_sim import FaultOptions, check_loopback
 from deliberation.inference.sim import SimBackend
-from deliberation.inference.structured import openai_structured_extra_body
+from deliberation.inference.structured import openai_structured_extra_body, wire_max_tokens
 from deliberation.inference.testing import running_sim_server, sim_server_in_thread
 from deliberation.params import load_profile
 
@@ -111,7 +111,9 @@ def test_structured_choice_over_the_wire_matches_in_process(server, sim, mode) -
 def test_response_format_choice_is_answered_as_an_answer_object(server, sim) -> None:
     spec = StructuredOutput(choices=("alpha", "beta"))
     request = ChatRequest.from_prompt("pick one", stage="echo", structured=spec)
-    body = {"messages": request.messages_as_dicts(), "temperature": 0.0, "max_tokens": 512}
+    # max_tokens as the openai backend sends it (room for the {"answer": ...} wrapper added)
+    max_tokens = wire_max_tokens(spec, "response_format", request.max_tokens)
+    body = {"messages": request.messages_as_dicts(), "temperature": 0.0, "max_tokens": max_tokens}
     body.update(openai_structured_extra_body(spec, "response_format"))
     _, _, blob = _chat(server.base_url, body, stage="echo")
     content = json.loads(blob)["choices"][0]["message"]["content"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from deliberation.inference.base import StructuredOutput
-from deliberation.inference.structured import parse_structured_text
+from deliberation.inference.structured_answers import parse_structured_text
 
 SPEC = StructuredOutput(
     json_schema={

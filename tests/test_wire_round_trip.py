@@ -9,18 +9,24 @@ import pytest
 
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.serve_sim.wire import request_from_body
+from deliberation.inference.serve_sim.wire import (
+    WireFormatError,
+    request_from_body,
+    structured_from_wire,
+)
 from deliberation.inference.sim import sent_fields
 from deliberation.inference.structured import (
     SERVER_STRUCTURED_MODES,
+    choice_grammar,
     openai_structured_extra_body,
-    structured_from_wire,
 )
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 SPECS = [StructuredOutput(choices=("a", "b")), StructuredOutput(json_schema=SCHEMA)]
 # Modes that carry the spec itself; json_object carries only "some JSON", none carries nothing.
-LOSSLESS = ("structured_outputs", "guided", "response_format")
+LOSSLESS = ("structured_outputs", "guided", "response_format", "json_object_schema", "grammar")
+# Modes that carry a choice list as a one-field object schema, answered as {"answer": choice}.
+WRAPPED = ("response_format", "json_object_schema")
 
 
 @pytest.mark.parametrize("mode", SERVER_STRUCTURED_MODES)
@@ -30,7 +36,7 @@ def test_structured_output_decodes_to_what_was_encoded(mode, spec) -> None:
     if mode in LOSSLESS:
         assert recovered is not None
         assert recovered.to_dict() == json.loads(json.dumps(spec.to_dict()))
-        assert wrapped == (mode == "response_format" and spec.choices is not None)
+        assert wrapped == (mode in WRAPPED and spec.choices is not None)
     else:
         assert (recovered, wrapped) == (None, False)
 
@@ -57,3 +63,17 @@ def test_the_request_body_decodes_to_the_request_the_sim_sees(mode, spec) -> Non
     decoded, _ = request_from_body(body, request.stage)
     assert decoded.stage == request.stage
     assert sent_fields(decoded) == json.loads(json.dumps(sent_fields(request)))
+
+
+@pytest.mark.parametrize(
+    "choices",
+    [("A1", "B2"), ('say "yes"', "back\\slash", "two\nlines\tand tab"), ("Ünïcode ✓", "x")],
+)
+def test_a_choice_grammar_decodes_to_its_options_whatever_they_contain(choices) -> None:
+    recovered, wrapped = structured_from_wire({"grammar": choice_grammar(choices)})
+    assert recovered == StructuredOutput(choices=choices) and not wrapped
+
+
+def test_serve_sim_refuses_a_grammar_it_did_not_write() -> None:
+    with pytest.raises(WireFormatError, match="grammar"):
+        structured_from_wire({"grammar": "root ::= [a-z]+"})

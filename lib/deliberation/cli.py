@@ -32,6 +32,8 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
+    "models": "fetch and check the pinned model files (make models)",
+    "serve": "start a profile's model server (its server: section) until Ctrl-C",
     "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
@@ -167,6 +169,8 @@ USER_ERRORS = frozenset(
         "FetchError",
         "ChecksumMismatch",
         "BackendUnavailableError",
+        "ServerStartError",
+        "PreflightError",
     }
 )
 

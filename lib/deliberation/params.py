@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -44,6 +45,7 @@ from pydantic import (
 from deliberation import paths
 from deliberation.cost import CostModel
 from deliberation.inference.base import backend_class, registered_backends
+from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
 from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
@@ -207,6 +209,9 @@ class Profile(_Strict):
     cost: CostModel = Field(
         CostModel(), description="throughput or prices for `deliberation plan`; changes no answer"
     )
+    server: ServerOptions | None = Field(
+        None, description="how to start the server openai.base_url names (inference/model_server)"
+    )
     served_by_sim: bool = Field(
         False,
         description="set by make_client when the server says it is serve-sim; never from YAML",
@@ -244,6 +249,26 @@ class Profile(_Strict):
         except ValidationError as exc:
             raise ValueError(format_validation_error(exc, backend)) from None
         return data
+
+    @model_validator(mode="after")
+    def _server_matches_base_url(self) -> Profile:
+        """A ``server:`` section starts the server ``openai.base_url`` names, on this machine."""
+        if self.server is None:
+            return self
+        if self.backend != "openai":
+            raise ValueError(f"server: needs backend openai (the profile's is {self.backend!r})")
+        url = urlsplit(self.options.base_url)
+        if url.hostname not in LOCAL_HOSTS:
+            raise ValueError(
+                f"server: starts a server on this machine, but openai.base_url names host"
+                f" {url.hostname!r}; use 127.0.0.1 (or drop the server: section)"
+            )
+        if self.server.port is not None and url.port != self.server.port:
+            raise ValueError(
+                f"server.port: {self.server.port} differs from the port of openai.base_url"
+                f" ({self.options.base_url}); give one port in both"
+            )
+        return self
 
     @field_validator("name")
     @classmethod

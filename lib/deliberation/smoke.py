@@ -13,17 +13,29 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from deliberation.inference.base import ChatRequest
+from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.generation import StageSettings, stage_request
+from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.runs import run_requests
 
 if TYPE_CHECKING:
     from deliberation.inference.client import CachedClient
     from deliberation.params import Profile
 
-PROMPT = "What is {a} + {b}? Reply in the form 'Answer: N'."
+PROMPT = 'What is {a} + {b}? Reply with JSON: {{"answer": N}}.'
+# The answer is constrained to this schema (structured output, in the profile's mode): a real
+# model without the constraint replies "85 + 63 = 149" instead of the asked format.
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 # The answer is a few tokens: the stage caps max_tokens; the profile sets everything else.
-STAGE = StageSettings("smoke.arithmetic", max_tokens=16)
+STAGE = StageSettings(
+    "smoke.arithmetic", max_tokens=24, structured=StructuredOutput(json_schema=ANSWER_SCHEMA)
+)
+# A server that ignores the constraint may still answer in the old plain form.
 _ANSWER = re.compile(r"Answer:\s*(-?\d+)\s*$")
 
 
@@ -44,7 +56,11 @@ def arithmetic_requests(profile: Profile, items: pd.DataFrame) -> list[ChatReque
 
 
 def parse_answer(text: str) -> int | None:
-    """The integer after 'Answer:', or None when the reply does not have that form."""
+    """The integer of ``{"answer": N}`` (read from the JSON), or after 'Answer:'; None when the
+    reply has neither form."""
+    parsed = parse_structured_text(STAGE.structured, text)
+    if isinstance(parsed, dict):
+        return int(parsed["answer"])
     match = _ANSWER.search(text.strip())
     return None if match is None else int(match.group(1))
 

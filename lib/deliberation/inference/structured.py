@@ -1,5 +1,7 @@
-"""The one structured-output compatibility shim (offline vLLM and OpenAI-compatible servers),
-plus the parser that turns a constrained answer back into a value.
+"""Structured-output dialects: how a choice list or a JSON schema is asked of each engine
+(offline vLLM and every OpenAI-compatible server we know). Reading the answer back is
+:mod:`deliberation.inference.structured_answers`; serve-sim's decoding of a request body is
+:mod:`deliberation.inference.serve_sim.wire`.
 
 vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<0.34``):
 
@@ -15,6 +17,14 @@ vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<
   unconstrained (noted in noonghunna/club-3090#551), so pick the mode that matches the server.
 * Server, OpenAI style (vLLM and OpenAI): ``response_format={"type": "json_schema",
   "json_schema": {"name": ..., "schema": ...}}`` (example in the same vLLM docs page).
+* llama-cpp-python's server (``python -m llama_cpp.server``, 0.3.x): ``response_format=
+  {"type": "json_object", "schema": ...}``; ``{"type": "json_schema"}`` is refused with HTTP 500
+  ("Input should be 'text' or 'json_object'") and the vLLM fields are ignored silently. A choice
+  list travels as :func:`choice_schema` (an enum property). Mode ``json_object_schema``.
+* llama.cpp's own ``llama-server`` (tools/server/README.md): the non-OpenAI request fields
+  ``grammar`` (a GBNF grammar) and ``json_schema`` (a schema it compiles into one). A choice
+  list travels as a grammar of its literal alternatives, so the answer is the option itself.
+  Mode ``grammar``.
 
 The offline shim detects the API by feature (which class ``vllm.sampling_params`` exports),
 never by parsing version strings.
@@ -22,41 +32,36 @@ never by parsing version strings.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import jsonschema
+from deliberation.inference.structured_answers import CHOICE_FIELD, plain_schema
 
-from deliberation.inference.base import StructuredOutput
+if TYPE_CHECKING:
+    from deliberation.inference.base import StructuredOutput
 
 VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
-    "structured_outputs", "guided", "response_format", "json_object", "none"
+    "structured_outputs",
+    "guided",
+    "response_format",
+    "json_object",
+    "json_object_schema",
+    "grammar",
+    "none",
 ]
 # The one list of modes (profiles validate against the Literal; messages quote the tuple).
 SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 
-# A choice list sent as an OpenAI-style JSON schema is wrapped in an object with this one field,
-# because OpenAI's strict mode only accepts an object at the top level.
-CHOICE_FIELD = "answer"
+# A choice list sent as a JSON schema is wrapped in an object with one field (CHOICE_FIELD),
+# because OpenAI's strict mode and llama.cpp's JSON mode only accept an object at the top level.
 RESPONSE_FORMAT_NAME = "answer"
-
-
-def _plain_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep plain-dict copy (mapping proxies and tuples become dicts and lists), so engines
-    that serialise the schema never see a type they cannot encode and never share our object."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(key): plain(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [plain(item) for item in value]
-        return value
-
-    return json.loads(json.dumps(plain(schema)))
+# Modes that send a choice list as that one-field object, and the tokens its JSON adds
+# ('{"answer": "' and '"}', generously): added to max_tokens, so a stage that caps its answer
+# at a few tokens (the DHD judge: 8) is not cut off inside the wrapper.
+WRAPPED_CHOICE_MODES = frozenset({"response_format", "json_object_schema"})
+CHOICE_WRAPPER_TOKENS = 16
 
 
 def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
@@ -101,7 +106,7 @@ def vllm_structured_kwargs(
         constraint: dict[str, Any] = {"choice": list(structured.choices)}
     else:
         assert structured.json_schema is not None  # guaranteed by StructuredOutput
-        constraint = {"json": _plain_schema(structured.json_schema)}
+        constraint = {"json": plain_schema(structured.json_schema)}
     api = detect_vllm_structured_api(sampling_params_module)
     if api == "structured_outputs":
         params_class = sampling_params_module.StructuredOutputsParams
@@ -123,8 +128,11 @@ def openai_structured_extra_body(
     ``mode`` names what the server understands: ``"structured_outputs"`` (vLLM >= 0.10.2),
     ``"guided"`` (vLLM < 0.12), ``"response_format"`` (OpenAI-style ``json_schema``; a choice
     list becomes :func:`choice_schema`), ``"json_object"`` (servers that only offer JSON mode,
-    e.g. DeepSeek: JSON schemas get ``{"type": "json_object"}``, choices get nothing) or
-    ``"none"`` (no constraint; the prompt alone asks for the format). With the ``openai``
+    e.g. DeepSeek: JSON schemas get ``{"type": "json_object"}``, choices get nothing),
+    ``"json_object_schema"`` (llama-cpp-python's server: ``{"type": "json_object", "schema":
+    ...}``, a choice list as :func:`choice_schema`), ``"grammar"`` (llama.cpp's
+    ``llama-server``: a choice list as a GBNF ``grammar`` of its options, a schema in its
+    ``json_schema`` field) or ``"none"`` (no constraint; the prompt alone asks for the format). With the ``openai``
     client pass the result as ``extra_body=``: its keys land at the top level of the JSON body.
     """
     if mode not in SERVER_STRUCTURED_MODES:
@@ -134,7 +142,7 @@ def openai_structured_extra_body(
     if structured is None or mode == "none":
         return {}
     choices = None if structured.choices is None else list(structured.choices)
-    schema = None if structured.json_schema is None else _plain_schema(structured.json_schema)
+    schema = None if structured.json_schema is None else plain_schema(structured.json_schema)
     if mode == "structured_outputs":
         if choices is not None:
             return {"structured_outputs": {"choice": choices}}
@@ -145,6 +153,13 @@ def openai_structured_extra_body(
         return {"guided_json": schema}
     if mode == "json_object":
         return {} if choices is not None else {"response_format": {"type": "json_object"}}
+    if mode == "json_object_schema":
+        wanted = choice_schema(choices) if choices is not None else schema
+        return {"response_format": {"type": "json_object", "schema": wanted}}
+    if mode == "grammar":
+        if choices is not None:
+            return {"grammar": choice_grammar(choices)}
+        return {"json_schema": schema}
     # mode == "response_format". OpenAI's strict mode needs closed object schemas (every
     # property required, additionalProperties false); choice_schema() is one.
     return {
@@ -159,137 +174,27 @@ def openai_structured_extra_body(
     }
 
 
-class WireFormatError(ValueError):
-    """A request body field that does not decode (the message names the field)."""
+def wire_max_tokens(structured: StructuredOutput | None, mode: str, max_tokens: int) -> int:
+    """``max_tokens`` as sent: with :data:`CHOICE_WRAPPER_TOKENS` more when ``mode`` wraps a
+    choice list in a JSON object (the stage's cap stays the cap of the choice itself)."""
+    if structured is not None and structured.choices is not None and mode in WRAPPED_CHOICE_MODES:
+        return max_tokens + CHOICE_WRAPPER_TOKENS
+    return max_tokens
 
 
-def _choice_list(value: Any, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(c, str) for c in value):
-        raise WireFormatError(f"{field}: expected a non-empty list of strings")
-    return tuple(value)
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal (llama.cpp grammars: ``\\``, ``\"`` and the control
+    characters escaped; everything else, UTF-8 included, stands for itself)."""
+    escaped = (
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
 
 
-def _json_schema(value: Any, field: str) -> StructuredOutput:
-    if not isinstance(value, Mapping):
-        raise WireFormatError(f"{field}: expected a JSON schema object")
-    try:
-        return StructuredOutput(json_schema=value)
-    except ValueError as exc:
-        raise WireFormatError(f"{field}: {exc}") from None
-
-
-def _wrapped_choices(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The choices if ``schema`` is exactly :func:`choice_schema` of them, else None."""
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or set(properties) != {CHOICE_FIELD}:
-        return None
-    field = properties[CHOICE_FIELD]
-    enum = field.get("enum") if isinstance(field, Mapping) else None
-    if not isinstance(enum, list) or not enum or not all(isinstance(c, str) for c in enum):
-        return None
-    return tuple(enum) if dict(schema) == choice_schema(enum) else None
-
-
-def structured_from_wire(body: Mapping[str, Any]) -> tuple[StructuredOutput | None, bool]:
-    """The inverse of :func:`openai_structured_extra_body`: the structured-output spec a request
-    body carries in any of its forms, and whether the answer must be wrapped as
-    ``{"answer": choice}`` (a choice list sent as ``response_format``). ``json_object`` mode
-    carries no schema, so it decodes to no spec. Raises :class:`WireFormatError` naming the
-    field for a malformed spec."""
-    spec = body.get("structured_outputs")
-    if spec is not None:
-        if not isinstance(spec, Mapping):
-            raise WireFormatError("structured_outputs: expected an object")
-        if spec.get("choice") is not None:
-            return StructuredOutput(
-                choices=_choice_list(spec["choice"], "structured_outputs.choice")
-            ), False
-        if spec.get("json") is not None:
-            return _json_schema(spec["json"], "structured_outputs.json"), False
-        raise WireFormatError("structured_outputs: expected a 'choice' or 'json' field")
-    if body.get("guided_choice") is not None:
-        return StructuredOutput(choices=_choice_list(body["guided_choice"], "guided_choice")), False
-    if body.get("guided_json") is not None:
-        return _json_schema(body["guided_json"], "guided_json"), False
-    response_format = body.get("response_format")
-    if response_format is None:
-        return None, False
-    if not isinstance(response_format, Mapping):
-        raise WireFormatError("response_format: expected an object")
-    if response_format.get("type") != "json_schema":
-        return None, False
-    wrapper = response_format.get("json_schema")
-    schema = wrapper.get("schema") if isinstance(wrapper, Mapping) else None
-    if not isinstance(schema, Mapping):
-        raise WireFormatError("response_format.json_schema.schema: expected a JSON schema object")
-    choices = _wrapped_choices(schema)
-    if choices is not None:
-        return StructuredOutput(choices=choices), True
-    return _json_schema(schema, "response_format.json_schema.schema"), False
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing what came back
-# ---------------------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
-_UNPARSED = object()
-
-
-def schema_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
-    """A validator for ``schema`` in the draft it declares (latest draft when it declares none);
-    raises ``jsonschema.SchemaError`` for a schema that is not valid itself."""
-    plain = _plain_schema(schema)
-    validator_class = jsonschema.validators.validator_for(plain)
-    validator_class.check_schema(plain)
-    return validator_class(plain)
-
-
-def _loads(text: str) -> Any:
-    """Decode JSON, also from inside one Markdown code fence; ``_UNPARSED`` when it is not JSON."""
-    candidate = text.strip()
-    for attempt in (candidate, _unfence(candidate)):
-        if attempt is None:
-            continue
-        try:
-            return json.loads(attempt)
-        except ValueError:
-            continue
-    return _UNPARSED
-
-
-def _unfence(text: str) -> str | None:
-    match = _FENCE.match(text)
-    return match.group(1).strip() if match else None
-
-
-def parse_structured_text(structured: StructuredOutput | None, text: str) -> Any:
-    """The value a structured answer stands for, or ``None`` when it does not parse.
-
-    A choice spec yields the chosen string: the text itself (whitespace stripped), a JSON string,
-    or ``{"answer": choice}`` (the :func:`choice_schema` form); anything else is ``None``, with
-    no fuzzy matching (that belongs to the experiment's own answer parser). A JSON-schema spec
-    yields the decoded JSON (also from a Markdown code fence) if it validates against the schema
-    (``jsonschema``: servers in ``json_object`` mode enforce nothing). ``None`` for no spec.
-    An unparseable answer is still a valid response: the experiment layer counts it as invalid.
-    """
-    if structured is None:
-        return None
-    if structured.choices is not None:
-        choices = structured.choices
-        stripped = text.strip()
-        if stripped in choices:
-            return stripped
-        value = _loads(stripped)
-        if isinstance(value, str) and value in choices:
-            return value
-        if isinstance(value, dict) and len(value) == 1:
-            chosen = value.get(CHOICE_FIELD)
-            if isinstance(chosen, str) and chosen in choices:
-                return chosen
-        return None
-    assert structured.json_schema is not None
-    value = _loads(text)
-    if value is _UNPARSED or not schema_validator(structured.json_schema).is_valid(value):
-        return None
-    return value
+def choice_grammar(choices: Sequence[str]) -> str:
+    """The GBNF grammar whose only sentences are the choices: ``root ::= "A" | "B"``."""
+    return "root ::= " + " | ".join(gbnf_literal(choice) for choice in choices)

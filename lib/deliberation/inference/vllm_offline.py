@@ -59,7 +59,8 @@ from deliberation.inference.base import (
     transport_only,
 )
 from deliberation.inference.seeds import derive_seed
-from deliberation.inference.structured import parse_structured_text, vllm_structured_kwargs
+from deliberation.inference.structured import vllm_structured_kwargs
+from deliberation.inference.structured_answers import parse_structured_text
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deliberation.memory_runs.grid import parse_list
+
+if TYPE_CHECKING:
+    from deliberation.params import Profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,6 +50,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run, write both row files, print the counts; exit 3 when any call failed."""
+    from deliberation.inference.model_server import model_server
+    from deliberation.params import load_profile
+
+    profile = load_profile(args.profile)
+    with model_server(profile):  # starts the profile's server if a call must be sent
+        return _run(args, profile)
+
+
+def _run(args: argparse.Namespace, loaded: Profile) -> int:
     from deliberation.inference import open_run
     from deliberation.inference.failures import EXIT_FAILED_CALLS
     from deliberation.memory_runs.runs import write_rows
@@ -57,12 +70,9 @@ def run_command(args: argparse.Namespace) -> int:
         write_command_rows,
     )
     from deliberation.natural_runs.runs import run_from_profile
-    from deliberation.params import load_profile
 
     # open_run: a run against a serve-sim endpoint is labelled synthetic whatever the profile.
-    profile, client = open_run(
-        load_profile(args.profile), cache_file=args.cache, progress=not args.no_progress
-    )
+    profile, client = open_run(loaded, cache_file=args.cache, progress=not args.no_progress)
     try:
         result = run_from_profile(
             profile,

@@ -12,6 +12,10 @@ build can say what changed:
 - ``notebook``: the notebook file; ``entry``: its manifest entry;
 - ``data``: the files its manifest entry ``reads`` (path and content).
 
+A profile with a ``server:`` section gets one model server for the whole build
+(:mod:`deliberation.inference.model_server`): started before the first notebook when the plan has
+calls to send and its URL does not answer, pre-flighted once, stopped when the build ends.
+
 Executed notebooks go to ``build/executed/<profile>/<name>`` (written to a temporary name and
 renamed on success); a failed run stops the build, is kept as ``FAILED-<name>``, and the error
 names the notebook and the first line of the failing cell. The record of a successful run is
@@ -43,6 +47,7 @@ from pathlib import Path
 from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
+from deliberation.inference.model_server import model_server, preflight_now
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
 from deliberation.paper.outputs import missing_outputs, unlisted_outputs
 from deliberation.paper.progress import INTERVAL_S, NotebookProgress, reporting
@@ -357,16 +362,53 @@ def build_paper(
         out(f"  {verb} {status.entry.name}: {status.reason}")
     stale = [s.entry for s in statuses if s.run]
     planned: dict[str, int] = {}  # notebook stem -> calls the plan counts (progress lines)
+    # Without a plan, any stale notebook with model calls may send some.
+    to_send = any(e.experiment is not None for e in stale)
     if plan and stale:
         from deliberation.paper.plan import format_plan, plan_calls
 
-        out("")
         the_plan = plan_calls(profile, stale)
+        to_send = the_plan.totals()["to_send"] > 0
+        out("")
         for line in format_plan(the_plan):
             out(line)
         out("")
         for call in the_plan.calls:
             planned[call.notebook] = planned.get(call.notebook, 0) + 1
+    # One model server for the whole build (started only when something must be sent and its
+    # URL does not answer), pre-flighted once; stopped when the build ends, however it ends.
+    with model_server(profile):
+        if to_send:
+            preflight_now(profile)
+        _run_notebooks(
+            statuses, profile, profile_arg, executed_dir, folder, result, out,
+            planned=planned, progress_interval_s=progress_interval_s,
+        )  # fmt: skip
+    if result.failed is None:
+        result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
+        _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
+    result.seconds = time.perf_counter() - started
+    out(
+        f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
+        f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"
+        f" {executed_dir}"
+    )
+    return result
+
+
+def _run_notebooks(
+    statuses: Sequence[Status],
+    profile: Profile,
+    profile_arg: str,
+    executed_dir: Path,
+    folder: Path | None,
+    result: BuildResult,
+    out: Printer,
+    *,
+    planned: dict[str, int],
+    progress_interval_s: float,
+) -> None:
+    """Run the stale notebooks in order; stop at the first that fails."""
     for status in statuses:
         name = status.entry.name
         if not status.run:
@@ -404,16 +446,6 @@ def build_paper(
         result.executed.append(name)
         of_calls = f", {call_count:,} model calls" if call_count else ""
         out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
-    if result.failed is None:
-        result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
-        _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
-    result.seconds = time.perf_counter() - started
-    out(
-        f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
-        f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"
-        f" {executed_dir}"
-    )
-    return result
 
 
 @contextlib.contextmanager

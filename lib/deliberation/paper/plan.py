@@ -40,6 +40,7 @@ from deliberation.inference.client import keys_or_failures
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
+from deliberation.tokens import count_tokens
 
 ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"
@@ -58,6 +59,8 @@ PLAN_COLUMNS = [
     "prompt_tokens",
     "completion_tokens",
     "completion_ceiling",
+    "cached_server_tokens",
+    "cached_counter_tokens",
 ]
 
 
@@ -72,6 +75,7 @@ class PlannedCall:
     prompt_tokens: int
     completion_tokens: int
     max_tokens: int
+    counter_tokens: int = 0  # the project's model-free count of the prompt (budgets use it)
 
 
 class PlanningClient:
@@ -126,6 +130,7 @@ class PlanningClient:
                     response.prompt_tokens,
                     response.completion_tokens,
                     request.max_tokens,
+                    sum(count_tokens(m.content) for m in request.messages),
                 )
             )
             out.append(response)
@@ -177,6 +182,11 @@ class Plan:
         frame["to_send"] = send.astype(int)
         frame["cached_"] = (frame["state"] == "cached").astype(int)
         frame["invalid_"] = (frame["state"] == "invalid").astype(int)
+        # Calls already answered: the prompt tokens the backend reported (a real server's own
+        # tokenizer) beside the model-free counter's, so the difference is visible per stage.
+        cached = frame["state"] == "cached"
+        frame["cached_server_tokens"] = frame["prompt_tokens"].where(cached, 0)
+        frame["cached_counter_tokens"] = frame["counter_tokens"].where(cached, 0)
         for column in ("prompt_tokens", "completion_tokens", "max_tokens"):
             frame[column] = frame[column].where(send, 0)
         grouped = frame.groupby(["notebook", "stage"], sort=False)
@@ -189,6 +199,8 @@ class Plan:
             prompt_tokens=("prompt_tokens", "sum"),
             completion_tokens=("completion_tokens", "sum"),
             completion_ceiling=("max_tokens", "sum"),
+            cached_server_tokens=("cached_server_tokens", "sum"),
+            cached_counter_tokens=("cached_counter_tokens", "sum"),
         ).reset_index()
         return table[PLAN_COLUMNS]
 
@@ -238,7 +250,13 @@ def format_plan(plan: Plan) -> list[str]:
     lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
     table = plan.table()
     if len(table):
-        shown = table.rename(columns={"completion_ceiling": "ceiling"})
+        shown = table.rename(
+            columns={
+                "completion_ceiling": "ceiling",
+                "cached_server_tokens": "cached: server tokens",
+                "cached_counter_tokens": "cached: counter tokens",
+            }
+        )
         lines += shown.to_markdown(index=False, intfmt=",").splitlines()
     totals = plan.totals()
     lines.append(
@@ -247,6 +265,13 @@ def format_plan(plan: Plan) -> list[str]:
         f" prompt and ~{totals['completion_tokens']:,} completion tokens"
         f" (at most {totals['completion_ceiling']:,})"
     )
+    if totals["cached"] and not profile.synthetic:
+        server, counter = totals["cached_server_tokens"], totals["cached_counter_tokens"]
+        ratio = f" ({server / counter:.2f}x)" if counter else ""
+        lines.append(
+            f"prompt tokens of the cached calls: {server:,} by the server's count, {counter:,} by"
+            f" the project's model-free counter{ratio}; budgets use the counter"
+        )
     if plan.without_model:
         lines.append(f"no model calls: {', '.join(plan.without_model)}")
     for name, reason in plan.not_planned.items():

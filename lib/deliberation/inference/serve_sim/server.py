@@ -38,9 +38,9 @@ import numpy as np
 from deliberation.inference.base import STAGE_HEADER
 from deliberation.inference.secrets import read_api_key
 from deliberation.inference.serve_sim.faults import FAULT_KINDS, MALFORMED_BODY, FaultOptions
-from deliberation.inference.serve_sim.wire import last_user_text, request_from_body
+from deliberation.inference.serve_sim.wire import WireFormatError, last_user_text, request_from_body
 from deliberation.inference.sim import SIM_SERVER_OWNER, SimBackend
-from deliberation.inference.structured import CHOICE_FIELD, WireFormatError
+from deliberation.inference.structured import CHOICE_FIELD
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
-"""Behaviours for plumbing checks: ``echo`` and the smoke notebook's ``smoke.arithmetic``."""
+"""Behaviours for plumbing checks: ``echo``, the openai backend's ``preflight`` request and the
+smoke notebook's ``smoke.arithmetic``."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
@@ -24,6 +26,13 @@ def echo(context: SimContext) -> SimAnswer:
     return SimAnswer(text=f"echo: {context.prompt}")
 
 
+@sim_behaviour("preflight")
+def preflight(context: SimContext) -> SimAnswer:
+    """The pre-flight request (``OpenAIBackend.preflight``): the first option, as constrained."""
+    pick = context.choices[0] if context.choices else "yes"
+    return SimAnswer(text=pick, parsed=pick if context.choices else None)
+
+
 @sim_behaviour("smoke.arithmetic")
 def add_two_numbers(context: SimContext) -> SimAnswer:
     match = _SUM.search(context.prompt)
@@ -32,4 +41,6 @@ def add_two_numbers(context: SimContext) -> SimAnswer:
     total = int(match.group(1)) + int(match.group(2))
     if context.rng.random() >= context.param("smoke_accuracy"):
         total += int(context.rng.choice([-1, 1]))
+    if context.request.structured is not None and context.request.structured.json_schema:
+        return SimAnswer(text=json.dumps({"answer": total}), parsed={"answer": total})
     return SimAnswer(text=f"Answer: {total}")
