@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
-from deliberation.inference.seeds import SEED_MODULUS, derive_seed
 from deliberation.inference.structured import (
     CHOICE_FIELD,
     choice_schema,
@@ -33,6 +32,7 @@ from deliberation.inference.vllm_offline import (
     response_from_output,
     sampling_kwargs,
 )
+from deliberation.seeds import derive_seed
 
 CHOICES = StructuredOutput(choices=("A", "B", "C"))
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -143,41 +143,6 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> FakeVLLM:
 
 def ask(prompt: str, **kwargs: Any) -> ChatRequest:
     return ChatRequest.from_prompt(prompt, **kwargs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Seeds
-# ---------------------------------------------------------------------------------------------
-
-
-def test_sample_zero_keeps_the_seed_itself():
-    assert derive_seed(1234, 0) == 1234
-    assert derive_seed(0, 0) == 0
-
-
-def test_each_sample_index_gets_its_own_stable_seed():
-    seeds = [derive_seed(7, sample) for sample in range(6)]
-    assert len(set(seeds)) == 6
-    assert seeds == [derive_seed(7, sample) for sample in range(6)]
-    assert all(0 <= s < SEED_MODULUS for s in seeds[1:])
-
-
-def test_derived_seed_depends_on_the_base_seed():
-    assert derive_seed(1, 3) != derive_seed(2, 3)
-
-
-def test_derived_seed_is_the_same_in_a_fresh_interpreter():
-    code = "from deliberation.inference.seeds import derive_seed; print(derive_seed(99, 5))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert int(out) == derive_seed(99, 5)
-
-
-@pytest.mark.parametrize("seed, sample", [(True, 1), ("3", 1), (3, -1), (3, 1.0)])
-def test_derive_seed_rejects_bad_arguments(seed, sample):
-    with pytest.raises((TypeError, ValueError)):
-        derive_seed(seed, sample)
 
 
 # ---------------------------------------------------------------------------------------------

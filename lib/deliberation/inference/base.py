@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from deliberation.inference.seeds import derive_seed
+from deliberation.seeds import derive_seed
 
 Role = Literal["system", "user", "assistant"]
 
@@ -141,7 +141,7 @@ class ChatRequest:
 
     def effective_seed(self) -> int | None:
         """The seed sent to an engine: ``seed`` with the ``sample`` index folded in, so each
-        draw differs (see ``inference/seeds.py``); None only for an unseeded first draw."""
+        draw differs (see ``deliberation/seeds.py``); None only for an unseeded first draw."""
         if self.seed is None and self.sample == 0:
             return None
         return derive_seed(self.seed or 0, self.sample)
