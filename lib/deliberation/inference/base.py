@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
+from deliberation.inference.json_schemas import schema_validator
 from deliberation.seeds import derive_seed
 
 Role = Literal["system", "user", "assistant"]
@@ -101,8 +102,6 @@ class StructuredOutput:
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("StructuredOutput.choices must not be empty")
         if self.json_schema is not None:
-            from deliberation.inference.structured import schema_validator
-
             try:
                 schema_validator(self.json_schema)
             except jsonschema.SchemaError as exc:

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, Literal, get_args
 
-import jsonschema
-
 from deliberation.inference.base import StructuredOutput
+from deliberation.inference.json_schemas import plain_schema as _plain_schema
+from deliberation.inference.json_schemas import schema_validator
 
 VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
@@ -43,20 +43,6 @@ SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 # because OpenAI's strict mode only accepts an object at the top level.
 CHOICE_FIELD = "answer"
 RESPONSE_FORMAT_NAME = "answer"
-
-
-def _plain_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep plain-dict copy (mapping proxies and tuples become dicts and lists), so engines
-    that serialise the schema never see a type they cannot encode and never share our object."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(key): plain(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [plain(item) for item in value]
-        return value
-
-    return json.loads(json.dumps(plain(schema)))
 
 
 def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
@@ -234,15 +220,6 @@ def structured_from_wire(body: Mapping[str, Any]) -> tuple[StructuredOutput | No
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 _UNPARSED = object()
-
-
-def schema_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
-    """A validator for ``schema`` in the draft it declares (latest draft when it declares none);
-    raises ``jsonschema.SchemaError`` for a schema that is not valid itself."""
-    plain = _plain_schema(schema)
-    validator_class = jsonschema.validators.validator_for(plain)
-    validator_class.check_schema(plain)
-    return validator_class(plain)
 
 
 def _loads(text: str) -> Any:
