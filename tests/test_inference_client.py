@@ -98,3 +98,43 @@ def test_backends_that_do_not_stream_still_get_every_answer_written(tmp_path):
     backend = CountingBackend(stream=False)
     _client(tmp_path, backend).generate(_requests(["a", "b"]))
     assert len(_client(tmp_path, backend).cache.keys()) == 2
+
+
+def test_the_cached_and_the_planning_client_both_are_clients_with_its_signatures(tmp_path):
+    import inspect
+
+    from deliberation.inference.client import Client
+    from deliberation.inference.sim import SimBackend
+    from deliberation.paper.plan import PlanningClient
+
+    sim = SimBackend()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    clients = [
+        CachedClient(sim, cache, profile="smoke", progress=False),
+        PlanningClient(sim, cache, sim, profile="smoke"),
+    ]
+    for client in clients:
+        assert isinstance(client, Client), type(client).__name__
+        for method in ("key", "generate"):
+            assert inspect.signature(getattr(type(client), method)) == inspect.signature(
+                getattr(Client, method)
+            ), (type(client).__name__, method)
+    assert not isinstance(object(), Client)
+
+
+def test_experiment_code_takes_the_client_protocol_not_the_cached_client():
+    """A signature naming CachedClient would refuse the planning client that `deliberation plan`
+    passes in its place."""
+    import re
+    from pathlib import Path
+
+    import deliberation
+
+    root = Path(deliberation.__file__).parent
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path.parent.name != "inference"
+        and re.search(r"client: CachedClient\b", path.read_text())
+    ]
+    assert offenders == []

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest, ChatResponse
-from deliberation.inference.client import CachedClient, keys_or_failures
+from deliberation.inference.client import Client, keys_or_failures
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +39,14 @@ class StageCounts:
 
 
 def send(
-    client: CachedClient,
+    client: Client,
     requests: Sequence[ChatRequest],
     stage: str,
     counts: list[StageCounts] | None = None,
 ) -> tuple[list[ChatResponse], list[str]]:
     """One stage's batch through the cache (identical prompts sent once); returns the responses
     and each request's key, and appends the stage's :class:`StageCounts` to ``counts``."""
-    # A request that cannot be sent fails alone (its key is ""), as in CachedClient.generate.
+    # A request that cannot be sent fails alone (its key is ""), as in Client.generate.
     maybe_keys, _ = keys_or_failures(client.key, requests)
     keys = [k or "" for k in maybe_keys]
     unique = [k for k in dict.fromkeys(keys) if k]
@@ -73,7 +73,7 @@ RESULT_COLUMNS = [
 
 
 def run_requests(
-    client: CachedClient, requests: Sequence[ChatRequest], *, desc: str = ""
+    client: Client, requests: Sequence[ChatRequest], *, desc: str = ""
 ) -> tuple[list[ChatResponse], pd.DataFrame]:
     """Send requests through the cache; return responses and their results frame."""
     responses = client.generate(requests, desc=desc)

@@ -18,7 +18,7 @@ from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.runs import run_requests
 
 if TYPE_CHECKING:
-    from deliberation.inference.client import CachedClient
+    from deliberation.inference.client import Client
     from deliberation.params import Profile
 
 PROMPT = "What is {a} + {b}? Reply in the form 'Answer: N'."
@@ -71,7 +71,7 @@ def score(items: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def run_profile(profile: Profile, client: CachedClient) -> pd.DataFrame:
+def run_profile(profile: Profile, client: Client) -> pd.DataFrame:
     """The notebook's experiment (``notebooks/manifest.yaml``): the profile's items through the
     client, scored (one row per call)."""
     items = arithmetic_items(profile.experiments.smoke_items, seed=profile.seed)

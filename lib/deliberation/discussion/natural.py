@@ -36,7 +36,7 @@ import numpy as np
 from deliberation import natural_prompts as text
 from deliberation.decision import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.seeds import stable_seed
 
@@ -146,7 +146,7 @@ def hold_discussions(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     report: Any,
     rounds: int = ROUNDS,
 ) -> list[NaturalDiscussion]:

@@ -27,7 +27,7 @@ from deliberation.discussion import (
     scripted_discussion,
 )
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.memory import (
     Capacity,
@@ -97,7 +97,7 @@ class Decision:
 
 
 def send(
-    client: CachedClient, requests: Sequence[ChatRequest], stage: str, report: RunReport
+    client: Client, requests: Sequence[ChatRequest], stage: str, report: RunReport
 ) -> tuple[list[ChatResponse], list[str]]:
     """One batch through the cache; records the stage's counts in ``report``."""
     return runs.send(client, requests, stage, report.stages)
@@ -126,7 +126,7 @@ def prepare(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     seed: int,
     truth: Callable[[Any], Mapping[str, Any] | None],
     report: RunReport,
@@ -250,7 +250,7 @@ def decide(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     seed: int,
     report: RunReport,
     progress: bool = True,

@@ -47,7 +47,7 @@ from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead
 from deliberation.crossprofile.tasks import Task
 from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.hiddenbench import HiddenBenchTask
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.memory_runs.grid import CROSSPROFILE_POLICIES, HIDDENBENCH_POLICIES, Grid
 from deliberation.memory_runs.pipeline import (
     Decision,
@@ -165,7 +165,7 @@ def run_memory_experiment(
     tasks: Sequence[Task] | Sequence[HiddenBenchTask],
     grid: Grid,
     profile,  # noqa: ANN001
-    client: CachedClient,
+    client: Client,
     *,
     progress: bool = True,
 ) -> RunResult:
@@ -229,7 +229,7 @@ def run_from_profile(
     templates: TemplateSet | None = None,
     limit: int | None = None,
     cache_file: Path | None = None,
-    client: CachedClient | None = None,
+    client: Client | None = None,
     progress: bool = True,
 ) -> RunResult:
     """What ``deliberation run <benchmark>`` does: the profile's grid with the given overrides

@@ -70,7 +70,7 @@ from deliberation.discussion.natural import (
 from deliberation.discussion.statements import statement_candidates
 from deliberation.discussion.transcript import Statement, Transcript, Turn
 from deliberation.inference.base import ChatRequest, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
 from deliberation.memory_runs.grid import Grid
 from deliberation.memory_runs.pipeline import RunReport, decide, prepare, send, stage_settings
@@ -246,7 +246,7 @@ def decision_rows(
     grid: Grid,
     *,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     report: RunReport,
     progress: bool = True,
 ) -> list[dict]:
@@ -366,7 +366,7 @@ def run_natural_experiment(
     benchmark: Benchmark,
     tasks: Sequence[Any],
     profile: Any,
-    client: CachedClient,
+    client: Client,
     *,
     variants: Sequence[str] = natural_prompts.PROMPT_VARIANTS,
     replicates: int = 1,
@@ -432,7 +432,7 @@ def run_from_profile(
     benchmarks: Sequence[str] | None = None,
     limit: int | None = None,
     cache_file: Path | None = None,
-    client: CachedClient | None = None,
+    client: Client | None = None,
     progress: bool = True,
 ) -> NaturalResult:
     """What ``deliberation run natural`` does: every benchmark of the profile's
@@ -474,7 +474,7 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
     )
 
 
-def run_notebook(profile: Any, client: CachedClient) -> NaturalResult:
+def run_notebook(profile: Any, client: Client) -> NaturalResult:
     """Notebook 06's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
     it): every benchmark of the profile's ``experiments.natural`` whose data is here."""
     benchmarks, _ = runnable_benchmarks(profile.experiments.natural.benchmarks)
