@@ -65,26 +65,6 @@ def per_stage(plan) -> dict:
     return {stage: tuple(int(v) for v in row) for stage, row in table.iterrows()}
 
 
-@pytest.mark.slow
-def test_plan_on_the_sim_equals_what_the_run_sent_and_a_second_plan_finds_it_cached():
-    profile = load_profile("smoke")
-    plan = plan_calls(profile)
-    assert plan.calls, "no notebook of the manifest sends a model call"
-    client = make_client(profile, progress=False)
-    run_for_real(profile, client)
-    stats = client.cache.stats()
-    sent = {
-        row.stage: (int(row.calls), int(row.prompt_tokens), int(row.completion_tokens))
-        for row in stats.itertuples()
-    }
-    assert per_stage(plan) == sent
-    client.cache.close()
-    again = plan_calls(profile)
-    totals = again.totals()
-    assert totals["to_send"] == 0 and totals["cached"] == plan.totals()["requests"]
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["qwen2.5-7b-vllm", "deepseek-v4.1-flash-api"])
 def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_path):
     """The real profile's requests (its sampling, its keys), answered by the plan's sim."""
@@ -107,7 +87,6 @@ def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_p
     assert per_stage(plan) == sent
 
 
-@pytest.mark.slow
 def test_an_openai_profile_planned_then_run_over_http_against_serve_sim(monkeypatch):
     """The openai backend really sends the planned calls (to serve-sim): same count, same tokens.
     A profile whose structured outputs travel with their schema (vLLM's `structured_outputs`),
