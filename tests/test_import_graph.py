@@ -35,7 +35,6 @@ DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = {
     # cycle, only this package one.
     ("deliberation.inference", "deliberation.params"),
     # issue 22 item 1: natural discussion moves into the natural-discussion experiment package.
-    ("deliberation.discussion", "deliberation.decision"),
     ("deliberation.discussion", "deliberation.memory_runs"),
     # issue 22 item 1: the Omni-MATH loader reads DHD's prompts (the DHD package will own both).
     ("deliberation.datasets", "deliberation.dhd"),

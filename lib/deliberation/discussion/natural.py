@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from deliberation import natural_prompts as text
-from deliberation.decision import parse_choice
+from deliberation.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request

@@ -19,7 +19,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from deliberation import prompts, runs
-from deliberation.decision import parse_choice, render_decision_prompt
+from deliberation.answer_parsing import parse_choice
+from deliberation.decision import render_decision_prompt
 from deliberation.discussion import (
     MemoryCandidate,
     Transcript,

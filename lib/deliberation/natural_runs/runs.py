@@ -60,7 +60,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from deliberation import natural_prompts
-from deliberation.decision import parse_choice
+from deliberation.answer_parsing import parse_choice
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.natural import (
     DiscussionSpec,
