@@ -34,7 +34,7 @@ StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _co
 
 def load_strict(text: str) -> Any:
     """Parse YAML like ``yaml.safe_load``, but a repeated key is a ``yaml.YAMLError``."""
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=StrictLoader)
 
 
 def yaml_error_location(exc: yaml.YAMLError) -> str:

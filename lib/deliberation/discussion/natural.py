@@ -132,7 +132,7 @@ def read_vote(response: ChatResponse, options: Sequence[str]) -> tuple[str | Non
     return answer, rationale, "" if answer else "vote names no single option"
 
 
-def _request(profile, stage: str, prompt: str, seed: int, structured=None) -> ChatRequest:  # noqa: ANN001
+def _request(profile, stage: str, prompt: str, seed: int, structured=None) -> ChatRequest:
     return stage_request(profile, StageSettings(stage, structured=structured), prompt, seed=seed)
 
 

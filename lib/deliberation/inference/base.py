@@ -33,7 +33,7 @@ _TRANSPORT_ONLY = "transport_only"
 
 
 def transport_only(default: Any = ..., **kwargs: Any) -> Any:
-    """``pydantic.Field`` for an option that never changes an answer (see :func:`request_key`)."""
+    """``pydantic.Field`` for an option that never changes an answer (see :func:`deliberation.inference.cache.request_key`)."""
     return Field(default, json_schema_extra={_TRANSPORT_ONLY: True}, **kwargs)
 
 

@@ -164,7 +164,7 @@ def run_memory_experiment(
     benchmark: Literal["crossprofile", "hiddenbench"],
     tasks: Sequence[Task] | Sequence[HiddenBenchTask],
     grid: Grid,
-    profile,  # noqa: ANN001
+    profile,
     client: Client,
     *,
     progress: bool = True,
@@ -175,7 +175,7 @@ def run_memory_experiment(
     report = RunReport(synthetic=bool(getattr(profile, "synthetic", False)))
     seed = profile.seed
 
-    def truth(task):  # noqa: ANN001, ANN202
+    def truth(task):
         return {f.id: f for f in task.facts} if benchmark == "crossprofile" else None
 
     prepared = prepare(
@@ -204,7 +204,7 @@ def run_memory_experiment(
     return RunResult(rows, report)
 
 
-def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001
+def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:
     """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
     benchmark supports when it names none), and its task selection (``templates``, ``limit``)."""
     section = getattr(profile.experiments, benchmark)
@@ -220,7 +220,7 @@ def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001
 
 def run_from_profile(
     benchmark: Literal["crossprofile", "hiddenbench"],
-    profile,  # noqa: ANN001
+    profile,
     *,
     policies: Sequence[str] | None = None,
     budgets: Sequence[float] | None = None,

@@ -232,7 +232,7 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
     return pd.DataFrame(rows, columns=DISCLOSURE_COLUMNS)
 
 
-def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:  # noqa: ANN001
+def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:
     if not response.ok:
         return None, f"call failed: {response.error}"
     parsed = response.parsed if response.parsed in options else None

@@ -56,7 +56,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (ManifestError, OutputListError, ProfileError)
 
 
-def _reported(command):  # noqa: ANN001, ANN202
+def _reported(command):
     """Run a command; a user error is printed with the command's name and exits with 2."""
 
     def run(args: argparse.Namespace) -> int:
