@@ -47,11 +47,6 @@ class OptionRoles:
     def label(self, option: str) -> str:
         return {self.correct: "C", self.two_decoy: "X", self.one_decoy: "Y"}[option]
 
-    @property
-    def with_irrelevant_facts(self) -> tuple[str, str]:
-        """The options that carry irrelevant facts by design (C and Y)."""
-        return (self.correct, self.one_decoy)
-
 
 def option_roles(t: Template) -> OptionRoles | None:
     """C, X and Y of ``t``, or None when its decoys are not three facts placed 2 + 1 on the
