@@ -11,7 +11,7 @@ STAGES = ("pool", "replay", "repeated")
 def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.cli import command_group
 
-    group = command_group(subparsers, "run", "run an experiment grid through the cache")
+    group = command_group(subparsers, "run")
     parser = group.add_parser(
         "dhd",
         help="Diverse Hypothesis Deliberation: pools, replays, repeated replays; one row per call",

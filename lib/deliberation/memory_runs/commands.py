@@ -11,7 +11,7 @@ from deliberation.memory_runs.grid import parse_budgets, parse_list
 def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.cli import command_group
 
-    group = command_group(subparsers, "run", "run an experiment grid through the cache")
+    group = command_group(subparsers, "run")
     for benchmark, what in (
         ("crossprofile", "CrossProfile tasks (templates x 8 ownership variants)"),
         ("hiddenbench", "HiddenBench tasks (atomic facts)"),

@@ -11,7 +11,7 @@ from deliberation.memory_runs.grid import parse_list
 def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.cli import command_group
 
-    group = command_group(subparsers, "run", "run an experiment grid through the cache")
+    group = command_group(subparsers, "run")
     parser = group.add_parser(
         "natural",
         help="free two-round discussions, votes, disclosure and memory on their transcripts",
