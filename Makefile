@@ -7,14 +7,15 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report test lint unit notebooks chromium lab data bench clean clean-cache
+.PHONY: help setup paper plan report test lint unit recovery notebooks chromium lab data bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
 	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
-	@echo "make test                 every lane: lint, unit, notebooks (each reported; fails if any failed)"
-	@echo "make unit                 unit tests, no notebook executed (a few minutes)"
+	@echo "make test                 every lane: lint, unit, recovery, notebooks (each reported; fails if any failed)"
+	@echo "make unit                 unit tests: no notebook, no parameter-recovery run (about 3 minutes)"
+	@echo "make recovery             parameter recovery: plant an effect in the sim, find it (tests -m recovery)"
 	@echo "make notebooks            every notebook executed once (papermill, smoke profile) and checked"
 	@echo "make chromium             install headless Chromium for the report check (apt-get, as root)"
 	@echo "make lab                  JupyterLab on the notebooks"
@@ -50,15 +51,21 @@ report: setup
 
 # Each lane of `make test` prints its own wall time (.ci/run prints the total).
 TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
-LANES := lint unit notebooks
+LANES := lint unit recovery notebooks
 
 lint: setup
 	@$(TIMED) $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-# Every test but the notebook lane; none executes a notebook (tests/conftest.py refuses).
+# Every test but the other lanes'; none executes a notebook (tests/conftest.py refuses).
 # Run from tests/, not the root, so a test that depends on the working directory fails here.
 unit: setup
-	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=15 --ignore=notebooks
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=15 --ignore=notebooks \
+	  -m "not recovery"
+
+# Tests marked `recovery`: each plants an effect in the sim, runs a whole experiment (hundreds of
+# tasks) and checks that the statistics find it, or find nothing where nothing was planted.
+recovery: setup
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10 --ignore=notebooks -m recovery
 
 # tests/notebooks/: the paper built once on the smoke profile (every notebook through papermill,
 # as `make paper` runs them) and checked: plan, outputs, tables, the report in Chromium; notebook

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from deliberation.memory_runs import run_from_profile
 from deliberation.params import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
+
+# Parameter recovery runs whole experiments on the sim: the `make recovery` lane, not `make unit`.
+pytestmark = pytest.mark.recovery
 
 RESAMPLES = 2000
 NULL_SEEDS = range(5)

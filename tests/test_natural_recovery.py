@@ -10,12 +10,16 @@ in every replication.
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from helpers.natural_profiles import sim_profile
 
 from deliberation.inference import make_client
 from deliberation.memory_runs.runs import crossprofile_tasks
 from deliberation.natural_runs import report
 from deliberation.natural_runs.runs import run_natural_experiment
+
+# Parameter recovery runs whole experiments on the sim: the `make recovery` lane, not `make unit`.
+pytestmark = pytest.mark.recovery
 
 RESAMPLES = 2000
 SEEDS = range(3)
