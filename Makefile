@@ -7,15 +7,15 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report test lint unit recovery notebooks chromium lab data bench clean clean-cache
+.PHONY: help setup paper plan report test lint unit experiments notebooks chromium lab data bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
 	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
-	@echo "make test                 every lane: lint, unit, recovery, notebooks (each reported; fails if any failed)"
-	@echo "make unit                 unit tests: no notebook, no parameter-recovery run (about 3 minutes)"
-	@echo "make recovery             parameter recovery: plant an effect in the sim, find it (tests -m recovery)"
+	@echo "make test                 every lane: lint, unit, experiments, notebooks (each reported; fails if any failed)"
+	@echo "make unit                 unit tests: no notebook, no whole-experiment run (about 3 minutes)"
+	@echo "make experiments          whole sim experiments: parameter recovery, coverage, plan vs run"
 	@echo "make notebooks            every notebook executed once (papermill, smoke profile) and checked"
 	@echo "make chromium             install headless Chromium for the report check (apt-get, as root)"
 	@echo "make lab                  JupyterLab on the notebooks"
@@ -51,7 +51,7 @@ report: setup
 
 # Each lane of `make test` prints its own wall time (.ci/run prints the total).
 TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
-LANES := lint unit recovery notebooks
+LANES := lint unit experiments notebooks
 
 lint: setup
 	@$(TIMED) $(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -60,12 +60,13 @@ lint: setup
 # Run from tests/, not the root, so a test that depends on the working directory fails here.
 unit: setup
 	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=15 --ignore=notebooks \
-	  -m "not recovery"
+	  -m "not experiments"
 
-# Tests marked `recovery`: each plants an effect in the sim, runs a whole experiment (hundreds of
-# tasks) and checks that the statistics find it, or find nothing where nothing was planted.
-recovery: setup
-	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10 --ignore=notebooks -m recovery
+# Tests marked `experiments`: each runs whole experiments on the sim (hundreds of tasks): parameter
+# recovery (plant an effect, the statistics find it, and nothing where nothing was planted),
+# interval coverage, and every notebook's experiments planned for a real profile, then run.
+experiments: setup
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10 --ignore=notebooks -m experiments
 
 # tests/notebooks/: the paper built once on the smoke profile (every notebook through papermill,
 # as `make paper` runs them) and checked: plan, outputs, tables, the report in Chromium; notebook

@@ -19,8 +19,8 @@ from deliberation.memory_runs import run_from_profile
 from deliberation.params import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
 
-# Parameter recovery runs whole experiments on the sim: the `make recovery` lane, not `make unit`.
-pytestmark = pytest.mark.recovery
+# Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.
+pytestmark = pytest.mark.experiments
 
 RESAMPLES = 2000
 NULL_SEEDS = range(5)

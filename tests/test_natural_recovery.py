@@ -18,8 +18,8 @@ from deliberation.memory_runs.runs import crossprofile_tasks
 from deliberation.natural_runs import report
 from deliberation.natural_runs.runs import run_natural_experiment
 
-# Parameter recovery runs whole experiments on the sim: the `make recovery` lane, not `make unit`.
-pytestmark = pytest.mark.recovery
+# Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.
+pytestmark = pytest.mark.experiments
 
 RESAMPLES = 2000
 SEEDS = range(3)

@@ -65,6 +65,7 @@ def per_stage(plan) -> dict:
     return {stage: tuple(int(v) for v in row) for stage, row in table.iterrows()}
 
 
+@pytest.mark.experiments
 @pytest.mark.parametrize("name", ["qwen2.5-7b-vllm", "deepseek-v4.1-flash-api"])
 def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_path):
     """The real profile's requests (its sampling, its keys), answered by the plan's sim."""
@@ -87,6 +88,7 @@ def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_p
     assert per_stage(plan) == sent
 
 
+@pytest.mark.experiments
 def test_an_openai_profile_planned_then_run_over_http_against_serve_sim(monkeypatch):
     """The openai backend really sends the planned calls (to serve-sim): same count, same tokens.
     A profile whose structured outputs travel with their schema (vLLM's `structured_outputs`),
