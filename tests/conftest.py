@@ -1,8 +1,13 @@
-"""Every test writes outputs and caches under a temporary folder, never into the working tree."""
+"""Every test writes outputs and caches under a temporary folder, never into the working tree;
+and only the notebook lane (tests/notebooks/) executes notebooks, so `make unit` stays fast."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+NOTEBOOK_LANE = Path(__file__).parent / "notebooks"
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +17,22 @@ def _isolated_outputs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(root / "cache"))
     monkeypatch.setenv("DELIBERATION_BUILD_DIR", str(root / "build"))
     yield root
+
+
+def _no_notebook(*args, **kwargs):
+    raise RuntimeError(
+        "a unit test executed a notebook: move it to tests/notebooks/ (the `make notebooks` lane)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _notebooks_only_in_their_lane(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Outside tests/notebooks/, papermill and nbclient refuse to execute anything."""
+    if NOTEBOOK_LANE in Path(request.node.path).parents:
+        return
+    import nbclient
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", _no_notebook)
+    monkeypatch.setattr(nbclient.NotebookClient, "execute", _no_notebook)
+    monkeypatch.setattr(nbclient.NotebookClient, "async_execute", _no_notebook)

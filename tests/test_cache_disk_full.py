@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from test_inference_client import CountingBackend, _requests
+from helpers.backends import CountingBackend, requests_for
 
 from deliberation.inference.base import ChatResponse
 from deliberation.inference.cache import CacheWriteError, ResponseCache
@@ -48,13 +48,13 @@ def test_answers_arriving_while_the_disk_is_full_are_kept_and_written_later(tmp_
         backend = FreesSpaceAfter(cache, after=6)
         client = CachedClient(backend, cache, profile="p", progress=False)
         with caplog.at_level(logging.ERROR):
-            out = client.generate(_requests(PROMPTS))
+            out = client.generate(requests_for(PROMPTS))
         assert [r.text for r in out] == [p.upper() for p in PROMPTS]
         assert len(cache.keys()) == len(PROMPTS)
     assert f"{path}: cannot store an answer: the disk holding this file" in caplog.text
     rerun = CountingBackend()
     with ResponseCache(path) as cache:
-        CachedClient(rerun, cache, profile="p", progress=False).generate(_requests(PROMPTS))
+        CachedClient(rerun, cache, profile="p", progress=False).generate(requests_for(PROMPTS))
     assert rerun.sent == []
 
 
@@ -75,7 +75,7 @@ def test_space_freed_during_the_final_retries_still_saves_every_answer(tmp_path,
         client_module.time.sleep = sleep_and_free
         try:
             with caplog.at_level(logging.WARNING):
-                client.generate(_requests(PROMPTS))
+                client.generate(requests_for(PROMPTS))
         finally:
             client_module.time.sleep = original
         assert len(cache.keys()) == len(PROMPTS) and real_sleep_calls == [1.0]
@@ -89,7 +89,7 @@ def test_a_disk_that_stays_full_gives_an_error_naming_the_file_with_the_answers(
         client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
                               write_retry_s=0.2)  # fmt: skip
         with pytest.raises(CacheWriteError, match=rf"{path}: 10 received answers") as caught:
-            client.generate(_requests(PROMPTS))
+            client.generate(requests_for(PROMPTS))
         assert caught.value.disk_full
         assert [r.text for _, r in caught.value.unwritten] == [p.upper() for p in PROMPTS]
         # Nothing was half-written, and the answers can still be stored by hand.
@@ -114,7 +114,7 @@ def test_a_full_disk_on_a_failure_row_keeps_the_failure_too(tmp_path):
         client = CachedClient(FailsLoudly(), cache, profile="p", progress=False,
                               write_retry_s=0.1)  # fmt: skip
         with pytest.raises(CacheWriteError, match="cannot record a failure") as caught:
-            client.generate(_requests(["a"]))
+            client.generate(requests_for(["a"]))
         ((_, failure),) = caught.value.unwritten
         assert failure.error.startswith("HTTP 500: xxx") and failure.attempts == 3
 
@@ -123,13 +123,13 @@ def test_a_fully_cached_run_is_served_when_hit_counts_cannot_be_written(tmp_path
     path = tmp_path / "c.sqlite"
     with ResponseCache(path) as cache:
         CachedClient(CountingBackend(), cache, profile="p", progress=False).generate(
-            _requests(["a", "b"])
+            requests_for(["a", "b"])
         )
         cache._conn.execute("PRAGMA query_only=1")  # every write now fails, as on a full disk
         backend = CountingBackend()
         with caplog.at_level(logging.WARNING):
             out = CachedClient(backend, cache, profile="p", progress=False).generate(
-                _requests(["a", "b"])
+                requests_for(["a", "b"])
             )
     assert [r.text for r in out] == ["A", "B"] and backend.sent == []
     assert f"{path}: hit counts not updated" in caplog.text

@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 import pytest
-from test_inference_client import CountingBackend, _requests
+from helpers.backends import CountingBackend, requests_for
 
 from deliberation.cli import main
 from deliberation.inference.base import ChatResponse
@@ -27,7 +27,7 @@ def _filled(path, prompts=PROMPTS):
     """A cache holding answers to ``prompts`` (closed again)."""
     with ResponseCache(path) as cache:
         CachedClient(CountingBackend(), cache, profile="p", progress=False).generate(
-            _requests(prompts)
+            requests_for(prompts)
         )
     return path
 
@@ -102,11 +102,15 @@ def test_a_fully_cached_run_works_on_a_read_only_cache(tmp_path):
     before = path.read_bytes()
     backend = CountingBackend()
     with ResponseCache(path, read_only=True) as cache:
-        out = CachedClient(backend, cache, profile="p", progress=False).generate(_requests(PROMPTS))
+        out = CachedClient(backend, cache, profile="p", progress=False).generate(
+            requests_for(PROMPTS)
+        )
         assert [r.text for r in out] == [p.upper() for p in PROMPTS] and backend.sent == []
         # A request not in the cache cannot be sent; the error names the file.
         with pytest.raises(CacheWriteError, match=rf"{path}: 1 of 1 requests .* read-only"):
-            CachedClient(backend, cache, profile="p", progress=False).generate(_requests(["new"]))
+            CachedClient(backend, cache, profile="p", progress=False).generate(
+                requests_for(["new"])
+            )
     assert path.read_bytes() == before and backend.sent == []
 
 
@@ -126,7 +130,7 @@ def test_a_cache_in_a_read_only_folder_serves_a_fully_cached_run(tmp_path):
     try:
         with ResponseCache(path) as cache:
             out = CachedClient(CountingBackend(), cache, profile="p", progress=False).generate(
-                _requests(PROMPTS[:5])
+                requests_for(PROMPTS[:5])
             )
         assert all(r.cached for r in out)
     finally:
@@ -154,19 +158,19 @@ def test_answered_failures_leave_the_failures_table_and_stats(tmp_path):
     backend = CountingBackend(fail={"b", "c"})
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         client = CachedClient(backend, cache, profile="p", progress=False)
-        client.generate(_requests(["a", "b", "c"]))
-        client.generate(_requests(["a", "b", "c"]))  # b and c fail twice: one failure each
+        client.generate(requests_for(["a", "b", "c"]))
+        client.generate(requests_for(["a", "b", "c"]))  # b and c fail twice: one failure each
         assert cache.stats()["failures"].tolist() == [2]
         backend.fail = {"c"}
-        client.generate(_requests(["a", "b", "c"]))
+        client.generate(requests_for(["a", "b", "c"]))
         rows = cache._conn.execute("SELECT DISTINCT key FROM failures").fetchall()
-        assert [key for (key,) in rows] == [client.key(_requests(["c"])[0])]
+        assert [key for (key,) in rows] == [client.key(requests_for(["c"])[0])]
         assert cache.stats()["failures"].tolist() == [1]
         assert cache.failures()["reason"].tolist() == ["HTTP 500 after 2 attempts"] * 3
 
 
 def test_record_failure_then_put_clears_the_failure(tmp_path):
-    (request,) = _requests(["a"])
+    (request,) = requests_for(["a"])
     backend = CountingBackend()
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         cache.record_failure("k", request, ChatResponse(text="", error="x"), profile="p")

@@ -12,8 +12,8 @@ import typing
 from typing import Any
 
 import pytest
+from helpers.fake_vllm import FakeVLLM
 from pydantic import BaseModel, ValidationError
-from test_inference_vllm import FakeVLLM
 
 from deliberation.inference.base import (
     ChatRequest,

@@ -11,16 +11,15 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-from serve_sim_fixture import arithmetic_prompt
-from test_inference_client import CountingBackend, _requests
+from helpers.backends import CountingBackend, requests_for
+from helpers.serve_sim import arithmetic_prompt
 
 from deliberation.inference.base import ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.serve_sim import running_sim_server
 
-FIXTURE = Path(__file__).with_name("serve_sim_fixture.py")
+FIXTURE = Path(__file__).parent / "helpers" / "serve_sim.py"
 
 
 def _client(cache, backend):
@@ -29,7 +28,7 @@ def _client(cache, backend):
 
 def test_a_request_leased_by_another_process_is_awaited_not_sent(tmp_path):
     path = tmp_path / "shared.sqlite"
-    requests = _requests(["a", "b", "c"])
+    requests = requests_for(["a", "b", "c"])
     other, mine = ResponseCache(path), ResponseCache(path)
     other_backend, my_backend = CountingBackend(), CountingBackend()
     other_client = _client(other, other_backend)
@@ -54,7 +53,7 @@ def test_a_request_leased_by_another_process_is_awaited_not_sent(tmp_path):
 
 def test_a_failure_recorded_by_the_lease_holder_is_returned_not_resent(tmp_path):
     path = tmp_path / "shared.sqlite"
-    (request,) = _requests(["a"])
+    (request,) = requests_for(["a"])
     other, mine = ResponseCache(path), ResponseCache(path)
     backend = CountingBackend()
     key = _client(other, backend).key(request)
@@ -73,7 +72,7 @@ def test_a_failure_recorded_by_the_lease_holder_is_returned_not_resent(tmp_path)
 
 def test_leases_of_a_dead_process_or_expired_ones_are_taken_over(tmp_path):
     path = tmp_path / "shared.sqlite"
-    requests = _requests(["a", "b"])
+    requests = requests_for(["a", "b"])
     backend = CountingBackend()
     keys = [_client(ResponseCache(path), backend).key(r) for r in requests]
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -109,7 +108,7 @@ def test_a_live_lease_holder_keeps_its_lease_and_renews_it(tmp_path, monkeypatch
 def test_storing_an_answer_again_keeps_the_first_and_its_hit_count(tmp_path):
     """The probe: a second process's INSERT OR REPLACE reset the hit count to 0."""
     path = tmp_path / "c.sqlite"
-    (request,) = _requests(["a"])
+    (request,) = requests_for(["a"])
     backend = CountingBackend()
     first, second = ResponseCache(path), ResponseCache(path)
     key = _client(first, backend).key(request)
@@ -129,7 +128,6 @@ def _fixture_client(base_url, cache, csv, count):
     )
 
 
-@pytest.mark.slow
 def test_two_processes_running_the_same_batch_pay_for_each_prompt_once(tmp_path):
     """The probe: two notebooks on one cache sent 1,200 requests for 600 prompts."""
     count = 150

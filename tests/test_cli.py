@@ -238,3 +238,22 @@ def test_a_benchmark_given_twice_is_refused(command, benchmark, tmp_path, capsys
     assert main([*argv, "--limit", "1", "--out", str(tmp_path / "r.csv"), "--no-progress"]) == 2
     assert f"benchmarks: {benchmark} listed more than once" in capsys.readouterr().out
     assert not (tmp_path / "r.csv").exists()
+
+
+def test_a_command_is_registered_in_cli_commands_only_once() -> None:
+    from deliberation.cli import add_command, command_group
+
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers()
+    with pytest.raises(KeyError, match="not in deliberation.cli.COMMANDS"):
+        add_command(subparsers, "no-such-command")
+    add_command(subparsers, "data")
+    with pytest.raises(ValueError, match="registered twice"):
+        add_command(subparsers, "data")
+    assert command_group(subparsers, "run") is command_group(subparsers, "run")
+
+
+def test_every_top_level_help_is_its_registry_summary() -> None:
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {a.dest: a.help for a in subparsers._choices_actions} == COMMANDS

@@ -87,11 +87,6 @@ def test_no_structural_reader_beats_chance_on_the_shipped_bank(cue_audit):
     assert structural["passes"].all(), format_audit(cue_audit)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 23, not yet done: the word n-gram classifiers still find the key in 53-55% "
-    "of the bank-v3 templates (the register of evidence facts is not yet balanced)",
-)
 def test_no_text_classifier_beats_chance_on_the_shipped_bank(cue_audit):
     assert cue_audit.ok, format_audit(cue_audit)
 

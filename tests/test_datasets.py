@@ -149,7 +149,6 @@ def test_every_gold_rendered_as_a_model_would_grades_one(items, name):
     assert misses == []
 
 
-@pytest.mark.slow
 def test_every_omnimath_gold_rendered_as_a_model_would_grades_one(items):
     """All 2,821 rule items; and math-verify itself confirms each gold (about 30 s on one core)."""
     misses = [it.id for it in items["omnimath"] if grade(it, render_answer(it)) != 1.0]

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pytest
-from memory_fixture import OPTIONS, pool
+from helpers.memory_task import OPTIONS, pool
 
 from deliberation import prompts
 from deliberation.decision import TAG_MODES, memory_lines, render_decision_prompt

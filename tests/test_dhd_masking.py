@@ -157,6 +157,7 @@ def _integrator_reply(backend: SimBackend, item, pool: Pool, replay: Replay) -> 
     return backend.answer(request).text
 
 
+@pytest.mark.experiments
 def test_the_sim_integrator_loses_exactly_the_masked_component(tmp_path):
     """Steps it works with: masking the answer leaves them as with the whole message; masking
     the reasoning leaves them as without the message. Nothing else changes."""
@@ -185,6 +186,7 @@ def test_the_sim_integrator_loses_exactly_the_masked_component(tmp_path):
     assert differs > 5, "the check is vacuous if hiding a message never changes the steps"
 
 
+@pytest.mark.experiments
 def test_masking_the_reasoning_of_planted_helpful_messages_removes_their_help(tmp_path):
     """Every proposed answer is wrong and every stated step valid (planted wrong-helpful
     messages); the integrator knows each step alone with probability 0.5. Chosen as

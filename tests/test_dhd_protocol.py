@@ -131,6 +131,7 @@ def _matches(request, pool, replay, by_id) -> bool:
     return request.messages[-1].content == user
 
 
+@pytest.mark.experiments
 def test_valid_steps_in_wrong_messages_drive_the_wrong_helpful_share(tmp_path):
     low = _run_loo(tmp_path / "low", 150, dhd_step_skill_when_wrong=0.1)
     high = _run_loo(tmp_path / "high", 150, dhd_step_skill_when_wrong=0.95)
@@ -139,6 +140,7 @@ def test_valid_steps_in_wrong_messages_drive_the_wrong_helpful_share(tmp_path):
     assert high_share["share_low"] > low_share["share_high"], "intervals should separate"
 
 
+@pytest.mark.experiments
 def test_an_integrator_that_ignores_reasoning_gets_no_help_from_wrong_messages(tmp_path):
     shares = _run_loo(tmp_path, 150, dhd_uptake=0.0, dhd_error_uptake=0.0)
     wrong = shares.loc[("pooled", "wrong")]

@@ -257,6 +257,7 @@ def _sim_gains(tmp_path, **parameters) -> pd.DataFrame:
     return gains[gains["benchmark"] == "pooled"].set_index("baseline")
 
 
+@pytest.mark.experiments
 def test_selector_beats_the_correctness_heuristic_only_when_wrong_messages_carry_help(tmp_path):
     """Also a leakage check: in the world where no message matters, a held-out block that
     shared draws with its training blocks biased the selector below the heuristic."""

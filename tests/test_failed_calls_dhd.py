@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from failing_server import failing_server
-from serve_sim_fixture import openai_profile
+from helpers.failing_server import failing_server
+from helpers.serve_sim import openai_profile
 
 from deliberation.dhd import synthetic
 from deliberation.dhd.pool import PoolStore

@@ -9,8 +9,8 @@ import hashlib
 
 import pandas as pd
 import pytest
-from failing_server import failing_server
-from serve_sim_fixture import openai_profile
+from helpers.failing_server import failing_server
+from helpers.serve_sim import openai_profile
 
 from deliberation.cli import main
 from deliberation.inference.cache import ResponseCache
@@ -194,7 +194,7 @@ def test_run_over_serve_sim_is_labelled_synthetic_and_counts_what_was_sent(tmp_p
 def test_stage_counts_say_what_was_sent_and_answered_after_the_fact(tmp_path) -> None:
     """ "sent" is counted after the batch: a stage whose every call failed sent (and got
     answered) nothing, and says how many failed."""
-    from serve_sim_fixture import arithmetic_requests
+    from helpers.serve_sim import arithmetic_requests
 
     from deliberation.runs import StageCounts, send
 

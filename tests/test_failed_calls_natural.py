@@ -6,8 +6,8 @@ sends exactly what is missing and gives the rows of a run that never failed."""
 from __future__ import annotations
 
 import pandas as pd
-from failing_server import failing_server
-from serve_sim_fixture import openai_profile
+from helpers.failing_server import failing_server
+from helpers.serve_sim import openai_profile
 
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient

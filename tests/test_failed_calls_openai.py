@@ -7,8 +7,8 @@ import json
 import logging
 
 import pytest
-from failing_server import failing_server
-from serve_sim_fixture import arithmetic_prompt, arithmetic_requests, openai_profile
+from helpers.failing_server import failing_server
+from helpers.serve_sim import arithmetic_prompt, arithmetic_requests, openai_profile
 
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient

@@ -4,8 +4,8 @@ wire (serve-sim's received body) and in vLLM's SamplingParams."""
 from __future__ import annotations
 
 import pytest
-from serve_sim_fixture import openai_profile
-from test_inference_vllm import FakeVLLM
+from helpers.fake_vllm import FakeVLLM
+from helpers.serve_sim import openai_profile
 
 from deliberation.inference import make_client
 from deliberation.inference.base import Message, StructuredOutput

@@ -173,7 +173,8 @@ WAL_PROMPTS = [f"wal prompt {i}" for i in range(60)]
 def _cache_with_wal(folder, in_file=10):
     """``folder/c.sqlite`` + ``c.sqlite-wal`` and no ``-shm``, as copied from a running cache:
     the first ``in_file`` answers are in the database file, the other 50 only in the WAL."""
-    from test_inference_client import CountingBackend, _requests
+    from helpers.backends import CountingBackend
+    from helpers.backends import requests_for as _requests
 
     from deliberation.inference.client import CachedClient
 

@@ -3,53 +3,11 @@ failures recorded and retried on the next run, a crash losing nothing already an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
+from helpers.backends import CountingBackend, requests_for
 
-from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-
-
-class CountingBackend(Backend):
-    """Answers with the prompt upper-cased; fails prompts listed in ``fail``; can crash after
-    ``crash_after`` answers to imitate a killed run."""
-
-    name = "counting"
-
-    def __init__(self, fail=(), crash_after=None, stream=True):
-        self.sent: list[str] = []
-        self.fail = set(fail)
-        self.crash_after = crash_after
-        self.stream = stream
-
-    @property
-    def identity(self):
-        return BackendIdentity(backend="counting", model="upper")
-
-    def request_payload(self, request):
-        return {"messages": request.messages_as_dicts()}
-
-    def generate(self, requests: Sequence[ChatRequest], on_response=None):
-        out = []
-        for index, request in enumerate(requests):
-            if self.crash_after is not None and len(self.sent) >= self.crash_after:
-                raise KeyboardInterrupt("killed")
-            prompt = request.messages[-1].content
-            self.sent.append(prompt)
-            if prompt in self.fail:
-                response = ChatResponse(text="", error="HTTP 500 after 2 attempts", attempts=2)
-            else:
-                response = ChatResponse(text=prompt.upper(), prompt_tokens=1, completion_tokens=1)
-            if on_response is not None and self.stream:
-                on_response(index, response)
-            out.append(response)
-        return out
-
-
-def _requests(prompts):
-    return [ChatRequest.from_prompt(p, stage="t") for p in prompts]
 
 
 def _client(tmp_path, backend):
@@ -58,8 +16,8 @@ def _client(tmp_path, backend):
 
 def test_second_run_is_served_entirely_from_cache(tmp_path):
     backend = CountingBackend()
-    first = _client(tmp_path, backend).generate(_requests(["a", "b", "c"]))
-    again = _client(tmp_path, backend).generate(_requests(["a", "b", "c"]))
+    first = _client(tmp_path, backend).generate(requests_for(["a", "b", "c"]))
+    again = _client(tmp_path, backend).generate(requests_for(["a", "b", "c"]))
     assert backend.sent == ["a", "b", "c"]
     assert [r.text for r in first] == [r.text for r in again] == ["A", "B", "C"]
     assert not any(r.cached for r in first) and all(r.cached for r in again)
@@ -67,7 +25,7 @@ def test_second_run_is_served_entirely_from_cache(tmp_path):
 
 def test_repeats_within_a_batch_are_sent_once_and_flagged(tmp_path):
     backend = CountingBackend()
-    out = _client(tmp_path, backend).generate(_requests(["a", "b", "a", "a"]))
+    out = _client(tmp_path, backend).generate(requests_for(["a", "b", "a", "a"]))
     assert backend.sent == ["a", "b"]
     assert [r.text for r in out] == ["A", "B", "A", "A"]
     assert [r.cached for r in out] == [False, False, True, True]
@@ -76,25 +34,65 @@ def test_repeats_within_a_batch_are_sent_once_and_flagged(tmp_path):
 def test_failures_are_returned_recorded_and_retried_next_run(tmp_path):
     backend = CountingBackend(fail={"b"})
     client = _client(tmp_path, backend)
-    out = client.generate(_requests(["a", "b"]))
+    out = client.generate(requests_for(["a", "b"]))
     assert out[1].error == "HTTP 500 after 2 attempts" and out[0].ok
     assert client.cache.failures()["reason"].tolist() == ["HTTP 500 after 2 attempts"]
     backend.fail.clear()
-    again = client.generate(_requests(["a", "b"]))
+    again = client.generate(requests_for(["a", "b"]))
     assert backend.sent == ["a", "b", "b"] and again[1].text == "B"
 
 
 def test_a_crash_mid_batch_keeps_every_answer_already_received(tmp_path):
     crashing = CountingBackend(crash_after=2)
     with pytest.raises(KeyboardInterrupt):
-        _client(tmp_path, crashing).generate(_requests(["a", "b", "c", "d"]))
+        _client(tmp_path, crashing).generate(requests_for(["a", "b", "c", "d"]))
     resumed = CountingBackend()
-    out = _client(tmp_path, resumed).generate(_requests(["a", "b", "c", "d"]))
+    out = _client(tmp_path, resumed).generate(requests_for(["a", "b", "c", "d"]))
     assert resumed.sent == ["c", "d"]
     assert [r.text for r in out] == ["A", "B", "C", "D"]
 
 
 def test_backends_that_do_not_stream_still_get_every_answer_written(tmp_path):
     backend = CountingBackend(stream=False)
-    _client(tmp_path, backend).generate(_requests(["a", "b"]))
+    _client(tmp_path, backend).generate(requests_for(["a", "b"]))
     assert len(_client(tmp_path, backend).cache.keys()) == 2
+
+
+def test_the_cached_and_the_planning_client_both_are_clients_with_its_signatures(tmp_path):
+    import inspect
+
+    from deliberation.inference.client import Client
+    from deliberation.inference.sim import SimBackend
+    from deliberation.paper.plan import PlanningClient
+
+    sim = SimBackend()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    clients = [
+        CachedClient(sim, cache, profile="smoke", progress=False),
+        PlanningClient(sim, cache, sim, profile="smoke"),
+    ]
+    for client in clients:
+        assert isinstance(client, Client), type(client).__name__
+        for method in ("key", "generate"):
+            assert inspect.signature(getattr(type(client), method)) == inspect.signature(
+                getattr(Client, method)
+            ), (type(client).__name__, method)
+    assert not isinstance(object(), Client)
+
+
+def test_experiment_code_takes_the_client_protocol_not_the_cached_client():
+    """A signature naming CachedClient would refuse the planning client that `deliberation plan`
+    passes in its place."""
+    import re
+    from pathlib import Path
+
+    import deliberation
+
+    root = Path(deliberation.__file__).parent
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path.parent.name != "inference"
+        and re.search(r"client: CachedClient\b", path.read_text())
+    ]
+    assert offenders == []

@@ -11,7 +11,7 @@ from email.utils import format_datetime
 
 import numpy as np
 import pytest
-from serve_sim_fixture import SIM_MODEL, arithmetic_requests, openai_profile
+from helpers.serve_sim import SIM_MODEL, arithmetic_requests, openai_profile
 
 from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
 from deliberation.inference.cache import ResponseCache

@@ -11,14 +11,19 @@ import json
 import os
 import subprocess
 import sys
-import types
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
+from helpers.fake_vllm import (
+    FakeGuidedDecodingParams,
+    FakeSamplingParams,
+    FakeStructuredOutputsParams,
+    FakeVLLM,
+    fake_sampling_params_module,
+)
 
 from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
-from deliberation.inference.seeds import SEED_MODULUS, derive_seed
 from deliberation.inference.structured import (
     CHOICE_FIELD,
     choice_schema,
@@ -33,107 +38,11 @@ from deliberation.inference.vllm_offline import (
     response_from_output,
     sampling_kwargs,
 )
+from deliberation.seeds import derive_seed
 
 CHOICES = StructuredOutput(choices=("A", "B", "C"))
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 JSON_SPEC = StructuredOutput(json_schema=SCHEMA)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fake vLLM
-# ---------------------------------------------------------------------------------------------
-
-
-class Recorder:
-    """Stands in for a vLLM parameter class: keeps the keyword arguments it was built with."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
-
-
-class FakeStructuredOutputsParams(Recorder):
-    pass
-
-
-class FakeGuidedDecodingParams(Recorder):
-    pass
-
-
-class FakeSamplingParams(Recorder):
-    pass
-
-
-def fake_sampling_params_module(api: str) -> types.ModuleType:
-    module = types.ModuleType("vllm.sampling_params")
-    module.SamplingParams = FakeSamplingParams
-    if api in ("structured_outputs", "both"):
-        module.StructuredOutputsParams = FakeStructuredOutputsParams
-    if api in ("guided_decoding", "both"):
-        module.GuidedDecodingParams = FakeGuidedDecodingParams
-    return module
-
-
-def words(text: str) -> list[int]:
-    """Fake token ids: one per whitespace-separated word, so counts are easy to check by hand."""
-    return [0] * len(text.split())
-
-
-class FakeVLLM:
-    """A fake ``vllm`` package. ``answers`` maps the last user message to the completion text;
-    prompts containing ``reject_marker`` make ``chat`` raise ValueError like vLLM's validation."""
-
-    def __init__(self, api: str = "structured_outputs") -> None:
-        self.engines: list[Any] = []
-        self.chat_calls: list[dict[str, Any]] = []
-        self.answers: dict[str, str] = {}
-        self.finish_reasons: dict[str, str] = {}
-        self.reject_marker: str | None = None
-        self.drop_last_output = False
-        fake = self
-
-        class LLM:
-            def __init__(self, **kwargs: Any) -> None:
-                self.kwargs = kwargs
-                fake.engines.append(self)
-
-            def chat(self, messages, sampling_params=None, use_tqdm=True, **kwargs):
-                fake.chat_calls.append(
-                    {
-                        "messages": messages,
-                        "sampling_params": sampling_params,
-                        "use_tqdm": use_tqdm,
-                        **kwargs,
-                    }
-                )
-                if fake.reject_marker is not None and any(
-                    fake.reject_marker in m["content"] for conv in messages for m in conv
-                ):
-                    raise ValueError("prompt is longer than max_model_len")
-                outputs = []
-                for conversation in messages:
-                    prompt = conversation[-1]["content"]
-                    text = fake.answers.get(prompt, f"echo {prompt}")
-                    all_words = " ".join(m["content"] for m in conversation)
-                    completion = SimpleNamespace(
-                        text=text,
-                        token_ids=words(text),
-                        finish_reason=fake.finish_reasons.get(prompt, "stop"),
-                    )
-                    outputs.append(
-                        SimpleNamespace(prompt_token_ids=words(all_words), outputs=[completion])
-                    )
-                return outputs[:-1] if fake.drop_last_output else outputs
-
-        self.module = types.ModuleType("vllm")
-        self.module.__version__ = "0.0.0+fake"
-        self.module.LLM = LLM
-        self.module.SamplingParams = FakeSamplingParams
-        self.module.sampling_params = fake_sampling_params_module(api)
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeVLLM:
-        monkeypatch.setitem(sys.modules, "vllm", self.module)
-        monkeypatch.setitem(sys.modules, "vllm.sampling_params", self.module.sampling_params)
-        return self
 
 
 @pytest.fixture
@@ -143,41 +52,6 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> FakeVLLM:
 
 def ask(prompt: str, **kwargs: Any) -> ChatRequest:
     return ChatRequest.from_prompt(prompt, **kwargs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Seeds
-# ---------------------------------------------------------------------------------------------
-
-
-def test_sample_zero_keeps_the_seed_itself():
-    assert derive_seed(1234, 0) == 1234
-    assert derive_seed(0, 0) == 0
-
-
-def test_each_sample_index_gets_its_own_stable_seed():
-    seeds = [derive_seed(7, sample) for sample in range(6)]
-    assert len(set(seeds)) == 6
-    assert seeds == [derive_seed(7, sample) for sample in range(6)]
-    assert all(0 <= s < SEED_MODULUS for s in seeds[1:])
-
-
-def test_derived_seed_depends_on_the_base_seed():
-    assert derive_seed(1, 3) != derive_seed(2, 3)
-
-
-def test_derived_seed_is_the_same_in_a_fresh_interpreter():
-    code = "from deliberation.inference.seeds import derive_seed; print(derive_seed(99, 5))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert int(out) == derive_seed(99, 5)
-
-
-@pytest.mark.parametrize("seed, sample", [(True, 1), ("3", 1), (3, -1), (3, 1.0)])
-def test_derive_seed_rejects_bad_arguments(seed, sample):
-    with pytest.raises((TypeError, ValueError)):
-        derive_seed(seed, sample)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,7 +465,6 @@ def test_constructing_without_vllm_says_how_to_install_it(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_real_vllm_answers_a_choice_and_repeats_a_seeded_draw():
     pytest.importorskip("vllm", reason="vLLM is not installed (GPU-only extra: .[vllm])")
     torch = pytest.importorskip("torch", reason="torch is not installed")

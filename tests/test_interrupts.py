@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from serve_sim_fixture import arithmetic_requests, openai_profile
+from helpers.serve_sim import arithmetic_requests, openai_profile
 
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient

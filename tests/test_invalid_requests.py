@@ -5,7 +5,7 @@ as a broken ``\\ud83d`` escape in a dataset produces) once killed the whole batc
 from __future__ import annotations
 
 import pytest
-from serve_sim_fixture import arithmetic_prompt, openai_profile
+from helpers.serve_sim import arithmetic_prompt, openai_profile
 
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest, InvalidRequestError

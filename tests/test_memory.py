@@ -1,4 +1,4 @@
-"""Memory policies on the hand-made task of memory_fixture.py (kept sets worked out by hand)."""
+"""Memory policies on the hand-made task of helpers/memory_task.py (kept sets worked out by hand)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from memory_fixture import CANDIDATES, OPTIONS, TOKENS, TRUTH, pool
+from helpers.memory_task import CANDIDATES, OPTIONS, TOKENS, TRUTH, pool
 
 from deliberation.crossprofile.scoring import net_evidence_lead
 from deliberation.discussion.transcript import MemoryCandidate

@@ -20,7 +20,9 @@ from deliberation.paper1 import evidence
 from deliberation.params import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
 
-pytestmark = pytest.mark.slow
+# Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.
+pytestmark = pytest.mark.experiments
+
 RESAMPLES = 2000
 NULL_SEEDS = range(5)
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from llama_like_fixture import LlamaCppPythonLike, llama_like_server
-from serve_sim_fixture import SIM_MODEL, arithmetic_requests, openai_profile, wait_until
+from helpers.llama_like import LlamaCppPythonLike, llama_like_server
+from helpers.serve_sim import SIM_MODEL, arithmetic_requests, openai_profile, wait_until
 
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
@@ -116,7 +116,7 @@ def test_sigterm_to_the_run_stops_its_server(tmp_path) -> None:
         import sys, time
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
-        from test_model_server import managed_profile
+        from test_model_server import managed_profile  # this module itself, in a child process
         from deliberation.inference.model_server import model_server
         with model_server(managed_profile(Path({str(tmp_path)!r}), {port}), start_now=True):
             print("ready", flush=True)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from natural_fixture import sim_profile
+from helpers.natural_profiles import sim_profile
 
 from deliberation.inference import make_client
 from deliberation.memory_runs.runs import crossprofile_tasks
 from deliberation.natural_runs import report
 from deliberation.natural_runs.runs import run_natural_experiment
 
-pytestmark = pytest.mark.slow
+# Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.
+pytestmark = pytest.mark.experiments
+
 RESAMPLES = 2000
 SEEDS = range(3)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from natural_fixture import RecordingClient, sim_profile
+from helpers.natural_profiles import RecordingClient, sim_profile
 
 from deliberation import natural_prompts
 from deliberation.cli import main

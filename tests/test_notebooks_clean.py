@@ -1,5 +1,7 @@
 """Committed notebooks carry no outputs and no execution counts: results live in figures/ and
-tables/ (written by the library), and a notebook diff shows only code and narrative."""
+tables/ (written by the library), and a notebook diff shows only code and narrative. Paper 1's
+notebooks open with a `parameters` cell that papermill can override. (Read, never executed:
+executing notebooks is the notebook lane's job, tests/notebooks/.)"""
 
 from __future__ import annotations
 
@@ -51,3 +53,20 @@ def test_the_check_finds_an_executed_cell(tmp_path) -> None:
         "dirty.ipynb: cell 2 has execution count 3",
         "dirty.ipynb: cell 3 has 1 outputs",
     ]
+
+
+PAPER1 = (
+    "02_hiddenbench.ipynb",
+    "03_crossprofile_h1_h3.ipynb",
+    "04_tag_ablation.ipynb",
+    "05_evidence_balance.ipynb",
+)
+
+
+@pytest.mark.parametrize("name", PAPER1)
+def test_notebook_parameters_cell_holds_profile_budgets_resamples_and_seed(name):
+    notebook = nbformat.read(repo_root() / "notebooks" / name, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", [])
+    for key in ("profile", "budgets", "n_resamples", "seed"):
+        assert f"\n{key} = " in f"\n{code[0].source}"

@@ -52,7 +52,18 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make paper" in readme and "make test" in readme
     makefile = (ROOT / "Makefile").read_text()
-    for target in ("setup", "paper", "test", "lab", "data", "bench", "clean"):
+    for target in (
+        "setup",
+        "paper",
+        "test",
+        "lint",
+        "unit",
+        "notebooks",
+        "lab",
+        "data",
+        "bench",
+        "clean",
+    ):
         assert re.search(rf"^{target}:", makefile, re.M), target
     clean = makefile.split("\nclean:")[1]
     assert "figures" not in clean and "tables" not in clean
@@ -134,3 +145,23 @@ def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tm
     again = lab("0")
     assert len(again) == 1 and "--allow-root" in again[0]  # installed once: no pip call
     assert "--LabApp.default_url=/lab/tree/build/executed/sim" in again[0]
+
+
+def test_make_test_runs_every_lane_after_one_fails_and_still_fails(tmp_path):
+    """The real `test` target over stand-in lanes (a Makefile that includes the project's)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    stamp = tmp_path / "venv" / ".setup-stamp"
+    stamp.parent.mkdir()
+    stamp.write_text("")  # newer than pyproject.toml: `setup` has nothing to do
+    (tmp_path / "Makefile").write_text(
+        f"include {ROOT / 'Makefile'}\n"
+        "broken: setup\n\t@echo ran-broken; exit 3\n"
+        "fine: setup\n\t@echo ran-fine\n"
+    )
+    venv = f"VENV={stamp.parent}"
+    failed = _make(tmp_path, "test", venv, "LANES=broken fine")
+    assert failed.returncode != 0
+    assert "ran-broken" in failed.stdout and "ran-fine" in failed.stdout
+    assert "FAILED: broken" in failed.stdout and "FAILED: broken fine" not in failed.stdout
+    passed = _make(tmp_path, "test", venv, "LANES=fine fine")
+    assert passed.returncode == 0 and "make test: passed" in passed.stdout

@@ -269,7 +269,7 @@ def test_resolve_takes_the_profile_values_unless_the_notebook_sets_them():
         resolve(sim, "crossprofile", budgets=[0.4, 0.8])
 
 
-def _decision(policy: str, tags_mode: str, capacity=None, budget=None):  # noqa: ANN001
+def _decision(policy: str, tags_mode: str, capacity=None, budget=None):
     task = derive_task(load_bank()[0], CLASSIC, seed=0)
     pool = MemoryPool(task.id, 0, memory_candidates(scripted_discussion(task, 0)))
     memory = build_memory(policy, pool, capacity)

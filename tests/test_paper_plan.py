@@ -65,26 +65,7 @@ def per_stage(plan) -> dict:
     return {stage: tuple(int(v) for v in row) for stage, row in table.iterrows()}
 
 
-@pytest.mark.slow
-def test_plan_on_the_sim_equals_what_the_run_sent_and_a_second_plan_finds_it_cached():
-    profile = load_profile("smoke")
-    plan = plan_calls(profile)
-    assert plan.calls, "no notebook of the manifest sends a model call"
-    client = make_client(profile, progress=False)
-    run_for_real(profile, client)
-    stats = client.cache.stats()
-    sent = {
-        row.stage: (int(row.calls), int(row.prompt_tokens), int(row.completion_tokens))
-        for row in stats.itertuples()
-    }
-    assert per_stage(plan) == sent
-    client.cache.close()
-    again = plan_calls(profile)
-    totals = again.totals()
-    assert totals["to_send"] == 0 and totals["cached"] == plan.totals()["requests"]
-
-
-@pytest.mark.slow
+@pytest.mark.experiments
 @pytest.mark.parametrize("name", ["qwen2.5-7b-vllm", "deepseek-v4.1-flash-api"])
 def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_path):
     """The real profile's requests (its sampling, its keys), answered by the plan's sim."""
@@ -107,7 +88,7 @@ def test_plan_for_a_real_model_equals_a_sim_run_of_the_same_requests(name, tmp_p
     assert per_stage(plan) == sent
 
 
-@pytest.mark.slow
+@pytest.mark.experiments
 def test_an_openai_profile_planned_then_run_over_http_against_serve_sim(monkeypatch):
     """The openai backend really sends the planned calls (to serve-sim): same count, same tokens.
     A profile whose structured outputs travel with their schema (vLLM's `structured_outputs`),
@@ -252,8 +233,8 @@ def test_the_plan_and_cache_stats_show_the_servers_prompt_tokens_beside_the_coun
 ):
     """A real server counts prompt tokens with its own tokenizer: both counts are reported per
     stage, the server's as it said (31 a call here) and the project's counter over the prompt."""
-    from llama_like_fixture import SERVER_PROMPT_TOKENS, llama_like_server
-    from serve_sim_fixture import openai_profile
+    from helpers.llama_like import SERVER_PROMPT_TOKENS, llama_like_server
+    from helpers.serve_sim import openai_profile
 
     from deliberation import smoke
     from deliberation.tokens import count_tokens

@@ -1,7 +1,7 @@
 """A run killed with SIGKILL resumes by re-running it: nothing already answered is sent again,
 and the final results equal an uninterrupted run's byte for byte.
 
-The client runs in a subprocess (``tests/serve_sim_fixture.py client ...``: CachedClient +
+The client runs in a subprocess (``tests/helpers/serve_sim.py client ...``: CachedClient +
 OpenAIBackend into a SQLite cache, then a results CSV) against serve-sim in another subprocess,
 whose counters tell which prompts reached it.
 """
@@ -14,12 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from serve_sim_fixture import arithmetic_prompt, cached_prompts, wait_until
+from helpers.serve_sim import arithmetic_prompt, cached_prompts, wait_until
 
 from deliberation.inference.testing import running_sim_server
 
-FIXTURE = Path(__file__).with_name("serve_sim_fixture.py")
+FIXTURE = Path(__file__).parent / "helpers" / "serve_sim.py"
 COUNT = 300
 CONCURRENCY = 8
 LATENCY_MS = 40  # 300 requests / 8 in flight x 40 ms: about 1.5 s per run, time enough to kill
@@ -39,7 +38,6 @@ def _finish(process: subprocess.Popen[bytes]) -> None:
     assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
 
 
-@pytest.mark.slow
 def test_kill_9_then_rerun_sends_nothing_twice_and_matches_an_uninterrupted_run(tmp_path) -> None:
     all_prompts = {arithmetic_prompt(i) for i in range(COUNT)}
     with running_sim_server(latency_ms=LATENCY_MS, fault_500=0.05) as server:

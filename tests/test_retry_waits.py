@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from serve_sim_fixture import arithmetic_requests, openai_profile
+from helpers.serve_sim import arithmetic_requests, openai_profile
 
 from deliberation.inference import openai_api
 from deliberation.inference.base import ChatRequest

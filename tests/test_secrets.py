@@ -9,8 +9,8 @@ import logging
 import traceback
 
 import pytest
+from helpers.serve_sim import arithmetic_requests, openai_profile
 from pydantic import ValidationError
-from serve_sim_fixture import arithmetic_requests, openai_profile
 
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.openai_api import OpenAIBackend, OpenAIOptions

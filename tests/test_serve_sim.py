@@ -12,7 +12,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from serve_sim_fixture import SIM_MODEL, arithmetic_prompt, wait_until
+from helpers.serve_sim import SIM_MODEL, arithmetic_prompt, wait_until
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.serve_sim import FaultOptions, check_loopback

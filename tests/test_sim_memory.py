@@ -63,7 +63,7 @@ def test_unreadable_lines_add_nothing_and_ties_are_random(template):
 
 
 def test_invalid_rate_gives_answers_naming_no_single_option(template):
-    from deliberation.decision import parse_choice
+    from deliberation.answer_parsing import parse_choice
 
     text = ask("crossprofile.decision", decision(template, []), invalid_rate=1.0)
     assert parse_choice(text, template.options) is None

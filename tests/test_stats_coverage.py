@@ -28,7 +28,7 @@ def planted_accuracy(policy: str, support: str, decoy: str, irrelevant: str) -> 
     return accuracy
 
 
-@pytest.mark.slow
+@pytest.mark.experiments
 def test_95_percent_interval_covers_the_planted_truth_93_to_97_percent_of_the_time():
     rng = np.random.default_rng(2024)
     design = simulate_results_frame(planted_accuracy, POLICIES, rng)

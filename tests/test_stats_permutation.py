@@ -68,7 +68,6 @@ def replay_blocks(effect: float, rng: np.random.Generator, binary: bool = True) 
     return pd.concat(rows, ignore_index=True)
 
 
-@pytest.mark.slow
 def test_p_values_are_uniform_under_a_planted_null():
     rng = np.random.default_rng(11)
     p = np.array(
@@ -141,7 +140,6 @@ def test_max_statistic_with_one_arm_equals_its_raw_p():
     assert result.arms["p_adjusted"].iloc[0] == pytest.approx(result.arms["p_raw"].iloc[0])
 
 
-@pytest.mark.slow
 def test_max_statistic_controls_family_wise_error_where_raw_p_does_not():
     rng = np.random.default_rng(21)
     any_raw, any_adjusted = 0, 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from serve_sim_fixture import openai_profile
+from helpers.serve_sim import openai_profile
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.openai_api import OpenAIBackend

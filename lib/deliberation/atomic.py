@@ -111,12 +111,6 @@ def atomic_write_text(target: str | Path, text: str) -> Path:
     return Path(target)
 
 
-def atomic_write_bytes(target: str | Path, data: bytes) -> Path:
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
-    return Path(target)
-
-
 def write_file_set(
     writers: Mapping[Path, Callable[[Path], object]],
     *,

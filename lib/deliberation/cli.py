@@ -1,8 +1,10 @@
-"""The ``deliberation`` command. Each area of the library contributes its subcommands from its
-own ``commands`` module (a ``register(subparsers)`` function, listed in ``COMMAND_MODULES``), and
-``COMMANDS`` holds the one-line summary of each top-level command, so ``deliberation --help``
-answers without importing any area (numpy, pandas, pydantic and the HTTP client stay unloaded
-until a command runs)."""
+"""The ``deliberation`` command. ``COMMANDS`` is the one registry of top-level commands: each
+name with its one-line summary, so ``deliberation --help`` answers without importing any area
+(numpy, pandas, pydantic and the HTTP client stay unloaded until a command runs). Each area's
+``commands`` module (listed in ``COMMAND_MODULES``) adds the options of its commands through
+:func:`add_command` (or :func:`command_group` for a command several areas extend, such as
+``run``), which take the summary from ``COMMANDS``: a name missing there, or claimed twice, is
+an error when the parser is built."""
 
 from __future__ import annotations
 
@@ -23,8 +25,7 @@ COMMAND_MODULES = [
     "deliberation.results.commands",
 ]
 
-# What `deliberation --help` lists: every top-level command a module above registers, with a
-# summary for the user (tests check the two agree).
+# The registry: every top-level command and what `deliberation --help` says of it.
 COMMANDS = {
     "data": "download the DHD benchmark files, verify their checksums, list their sources",
     "crossprofile": "check the CrossProfile templates (verify) and measure surface cues (audit)",
@@ -44,14 +45,23 @@ COMMANDS = {
 }
 
 
-def command_group(
-    subparsers: argparse._SubParsersAction, name: str, help: str
-) -> argparse._SubParsersAction:
+def add_command(
+    subparsers: argparse._SubParsersAction, name: str, **kwargs: object
+) -> argparse.ArgumentParser:
+    """The parser of top-level command ``name``, with its summary from :data:`COMMANDS`."""
+    if name not in COMMANDS:
+        raise KeyError(f"command {name!r} is not in deliberation.cli.COMMANDS: add it there")
+    if name in subparsers.choices:
+        raise ValueError(f"command {name!r} is registered twice")
+    return subparsers.add_parser(name, help=COMMANDS[name], **kwargs)
+
+
+def command_group(subparsers: argparse._SubParsersAction, name: str) -> argparse._SubParsersAction:
     """The subparsers of a command that several areas extend (``deliberation run crossprofile``
     beside ``run dhd``): created by the first area that asks, shared by the others."""
     parser = subparsers.choices.get(name)
     if parser is None:
-        parser = subparsers.add_parser(name, help=help)
+        parser = add_command(subparsers, name)
         parser.set_defaults(func=lambda args: parser.print_help() or 2)
         parser._group_subparsers = parser.add_subparsers(dest=f"{name}_command")  # type: ignore[attr-defined]
     return parser._group_subparsers  # type: ignore[attr-defined]
@@ -117,9 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser, subparsers = _base_parser()
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
-    # The top-level listing shows COMMANDS' summaries, as the summary parser does.
-    for action in subparsers._choices_actions:
-        action.help = COMMANDS.get(action.dest, action.help)
     return parser
 
 

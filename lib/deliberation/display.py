@@ -51,7 +51,7 @@ def _legend() -> str:
     return f'<div style="font-size:85%;margin:4px 0">true role: {swatches}</div>'
 
 
-def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryView:  # noqa: ANN001
+def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryView:
     """The decision's prompt, line by line, with note lines coloured by true role."""
     task, memory = decision.task, decision.memory
     prompt = render_decision_prompt(task, memory, decision.tags, seed)
@@ -135,13 +135,13 @@ def find_task(task_id: str, seed: int = 0) -> Any:
 
 
 def show_memory(
-    task,  # noqa: ANN001
+    task,
     policy: str = "R1",
     budget: float | None = None,
     tags: str = "keep",
     *,
-    profile=None,  # noqa: ANN001
-    client=None,  # noqa: ANN001
+    profile=None,
+    client=None,
     item_limit: int | None = None,
 ) -> MemoryView:
     """Build ``task``'s memory under ``policy`` (token budget fraction ``budget``, default the

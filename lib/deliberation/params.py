@@ -57,7 +57,7 @@ class _Strict(BaseModel):
 
 
 class Sampling(_Strict):
-    """The profile's request defaults; :func:`deliberation.inference.generation.stage_settings`
+    """The profile's request defaults; :func:`deliberation.inference.generation.generation_settings`
     merges a stage's own values over them."""
 
     temperature: float = Field(0.0, ge=0.0)

@@ -12,11 +12,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from deliberation import paths  # noqa: E402
-from deliberation.params import Profile  # noqa: E402
-from deliberation.provenance import SYNTHETIC_LABEL, ReleasedSource, write_output_set  # noqa: E402
+from deliberation import paths
+from deliberation.params import Profile
+from deliberation.provenance import SYNTHETIC_LABEL, ReleasedSource, write_output_set
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest, ChatResponse
-from deliberation.inference.client import CachedClient, keys_or_failures
+from deliberation.inference.client import Client, keys_or_failures
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class StageCounts:
 
 
 def send(
-    client: CachedClient,
+    client: Client,
     requests: Sequence[ChatRequest],
     stage: str,
     counts: list[StageCounts] | None = None,
@@ -51,7 +51,7 @@ def send(
     and each request's key, and appends the stage's :class:`StageCounts` to ``counts``.
     "sent" counts the distinct prompts this run sent and got answered (not those another
     process sharing the cache answered, nor those that failed)."""
-    # A request that cannot be sent fails alone (its key is ""), as in CachedClient.generate.
+    # A request that cannot be sent fails alone (its key is ""), as in Client.generate.
     maybe_keys, _ = keys_or_failures(client.key, requests)
     keys = [k or "" for k in maybe_keys]
     unique = [k for k in dict.fromkeys(keys) if k]
@@ -88,7 +88,7 @@ RESULT_COLUMNS = [
 
 
 def run_requests(
-    client: CachedClient, requests: Sequence[ChatRequest], *, desc: str = ""
+    client: Client, requests: Sequence[ChatRequest], *, desc: str = ""
 ) -> tuple[list[ChatResponse], pd.DataFrame]:
     """Send requests through the cache; return responses and their results frame."""
     responses = client.generate(requests, desc=desc)

@@ -19,7 +19,7 @@ from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.runs import run_requests
 
 if TYPE_CHECKING:
-    from deliberation.inference.client import CachedClient
+    from deliberation.inference.client import Client
     from deliberation.params import Profile
 
 PROMPT = 'What is {a} + {b}? Reply with JSON: {{"answer": N}}.'
@@ -87,7 +87,7 @@ def score(items: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def run_profile(profile: Profile, client: CachedClient) -> pd.DataFrame:
+def run_profile(profile: Profile, client: Client) -> pd.DataFrame:
     """The notebook's experiment (``notebooks/manifest.yaml``): the profile's items through the
     client, scored (one row per call)."""
     items = arithmetic_items(profile.experiments.smoke_items, seed=profile.seed)

@@ -54,7 +54,7 @@ def load_strict(text: str) -> Any:
     """Parse YAML like ``yaml.safe_load``, but a repeated key or an alias is a
     ``yaml.YAMLError``."""
     refuse_aliases(text)
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass
 
 
 def yaml_error_location(exc: yaml.YAMLError) -> str:

@@ -37,9 +37,9 @@ def _add_verify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    crossprofile = subparsers.add_parser(
-        "crossprofile", help="CrossProfile bank: verify the templates, audit them for cues"
-    )
+    from deliberation.cli import add_command, command_group
+
+    crossprofile = add_command(subparsers, "crossprofile")
     sub = crossprofile.add_subparsers(dest="crossprofile_command", required=True)
 
     verify = sub.add_parser(
@@ -66,15 +66,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.set_defaults(func=run_audit)
 
-    old = subparsers.add_parser(
+    old = add_command(
+        subparsers,
         "verify",
-        help="old spelling of `deliberation crossprofile verify` (kept as an alias)",
         description=_VERIFY_DESCRIPTION + " (Alias of `deliberation crossprofile verify`.)",
     )
     _add_verify_arguments(old)
     old.set_defaults(func=run_old_verify)
 
-    tasks = _tasks_subparsers(subparsers).add_parser(
+    tasks = command_group(subparsers, "tasks").add_parser(
         "crossprofile",
         help="derive the CrossProfile tasks (template x 8 ownership variants) as JSONL",
     )
@@ -90,17 +90,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     tasks.add_argument("--no-pilot", action="store_true", help="main templates only (480 tasks)")
     tasks.set_defaults(func=run_tasks)
-
-
-def _tasks_subparsers(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    """The ``tasks`` command's own subparsers, created once and shared by every benchmark area
-    (so ``deliberation tasks hiddenbench`` can register beside ``tasks crossprofile``)."""
-    parser = subparsers.choices.get("tasks")
-    if parser is None:
-        parser = subparsers.add_parser("tasks", help="derive benchmark tasks")
-        parser.set_defaults(func=lambda args: parser.print_help() or 2)
-        parser._benchmark_subparsers = parser.add_subparsers(dest="benchmark")  # type: ignore[attr-defined]
-    return parser._benchmark_subparsers  # type: ignore[attr-defined]
 
 
 def _seed(args: argparse.Namespace) -> int:

@@ -133,7 +133,7 @@ def _credit(values: dict[str, float], correct: str) -> float:
     return 1 / len(tied) if correct in tied else 0.0
 
 
-def _irrelevant_sum(t: Template, value) -> dict[str, float]:  # noqa: ANN001
+def _irrelevant_sum(t: Template, value) -> dict[str, float]:
     out = dict.fromkeys(t.options, 0.0)
     for f in t.facts:
         if f.role == "irrelevant" and f.option in out:

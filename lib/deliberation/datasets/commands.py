@@ -9,7 +9,9 @@ from deliberation import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    data = subparsers.add_parser("data", help="download and check the DHD benchmark files")
+    from deliberation.cli import add_command
+
+    data = add_command(subparsers, "data")
     sub = data.add_subparsers(dest="data_command", required=True)
 
     fetch = sub.add_parser("fetch", help="download the pinned files with sha256 checks")

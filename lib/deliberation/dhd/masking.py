@@ -46,7 +46,7 @@ from deliberation.dhd.messages import COMPONENTS, LABELS, Hypothesis
 from deliberation.dhd.pool import Pool
 from deliberation.dhd.protocol import run_replays
 from deliberation.dhd.replay import Replay, present_indices
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.params import Profile
 from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
 
@@ -244,7 +244,7 @@ def masking_replays(
 
 
 def run_masking(
-    client: CachedClient,
+    client: Client,
     profile: Profile,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
@@ -340,9 +340,7 @@ def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:
     return summary.reindex([c for c in CELLS if c in summary.index]).reset_index()
 
 
-def run_profile_masking(
-    profile: Profile, client: CachedClient
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Notebook 08's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
     it): notebook 07's run (from the cache), the cases chosen from its replays, and their
     masking replays with the profile's ``experiments.dhd`` settings."""

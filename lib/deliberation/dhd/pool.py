@@ -13,7 +13,7 @@ see the same messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,8 +174,3 @@ class PoolStore:
     def __iter__(self) -> Iterator[Pool]:
         for path in sorted(self.root.glob("*/*.json")):
             yield Pool.from_json(path.read_text(encoding="utf-8"), where=str(path))
-
-
-def put_all(store: PoolStore, pools: Iterable[Pool]) -> None:
-    for pool in pools:
-        store.put(pool)

@@ -1,6 +1,6 @@
 """The DHD protocol through the response cache: recruit -> hypothesize -> pool -> replay -> evaluate.
 
-Each stage sends all its requests in one batch through :class:`CachedClient` (identical prompts
+Each stage sends all its requests in one batch through the client (identical prompts
 once; every answer committed as it arrives), so a crashed run resumes by running it again. The
 stage settings the protocol needs are stated here (recruiter, integrator and judge at temperature
 0; hypothesizers at 0.7 with a seed per draw); the profile sets everything else.
@@ -49,7 +49,7 @@ from deliberation.dhd.prompts import (
 )
 from deliberation.dhd.replay import Replay, integrator_messages
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.params import Profile
 from deliberation.runs import StageCounts, send
@@ -135,7 +135,7 @@ class PoolStageCounts:
 
 
 def build_pools(
-    client: CachedClient,
+    client: Client,
     profile: Profile,
     items: Sequence[Item],
     store: PoolStore,
@@ -226,7 +226,7 @@ def grade_reply(item: Item, reply: str) -> Outcome:
 
 
 def run_replays(
-    client: CachedClient,
+    client: Client,
     profile: Profile,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],

@@ -39,7 +39,7 @@ from deliberation.dhd.protocol import (
     run_replays,
 )
 from deliberation.dhd.replay import leave_one_out_design, repeated_design, single_message_design
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.params import Profile, check_distinct, check_limit
 from deliberation.runs import StageCounts
 
@@ -128,7 +128,7 @@ class DHDResults:
 
 
 def run_dhd(
-    client: CachedClient,
+    client: Client,
     profile: Profile,
     problems: Sequence[Item],
     pool_dir: str | Path,
@@ -193,7 +193,7 @@ def pool_dir(profile: Profile) -> Path:
 
 
 def run_profile(
-    client: CachedClient,
+    client: Client,
     profile: Profile,
     *,
     stages: Sequence[str] = STAGES,

@@ -6,8 +6,8 @@ For one fact and the messages of one discussion:
   boundaries, inside the normalised text of some message (a verbatim statement, whatever the
   case, punctuation or spacing);
 - **partial**: not full, but some sentence of some message contains at least
-  :data:`PARTIAL_COVERAGE` (half) of the fact's content tokens (:func:`.statements.
-  content_tokens`: normalised words minus function words). Coverage is
+  :data:`PARTIAL_COVERAGE` (half) of the fact's content tokens
+  (:func:`.statements.content_tokens`: normalised words minus function words). Coverage is
   ``|fact tokens & sentence tokens| / |fact tokens|``, so a paraphrase that keeps the numbers
   and names but rewords the rest is partial, and a sentence that only names the option is not;
 - **none**: neither.

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from deliberation import natural_prompts as text
-from deliberation.decision import parse_choice
+from deliberation.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.seeds import stable_seed
 
@@ -139,7 +139,7 @@ def read_vote(response: ChatResponse, options: Sequence[str]) -> tuple[str | Non
     return answer, rationale, "" if answer else "vote names no single option"
 
 
-def _request(profile, stage: str, prompt: str, seed: int, structured=None) -> ChatRequest:  # noqa: ANN001
+def _request(profile, stage: str, prompt: str, seed: int, structured=None) -> ChatRequest:
     return stage_request(profile, StageSettings(stage, structured=structured), prompt, seed=seed)
 
 
@@ -153,7 +153,7 @@ def hold_discussions(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     report: Any,
     rounds: int = ROUNDS,
 ) -> list[NaturalDiscussion]:

@@ -35,9 +35,6 @@ class Turn:
     agent: str
     statements: tuple[Statement, ...]
 
-    def as_text(self) -> str:
-        return " ".join(s.text for s in self.statements)
-
 
 @dataclass(frozen=True)
 class Transcript:

@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from deliberation.inference.seeds import derive_seed
 from deliberation.inference.structured_answers import schema_validator
+from deliberation.seeds import derive_seed
 
 Role = Literal["system", "user", "assistant"]
 
@@ -33,7 +33,7 @@ _TRANSPORT_ONLY = "transport_only"
 
 
 def transport_only(default: Any = ..., **kwargs: Any) -> Any:
-    """``pydantic.Field`` for an option that never changes an answer (see :func:`request_key`)."""
+    """``pydantic.Field`` for an option that never changes an answer (see :func:`deliberation.inference.cache.request_key`)."""
     return Field(default, json_schema_extra={_TRANSPORT_ONLY: True}, **kwargs)
 
 
@@ -140,7 +140,7 @@ class ChatRequest:
 
     def effective_seed(self) -> int | None:
         """The seed sent to an engine: ``seed`` with the ``sample`` index folded in, so each
-        draw differs (see ``inference/seeds.py``); None only for an unseeded first draw."""
+        draw differs (see ``deliberation/seeds.py``); None only for an unseeded first draw."""
         if self.seed is None and self.sample == 0:
             return None
         return derive_seed(self.seed or 0, self.sample)

@@ -1,5 +1,9 @@
 """A backend behind the response cache: the one way experiments send model calls.
 
+:class:`Client` is the interface experiment code is written against; :class:`CachedClient`
+implements it by sending, ``deliberation.paper.plan.PlanningClient`` by counting what would be
+sent. Code that takes a client says ``client: Client``, so either can be passed.
+
 ``CachedClient.generate(requests)`` serves what the cache holds, sends each distinct missing
 request once, commits every answer the moment it arrives, records failures with their reason,
 and returns one response per request in the order given.
@@ -25,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse, InvalidRequestError
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
@@ -51,7 +56,27 @@ def keys_or_failures(
     return keys, invalid
 
 
+@runtime_checkable
+class Client(Protocol):
+    """What experiment code may use of a client: its backend (for the cache key and its
+    capabilities), its response cache, the profile name, a request's cache key, and
+    ``generate`` (one response per request, in order; a request that cannot be sent comes
+    back failed, never raised)."""
+
+    backend: Backend
+    cache: ResponseCache
+    profile: str
+
+    def key(self, request: ChatRequest) -> str: ...
+
+    def generate(
+        self, requests: Sequence[ChatRequest], *, desc: str = ""
+    ) -> list[ChatResponse]: ...
+
+
 class CachedClient:
+    """The :class:`Client` that sends: cache hits served, each distinct miss sent once."""
+
     # Whether generate() really sends (a planning client only counts): run logs say "sent"
     # only for a client that does.
     sends = True

@@ -10,15 +10,14 @@ from deliberation import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from deliberation.cli import add_command
     from deliberation.inference.serve_sim import cli as serve_sim
 
-    serve = subparsers.add_parser(
-        "serve-sim", help="serve the sim backend over the OpenAI chat-completions protocol"
-    )
+    serve = add_command(subparsers, "serve-sim")
     serve_sim.add_arguments(serve)
     serve.set_defaults(func=serve_sim.run_from_args)
 
-    cache = subparsers.add_parser("cache", help="inspect response caches")
+    cache = add_command(subparsers, "cache")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     stats = cache_sub.add_parser(
         "stats", help="calls, hits, tokens and latency by profile and stage"

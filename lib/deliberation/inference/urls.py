@@ -83,7 +83,7 @@ def install_log_redaction() -> None:
             record = previous(*args, **kwargs)
             try:
                 message = record.getMessage()
-            except Exception:  # noqa: BLE001 - a bad format string is the handler's to report
+            except Exception:
                 return record
             redacted = redact_urls(message)
             if redacted != message:

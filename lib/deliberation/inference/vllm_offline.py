@@ -11,7 +11,7 @@ Behaviour worth knowing:
   ``generation_config.json`` cannot change sampling behind our back, and every sampling field
   is set explicitly on each request's ``SamplingParams``.
 * Seeds: a request without a seed uses the profile's ``seed``; draw ``sample`` of a request
-  then gets :func:`~deliberation.inference.seeds.derive_seed` of it.
+  then gets :func:`~deliberation.seeds.derive_seed` of it.
 * The engine is built on the first :meth:`VLLMBackend.generate` call that has work, so a run
   whose answers are all cached never loads the weights.
 * A stage is sent in chunks of ``chunk_size`` requests (one ``LLM.chat`` call each), and each
@@ -58,9 +58,9 @@ from deliberation.inference.base import (
     output_options,
     transport_only,
 )
-from deliberation.inference.seeds import derive_seed
 from deliberation.inference.structured import vllm_structured_kwargs
 from deliberation.inference.structured_answers import parse_structured_text
+from deliberation.seeds import derive_seed
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,12 @@ from deliberation.memory.registry import (
     registered_policies,
 )
 
+# Importing a policy module registers its policies, in this order (registered_policies() keeps it).
+# isort: off
+from deliberation.memory import policies  # noqa: F401
+from deliberation.memory import balance  # noqa: F401
+# isort: on
+
 __all__ = [
     "BUDGET_FRACTIONS",
     "FIXED_ITEM_COUNT",

@@ -3,7 +3,8 @@
 Rank policies return a preference order; the budget is filled by walking it. Rarity means
 fewer holders; ties are broken by first mention throughout.
 
-Adding a policy is one decorated function here (or in a module imported at the bottom).
+Adding a policy is one decorated function here (or in its own module, imported by the package's
+``__init__``, which registers every policy module).
 """
 
 from __future__ import annotations
@@ -102,7 +103,3 @@ def private_only(pool: MemoryPool) -> list[MemoryCandidate]:
 def shared_only(pool: MemoryPool) -> list[MemoryCandidate]:
     """Reference: the statements more than one agent stated (no budget)."""
     return [c for c in pool.candidates if c.n_holders > 1]
-
-
-# Policies kept in their own modules register on import.
-from deliberation.memory import balance  # noqa: E402, F401

@@ -14,6 +14,9 @@ so the order the decision maker reads is never a confound between policies.
 Model-based policies read labels or a summary that the runner obtained from a model call
 (``MemoryPool.relevance``, ``.balance``, ``.summary``); oracle policies read the true roles
 (``MemoryPool.truth``). Each registration says which of these it needs.
+
+The policy modules import this one to register; this one imports none of them (the package's
+``__init__`` imports them, so every policy is registered once ``deliberation.memory`` is imported).
 """
 
 from __future__ import annotations
@@ -193,12 +196,7 @@ def _need_capacity(name: str, capacity: Capacity | None) -> Capacity:
     return capacity
 
 
-def _load_policies() -> None:
-    import deliberation.memory.policies  # noqa: F401  (registers every policy)
-
-
 def policy_spec(name: str) -> PolicySpec:
-    _load_policies()
     try:
         return _POLICIES[name]
     except KeyError:
@@ -208,7 +206,6 @@ def policy_spec(name: str) -> PolicySpec:
 
 
 def registered_policies() -> list[str]:
-    _load_policies()
     return list(_POLICIES)
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.cli import command_group, positive_int
 
-    group = command_group(subparsers, "run", "run an experiment grid through the cache")
+    group = command_group(subparsers, "run")
     for benchmark, what in (
         ("crossprofile", "CrossProfile tasks (templates x 8 ownership variants)"),
         ("hiddenbench", "HiddenBench tasks (atomic facts)"),

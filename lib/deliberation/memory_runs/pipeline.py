@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deliberation import prompts, runs
-from deliberation.decision import parse_choice, render_decision_prompt
+from deliberation.answer_parsing import parse_choice
+from deliberation.decision import render_decision_prompt
 from deliberation.discussion import (
     MemoryCandidate,
     Transcript,
@@ -31,7 +32,7 @@ from deliberation.discussion import (
     scripted_discussion,
 )
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.memory import (
     Capacity,
@@ -112,7 +113,7 @@ class Decision:
 
 
 def send(
-    client: CachedClient, requests: Sequence[ChatRequest], stage: str, report: RunReport
+    client: Client, requests: Sequence[ChatRequest], stage: str, report: RunReport
 ) -> tuple[list[ChatResponse], list[str]]:
     """One batch through the cache; records the stage's counts in ``report``."""
     return runs.send(client, requests, stage, report.stages)
@@ -142,7 +143,7 @@ def prepare(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     seed: int,
     truth: Callable[[Any], Mapping[str, Any] | None],
     report: RunReport,
@@ -277,7 +278,7 @@ def decide(
     *,
     stage_prefix: str,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     seed: int,
     report: RunReport,
     progress: bool = True,

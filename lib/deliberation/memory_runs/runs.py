@@ -60,7 +60,7 @@ from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead
 from deliberation.crossprofile.tasks import Task
 from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.hiddenbench import HiddenBenchTask
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.memory_runs.grid import CROSSPROFILE_POLICIES, HIDDENBENCH_POLICIES, Grid
 from deliberation.memory_runs.pipeline import (
     Decision,
@@ -193,8 +193,8 @@ def run_memory_experiment(
     benchmark: Literal["crossprofile", "hiddenbench"],
     tasks: Sequence[Task] | Sequence[HiddenBenchTask],
     grid: Grid,
-    profile,  # noqa: ANN001
-    client: CachedClient,
+    profile,
+    client: Client,
     *,
     progress: bool = True,
 ) -> RunResult:
@@ -204,7 +204,7 @@ def run_memory_experiment(
     report = RunReport(synthetic=bool(getattr(profile, "synthetic", False)))
     seed = profile.seed
 
-    def truth(task):  # noqa: ANN001, ANN202
+    def truth(task):
         return {f.id: f for f in task.facts} if benchmark == "crossprofile" else None
 
     prepared = prepare(
@@ -233,7 +233,7 @@ def run_memory_experiment(
     return RunResult(rows, report, {task.id: task.correct for task in tasks})
 
 
-def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001
+def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:
     """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
     benchmark supports when it names none), and its task selection (``templates``, ``limit``)."""
     section = getattr(profile.experiments, benchmark)
@@ -249,7 +249,7 @@ def profile_grid(benchmark: str, profile) -> tuple[Grid, dict]:  # noqa: ANN001
 
 def run_from_profile(
     benchmark: Literal["crossprofile", "hiddenbench"],
-    profile,  # noqa: ANN001
+    profile,
     *,
     policies: Sequence[str] | None = None,
     budgets: Sequence[float] | None = None,
@@ -258,7 +258,7 @@ def run_from_profile(
     templates: TemplateSet | None = None,
     limit: int | None = None,
     cache_file: Path | None = None,
-    client: CachedClient | None = None,
+    client: Client | None = None,
     progress: bool = True,
 ) -> RunResult:
     """What ``deliberation run <benchmark>`` does: the profile's grid with the given overrides

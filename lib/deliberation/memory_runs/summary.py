@@ -42,7 +42,7 @@ def outcome(valid: object) -> str:
 
 def command_rows(
     frame: pd.DataFrame,
-    profile,  # noqa: ANN001
+    profile,
     gold: Mapping[str, str],
 ) -> pd.DataFrame:
     """``frame`` as ``deliberation run`` writes it (module docstring)."""
@@ -139,7 +139,7 @@ def format_summary(table: pd.DataFrame) -> str:
 def write_command_rows(
     frame: pd.DataFrame,
     out: Path,
-    profile,  # noqa: ANN001
+    profile,
     *,
     command: str,
     failed: int,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.cli import command_group, positive_int
 
-    group = command_group(subparsers, "run", "run an experiment grid through the cache")
+    group = command_group(subparsers, "run")
     parser = group.add_parser(
         "natural",
         help="free two-round discussions, votes, disclosure and memory on their transcripts",

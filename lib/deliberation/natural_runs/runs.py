@@ -64,7 +64,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from deliberation import natural_prompts
-from deliberation.decision import parse_choice
+from deliberation.answer_parsing import parse_choice
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.natural import (
     DiscussionSpec,
@@ -74,7 +74,7 @@ from deliberation.discussion.natural import (
 from deliberation.discussion.statements import statement_candidates
 from deliberation.discussion.transcript import Statement, Transcript, Turn
 from deliberation.inference.base import ChatRequest, StructuredOutput
-from deliberation.inference.client import CachedClient
+from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
 from deliberation.memory_runs.grid import Grid
 from deliberation.memory_runs.pipeline import RunReport, decide, prepare, send, stage_settings
@@ -255,7 +255,7 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
     return frame
 
 
-def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:  # noqa: ANN001
+def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:
     """(answer, error) of a decision; the caller tells a failed call by ``response.ok``."""
     if not response.ok:
         return None, f"call failed: {response.error}"
@@ -270,7 +270,7 @@ def decision_rows(
     grid: Grid,
     *,
     profile: Any,
-    client: CachedClient,
+    client: Client,
     report: RunReport,
     progress: bool = True,
 ) -> list[dict]:
@@ -444,7 +444,7 @@ def run_natural_experiment(
     benchmark: Benchmark,
     tasks: Sequence[Any],
     profile: Any,
-    client: CachedClient,
+    client: Client,
     *,
     variants: Sequence[str] = natural_prompts.PROMPT_VARIANTS,
     replicates: int = 1,
@@ -510,7 +510,7 @@ def run_from_profile(
     benchmarks: Sequence[str] | None = None,
     limit: int | None = None,
     cache_file: Path | None = None,
-    client: CachedClient | None = None,
+    client: Client | None = None,
     progress: bool = True,
 ) -> NaturalResult:
     """What ``deliberation run natural`` does: every benchmark of the profile's
@@ -555,7 +555,7 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
     )
 
 
-def run_notebook(profile: Any, client: CachedClient) -> NaturalResult:
+def run_notebook(profile: Any, client: Client) -> NaturalResult:
     """Notebook 06's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
     it): every benchmark of the profile's ``experiments.natural`` whose data is here."""
     benchmarks, _ = runnable_benchmarks(profile.experiments.natural.benchmarks)

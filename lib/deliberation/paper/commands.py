@@ -8,20 +8,16 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    paper = subparsers.add_parser(
-        "paper",
-        help="run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
-    )
+    from deliberation.cli import add_command
+
+    paper = add_command(subparsers, "paper")
     paper.add_argument("profile", help="profile name or path")
     paper.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
     paper.add_argument("--force", action="store_true", help="run every notebook (FORCE=1)")
     paper.add_argument("--no-plan", action="store_true", help="do not print the plan first")
     paper.set_defaults(func=_paper)
 
-    plan = subparsers.add_parser(
-        "plan",
-        help="model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
-    )
+    plan = add_command(subparsers, "plan")
     plan.add_argument("profiles", nargs="+", metavar="profile", help="profile names or paths")
     plan.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
     plan.add_argument(
@@ -32,16 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     plan.set_defaults(func=_plan)
 
-    report = subparsers.add_parser(
-        "report", help="HTML site of the executed notebooks, figures and tables of a profile"
-    )
+    report = add_command(subparsers, "report")
     report.add_argument("profile", help="profile name or path")
     report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
     report.set_defaults(func=_report)
 
-    bench = subparsers.add_parser(
-        "bench", help="run benchmarks/bench_*.py and write one table to build/bench.md"
-    )
+    bench = add_command(subparsers, "bench")
     bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
     bench.add_argument("--out", type=Path, help="Markdown file (default build/bench.md)")
     bench.set_defaults(func=_bench)
@@ -56,7 +48,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (ManifestError, OutputListError, ProfileError)
 
 
-def _reported(command):  # noqa: ANN001, ANN202
+def _reported(command):
     """Run a command; a user error is printed with the command's name and exits with 2."""
 
     def run(args: argparse.Namespace) -> int:

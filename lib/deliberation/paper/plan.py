@@ -79,9 +79,9 @@ class PlannedCall:
 
 
 class PlanningClient:
-    """:class:`CachedClient`'s interface (``backend``, ``cache``, ``profile``, ``key``,
-    ``generate``) that sends nothing: keys from the profile's backend, hits from its cache (read
-    only), misses answered by ``answerer`` (the sim) and remembered, as the cache would."""
+    """The :class:`~deliberation.inference.client.Client` that sends nothing: keys from the
+    profile's backend, hits from its cache (read only), misses answered by ``answerer`` (the
+    sim) and remembered, as the cache would."""
 
     sends = False  # experiments' "... sent" log lines stay quiet while planning
 

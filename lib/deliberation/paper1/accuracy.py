@@ -168,7 +168,7 @@ def difference_by_budget(
     return pd.concat(parts, ignore_index=True)
 
 
-def cue_baseline(templates, seed: int) -> pd.DataFrame:  # noqa: ANN001
+def cue_baseline(templates, seed: int) -> pd.DataFrame:
     """The best meaning-free heuristic of the cue audit as one accuracy row (its interval is
     Wilson's over templates: the heuristic makes one pick per template, whatever the cell)."""
     from deliberation.crossprofile.audit import audit

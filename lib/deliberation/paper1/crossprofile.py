@@ -4,6 +4,7 @@ classic-cell contrasts and the relevance labeller against the true roles."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -23,6 +24,10 @@ from deliberation.stats import (
     mean_of,
     preregistered_tests,
 )
+
+if TYPE_CHECKING:
+    from deliberation.inference.client import Client
+    from deliberation.params import Profile
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
 VARIANT_ORDER = (
@@ -238,7 +243,7 @@ def classic_contrasts(
     )
 
 
-def relevance_labels(profile, client, templates: str = "main") -> pd.DataFrame:  # noqa: ANN001
+def relevance_labels(profile: Profile, client: Client, templates: str = "main") -> pd.DataFrame:
     """The relevance labeller's answer for every fact of the profile's tasks (``templates``,
     the profile's ``experiments.crossprofile.limit``) beside its true role:
     one row per (task, fact) with ``relevant`` (1 for support and decoy facts: on topic) and

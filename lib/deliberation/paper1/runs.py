@@ -4,7 +4,7 @@ main and pilot templates in one frame (``pilot`` column), with the ``capacity`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -12,11 +12,15 @@ from deliberation.memory_runs import run_from_profile
 from deliberation.paper1.accuracy import with_capacity
 from deliberation.paper1.settings import AnalysisSettings
 
+if TYPE_CHECKING:
+    from deliberation.inference.client import Client
+    from deliberation.params import Profile
+
 
 def notebook_rows(
     benchmark: Literal["crossprofile", "hiddenbench"],
-    profile,  # noqa: ANN001
-    client,  # noqa: ANN001
+    profile: Profile,
+    client: Client,
     analysis: AnalysisSettings,
     *,
     tags: Sequence[str] = ("keep",),
@@ -48,15 +52,15 @@ def notebook_rows(
 
 
 def notebook_experiment(
-    profile,  # noqa: ANN001
-    client,  # noqa: ANN001
+    profile: Profile,
+    client: Client,
     *,
     benchmark: Literal["crossprofile", "hiddenbench"],
     primary_budget_only: bool = False,
-    **options,  # noqa: ANN003
+    **options: Any,
 ) -> tuple[pd.DataFrame, list[str]]:
     """A paper-1 notebook's model calls with its default parameters, for
-    ``notebooks/manifest.yaml`` (``deliberation plan`` calls it): :func:`resolve` then
+    ``notebooks/manifest.yaml`` (``deliberation plan`` calls it): :func:`~deliberation.paper1.settings.resolve` then
     :func:`notebook_rows` with the notebook's options; ``primary_budget_only`` runs only
     r = 0.6, as notebook 04 does."""
     from deliberation.paper1.settings import resolve

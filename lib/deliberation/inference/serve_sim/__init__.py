@@ -1,7 +1,7 @@
 """``deliberation serve-sim``: the sim backend behind the OpenAI chat-completions protocol.
 
 Serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on loopback only, answering each
-request with :meth:`SimBackend.answer` on a request rebuilt from the fields on the wire (messages,
+request with :meth:`~deliberation.inference.sim.SimBackend.answer` on a request rebuilt from the fields on the wire (messages,
 sampling fields, seed, structured output in any of vLLM's ``structured_outputs``, the older
 ``guided_*`` or OpenAI's ``response_format`` forms) and the stage from the
 ``X-Deliberation-Stage`` header, so an answer over HTTP equals the in-process answer. For tests

@@ -267,7 +267,7 @@ class _Handler(BaseHTTPRequestHandler):
         return parsed
 
     # -- plumbing -------------------------------------------------------------------------------
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)  # request line only, no headers
 
     def _send_json(
@@ -325,7 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.stopping.wait(seconds)
 
     # -- routes ---------------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             self._send_json(
                 200,
@@ -346,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, _error(f"no route GET {self.path}", "not_found_error"))
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         try:
             self._post()
         except (TimeoutError, ConnectionError):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from deliberation.decision import mentioned_options
+from deliberation.answer_parsing import mentioned_options
 from deliberation.inference.sim_behaviours.memory_mechanism import (
     Reading,
     decide,

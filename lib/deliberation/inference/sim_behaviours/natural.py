@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from deliberation import natural_prompts as text
-from deliberation.decision import parse_choice
+from deliberation.answer_parsing import parse_choice
 from deliberation.discussion.statements import normalize, sentences
 from deliberation.inference.sim_behaviours import crossprofile, hiddenbench
 from deliberation.inference.sim_behaviours.memory_mechanism import (

@@ -1,6 +1,6 @@
 """Helpers shared by the openai-backend, serve-sim and resume tests (imported, not collected).
 
-Also runnable as a script: ``python tests/serve_sim_fixture.py client BASE_URL CACHE CSV N``
+Also runnable as a script: ``python tests/helpers/serve_sim.py client BASE_URL CACHE CSV N``
 sends N ``smoke.arithmetic`` requests through ``CachedClient`` + ``OpenAIBackend`` into the
 cache file and writes the results CSV; the resume test kills it with SIGKILL mid-run.
 """
@@ -131,6 +131,6 @@ def run_client(
 
 if __name__ == "__main__":
     if len(sys.argv) != 7 or sys.argv[1] != "client":
-        sys.exit("usage: serve_sim_fixture.py client BASE_URL CACHE CSV COUNT CONCURRENCY")
+        sys.exit("usage: serve_sim.py client BASE_URL CACHE CSV COUNT CONCURRENCY")
     _, _, url, cache_arg, csv_arg, count_arg, concurrency_arg = sys.argv
     sys.exit(run_client(url, Path(cache_arg), Path(csv_arg), int(count_arg), int(concurrency_arg)))

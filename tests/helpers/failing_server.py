@@ -79,10 +79,10 @@ def _handler(state: FailingServer) -> type[BaseHTTPRequestHandler]:
             except urllib.error.HTTPError as error:
                 self._reply(error.code, error.read())
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._forward("GET", None)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             stage = self.headers.get(STAGE_HEADER, "")
             try:

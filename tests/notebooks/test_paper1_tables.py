@@ -1,39 +1,20 @@
-"""Notebooks 02-05 of paper 1: their parameters cell, and notebook 03's H1-H3 table recomputed from the
-rows it publishes."""
+"""Paper 1's notebooks in the session's smoke build: notebook 03's H1-H3 table recomputed
+exactly from the rows it publishes."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-import nbformat
 import numpy as np
 import pandas as pd
-import pytest
-from test_notebooks import NOTEBOOKS, execute
 
 from deliberation.stats import preregistered_tests
 
-PAPER1 = (
-    "02_hiddenbench.ipynb",
-    "03_crossprofile_h1_h3.ipynb",
-    "04_tag_ablation.ipynb",
-    "05_evidence_balance.ipynb",
-)
 
-
-@pytest.mark.parametrize("name", [n for n in PAPER1 if (NOTEBOOKS / n).exists()])
-def test_notebook_parameters_cell_holds_profile_budgets_resamples_and_seed(name):
-    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    code = [c for c in notebook.cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", [])
-    for key in ("profile", "budgets", "n_resamples", "seed"):
-        assert f"\n{key} = " in f"\n{code[0].source}"
-
-
-@pytest.mark.slow
-def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(tmp_path):
-    execute("03_crossprofile_h1_h3.ipynb", tmp_path / "out", tmp_path / "cache")
-    tables = tmp_path / "out" / "tables" / "smoke"
+def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(in_smoke_build):
+    assert in_smoke_build["result"].ok, in_smoke_build["text"]
+    tables = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"]) / "tables" / "smoke"
     rows = pd.read_csv(tables / "03_crossprofile_h1_h3_rows.csv")
     published = pd.read_csv(tables / "03_h1_h3.csv")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from failing_server import failing_server
-from test_paper_build import notebook
+from helpers.failing_server import failing_server
+from helpers.toy_paper import notebook
 
 from deliberation.paper import build, outputs
 from deliberation.paper.report import build_report

@@ -1,0 +1,259 @@
+"""Reading a model's answer: which single option a reply chooses (or None: invalid).
+
+The answer is requested as structured output (a choice among the options) where the backend
+can enforce it; :func:`parse_choice` also reads free text as real models write it when no
+structure was enforced (JSON objects, "Final answer: X", "I would choose X", option letters,
+negations and hedges). An answer that names no single option is invalid: recorded with
+``valid = 0`` and counted as wrong, never dropped. :func:`mentioned_options` lists the options a
+text names (the sim reads votes with it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+_JSON_KEYS = ("answer", "choice", "option", "decision", "final_answer", "selection", "vote")
+_NEGATION = re.compile(
+    r"\b(not|never|cannot|can't|cant|won't|wouldn't|shouldn't|unable|impossible|hard)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL = re.compile(r"\b(might|could|may|one|someone|some)\b", re.IGNORECASE)
+# Strong markers announce the answer itself; the last one with an option after it wins.
+_STRONG = re.compile(
+    r"(?:\bfinal\s+(?:answer|choice|decision|recommendation|verdict|vote)\b"
+    r"|\b(?:answer|choice|decision|recommendation|verdict|selection|vote|pick|conclusion)\b"
+    r"|\b(?:best|right|correct|optimal|safest|strongest|most\s+suitable|preferred|recommended)"
+    r"\s+(?:option|choice|candidate|answer|pick|site|location|destination)\b)"
+    r"(?:\s*(?:is|would\s+be|:|-|–|—))+"
+    r"|\b(?:therefore|thus|hence|so|overall|in\s+conclusion|in\s+summary)\s*:",
+    re.IGNORECASE,
+)
+# Weak markers: verbs of choosing, said by the writer.
+_WEAK = re.compile(
+    r"\b(?:choose|choosing|select|selecting|pick|picking|go\s+with|going\s+with|opt\s+for"
+    r"|recommend|recommending|vote\s+for|lean(?:ing)?\s+(?:towards?|to)|favou?r|prefer"
+    r"|hire|fund|award\s+(?:the\s+contract\s+)?to|evacuate\s+to)\b",
+    re.IGNORECASE,
+)
+# "<option> is the best choice": the option comes before the marker.
+_POSTFIX = re.compile(
+    r"\b(?:is|remains|would\s+be|seems|appears)\s+(?:to\s+be\s+)?(?:clearly\s+|probably\s+|likely\s+"
+    r"|therefore\s+|thus\s+)?(?:the\s+)?(?:best|strongest|right|correct|most\s+suitable"
+    r"|optimal|ideal|wisest|safest|preferred|recommended|better|stronger|more\s+suitable|top)\b",
+    re.IGNORECASE,
+)
+_LIST_JOIN = re.compile(r"^[\s,;/&]*(?:(?:and|or|and/or|nor|vs\.?|versus)\b)?[\s,;/&]*$", re.I)
+_CLAUSE_END = re.compile(r"[.!?;](?=\s|$)|\n")
+_MARKDOWN = re.compile(r"\*\*|__|`|^\s*#+\s*|^\s*>\s*", re.MULTILINE)
+_ALIAS_STOP = {"The", "And", "Inc", "Ltd", "LLC", "Option", "Candidate", "Company", "Group"}
+
+
+@dataclass(frozen=True)
+class _Mention:
+    start: int
+    end: int
+    option: str
+
+
+def _name_pattern(name: str) -> str:
+    return r"(?<![\w])" + r"\s+".join(re.escape(p) for p in name.split()) + r"(?![\w])"
+
+
+def _letter_option(letter: str, options: Sequence[str]) -> str | None:
+    """A bare letter names the option whose name ends in that letter ("Candidate C"), else
+    the option in that position of the list (A = first)."""
+    for option in options:
+        if re.search(rf"\s{re.escape(letter)}$", option):
+            return option
+    position = ord(letter) - ord("A")
+    return options[position] if 0 <= position < len(options) else None
+
+
+def _aliases(options: Sequence[str]) -> dict[str, str]:
+    """Capitalised words of three letters or more that belong to one option's name only
+    ("Priya" for "Priya Raghunathan"), so "I recommend Priya" is read."""
+    words: dict[str, set[str]] = {}
+    for option in options:
+        for word in re.findall(r"[A-Z][\w'-]{2,}", option):
+            if word not in _ALIAS_STOP:
+                words.setdefault(word, set()).add(option)
+    full = {o.casefold() for o in options}
+    return {
+        w: next(iter(owners))
+        for w, owners in words.items()
+        if len(owners) == 1 and w.casefold() not in full
+    }
+
+
+def _mentions(text: str, options: Sequence[str]) -> list[_Mention]:
+    """Every mention of an option in ``text`` (full names first, longest first; then unique
+    name words; then "Option B" / "(B)" letter references), non-overlapping, in text order."""
+    taken: list[_Mention] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= m.start or start >= m.end for m in taken)
+
+    for option in sorted(options, key=len, reverse=True):
+        for match in re.finditer(_name_pattern(option), text, re.IGNORECASE):
+            if free(*match.span()):
+                taken.append(_Mention(*match.span(), option))
+    for word, option in _aliases(options).items():
+        for match in re.finditer(rf"(?<![\w]){re.escape(word)}(?![\w])", text):
+            if free(*match.span()):
+                taken.append(_Mention(*match.span(), option))
+    for pattern in (r"(?i:\boption)\s*\(?([A-Z])\)?(?![\w])", r"\(([A-Z])\)"):
+        for match in re.finditer(pattern, text):
+            option = _letter_option(match.group(1), options)
+            if option is not None and free(*match.span()):
+                taken.append(_Mention(*match.span(), option))
+    return sorted(taken, key=lambda m: m.start)
+
+
+def _bare_letter(text: str, options: Sequence[str]) -> str | None:
+    """A clause that is just a letter: "B", "(B)", "B.", "B) because ..."."""
+    match = re.match(r"\s*\(?([A-Z])(?:\)|\.|:|,)?(?:\s|$)", text)
+    if match is None:
+        return None
+    return _letter_option(match.group(1), options)
+
+
+def _clause_end(text: str, start: int, mentions: list[_Mention]) -> int:
+    """End of the clause starting at ``start``: the first sentence end or newline that is not
+    inside an option's name ("Mr. X" does not end a clause)."""
+    for match in _CLAUSE_END.finditer(text, start):
+        if not any(m.start <= match.start() < m.end for m in mentions):
+            return match.start()
+    return len(text)
+
+
+def _clause_choice(
+    text: str, start: int, end: int, mentions: list[_Mention], options: Sequence[str]
+) -> str | None | Literal[False]:
+    """The option a clause gives: one option, ``False`` for two options joined as one answer
+    ("A or B"), None for no option."""
+    inside = [m for m in mentions if start <= m.start and m.end <= end]
+    if not inside:
+        return _bare_letter(text[start:end], options)
+    distinct = list(dict.fromkeys(m.option for m in inside))
+    if len(distinct) == 1:
+        return distinct[0]
+    second = next(m for m in inside if m.option != inside[0].option)
+    between = text[inside[0].end : second.start]
+    # "Priya or Bartosz", "Priya, Bartosz": two answers; "Priya over Bartosz": Priya.
+    if _LIST_JOIN.match(re.sub(r"\b(either|both)\b", "", between, flags=re.I)):
+        return False
+    return inside[0].option
+
+
+def _negated(text: str, start: int, *, weak: bool) -> bool:
+    window = text[max(0, start - 30) : start]
+    window = window[max(window.rfind("."), window.rfind("\n")) + 1 :]
+    if _NEGATION.search(window):
+        return True
+    return weak and bool(_HYPOTHETICAL.search(window))
+
+
+def _from_json(text: str, options: Sequence[str]) -> str | None | Literal[False]:
+    stripped = text.strip()
+    fenced = re.match(r"^```\w*\s*(.*?)\s*```$", stripped, re.DOTALL)
+    try:
+        value = json.loads(fenced.group(1) if fenced else stripped)
+    except ValueError:
+        return None
+    if isinstance(value, dict):
+        for key in _JSON_KEYS:
+            if isinstance(value.get(key), str):
+                return parse_choice(value[key], options) or False
+        return False
+    if isinstance(value, str):
+        return parse_choice(value, options) or False
+    return False
+
+
+def parse_choice(text: str | None, options: Sequence[str]) -> str | None:
+    """The option a free-text answer chooses, or None when it chooses none or several.
+
+    Reads, in order: a JSON object with an ``answer``/``choice``-like field; a bare option or
+    letter; the clause after the last explicit answer marker ("Final answer:", "My choice
+    is", "**Answer:**"), else after the last first-person choice verb ("I would choose",
+    "we should go with", not negated or hypothetical) or before "... is the best choice";
+    an answer-first first line; else the only option mentioned. The final explicit choice
+    wins; two options given as the final answer ("A or B") are invalid. Letters ("B",
+    "Option B", "(B)") name the option whose name ends in that letter, else the option at that
+    position in the list.
+    """
+    if text is None or not text.strip() or not options:
+        return None
+    options = list(options)
+    from_json = _from_json(text, options)
+    if from_json is not False and from_json is not None:
+        return from_json
+    if from_json is False:
+        return None
+    clean = _MARKDOWN.sub("", text).strip()
+    bare = clean.strip(" .!\"'")
+    for option in options:
+        if bare.casefold() == option.casefold():
+            return option
+    if re.fullmatch(r"\(?[A-Z]\)?\.?", bare):
+        return _bare_letter(bare, options)
+    mentions = _mentions(clean, options)
+
+    strong = _marked_choices(clean, _STRONG, mentions, options, weak=False)
+    weak = _marked_choices(clean, _WEAK, mentions, options, weak=True)
+    for match in _POSTFIX.finditer(clean):
+        start = max(clean.rfind(".", 0, match.start()), clean.rfind("\n", 0, match.start()))
+        before = [m for m in mentions if start < m.start and m.end <= match.start()]
+        if before and not _negated(clean, match.start(), weak=False):
+            weak.append((match.start(), before[-1].option))
+    for found in (strong, weak):
+        if found:
+            choice = max(found, key=lambda pair: pair[0])[1]
+            return None if choice is False else choice
+
+    if mentions:
+        # Answer first: the first option mentioned stands alone on its line ("**Priya**").
+        first = mentions[0]
+        line_start = clean.rfind("\n", 0, first.start) + 1
+        line_end = clean.find("\n", first.end)
+        line = clean[line_start : len(clean) if line_end < 0 else line_end]
+        if line.strip(" .!:-*\t") == clean[first.start : first.end]:
+            return first.option
+    else:
+        first_line = clean.splitlines()[0].strip(" .!:")
+        if re.fullmatch(r"\(?[A-Z]\)?", first_line):
+            return _bare_letter(first_line, options)
+    distinct = list(dict.fromkeys(m.option for m in mentions))
+    return distinct[0] if len(distinct) == 1 else None
+
+
+def _marked_choices(
+    text: str,
+    marker: re.Pattern[str],
+    mentions: list[_Mention],
+    options: Sequence[str],
+    *,
+    weak: bool,
+) -> list[tuple[int, str | Literal[False]]]:
+    """(position, choice) for every non-negated ``marker`` whose clause names an option
+    (``False`` when it names two as one answer)."""
+    found: list[tuple[int, str | Literal[False]]] = []
+    for match in marker.finditer(text):
+        if _negated(text, match.start(), weak=weak):
+            continue
+        end = _clause_end(text, match.end(), mentions)
+        choice = _clause_choice(text, match.end(), end, mentions, options)
+        if choice is not None:
+            found.append((match.start(), choice))
+    return found
+
+
+def mentioned_options(text: str, options: Sequence[str]) -> list[str]:
+    """The distinct options ``text`` names (full names, unique name words, "Option B"), in
+    order of first mention."""
+    return list(dict.fromkeys(m.option for m in _mentions(text, list(options))))

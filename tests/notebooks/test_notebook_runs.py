@@ -1,0 +1,47 @@
+"""Notebook 00 executed again where the check needs a run of its own: with a fresh cache (its
+tables byte-identical to the session build's), and on the openai backend against serve-sim (a
+planted API key reaches no output, cache or executed notebook)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.notebooks import execute, tables
+
+
+def test_same_profile_and_seed_give_byte_identical_tables(in_smoke_build, tmp_path):
+    # A fresh cache, so this run recomputes rather than replaying the build's answers.
+    execute("00_smoke.ipynb", tmp_path / "again", tmp_path / "cache-again")
+    again = tables(tmp_path / "again")
+    built = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"])
+    assert any(name.endswith("smoke_arithmetic.provenance.json") for name in again)
+    assert again == {name: (built / name).read_bytes() for name in again}
+
+
+def test_a_planted_api_key_reaches_no_output_cache_or_executed_notebook(tmp_path, monkeypatch):
+    """The smoke notebook on the openai backend, against serve-sim that demands the key."""
+    import uuid
+
+    from helpers.serve_sim import SIM_MODEL
+
+    from deliberation.inference.testing import sim_server_in_thread
+
+    key = f"sk-planted-{uuid.uuid4().hex}"
+    monkeypatch.setenv("DELIB_PLANTED_KEY", key)
+    with sim_server_in_thread(require_key_env="DELIB_PLANTED_KEY") as server:
+        profile = tmp_path / "planted.yaml"
+        profile.write_text(
+            "name: planted\nbackend: openai\n"
+            f"model: {SIM_MODEL}\n"
+            f"openai: {{base_url: '{server.base_url}', api_key_env: DELIB_PLANTED_KEY,"
+            " max_retries: 1, timeout_s: 10}\n"
+        )
+        executed = execute(
+            "00_smoke.ipynb", tmp_path / "out", tmp_path / "cache", profile=str(profile)
+        )
+        answered = server.stats()["answered"]
+    assert answered > 0  # the key was sent: the server refuses calls without it
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != profile]
+    assert executed in written and any(p.suffix == ".sqlite" for p in written)
+    for path in written:
+        assert key.encode() not in path.read_bytes(), path

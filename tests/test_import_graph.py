@@ -1,0 +1,158 @@
+"""The library has no import cycles: between modules none at all, between its top-level packages
+none but through the imports issue 22 defers (listed below, each removed by its restructuring).
+
+Every import counts, also one inside a function: a lazy import hides a cycle from Python but not
+from a reader, who still cannot understand either module without the other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+
+import deliberation
+
+ROOT = Path(deliberation.__file__).parent
+
+# Imports between top-level packages that close package cycles, deferred to issue 22 (one package
+# per experiment, `inference/` knowing no experiment); each goes when its restructuring lands.
+DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = {
+    # issue 22 item 2: inference/sim_behaviours/ reads the experiments' prompts and task models.
+    *(
+        ("deliberation.inference", f"deliberation.{target}")
+        for target in (
+            "crossprofile",
+            "decision",
+            "dhd",
+            "discussion",
+            "natural_prompts",
+            "prompts",
+        )
+    ),
+    # issue 22 item 2: the profile validates each backend's registered options (params imports
+    # inference.base) while make_client, stage settings and serve-sim read a profile; no module
+    # cycle, only this package one.
+    ("deliberation.inference", "deliberation.params"),
+    # issue 22 item 1: natural discussion moves into the natural-discussion experiment package.
+    ("deliberation.discussion", "deliberation.memory_runs"),
+    # issue 22 item 1: the Omni-MATH loader reads DHD's prompts (the DHD package will own both).
+    ("deliberation.datasets", "deliberation.dhd"),
+}
+
+
+def module_names(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted name -> file for every module of the package under ``root``."""
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the library modules it imports (``from a import b`` counts as a.b when b is a
+    module). Importing a submodule also runs its packages' ``__init__``; that is not an edge,
+    or every package whose ``__init__`` re-exports a submodule would be a cycle."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join([*parts, *([node.module] if node.module else [])])
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    submodule = f"{source}.{alias.name}"
+                    targets.append(submodule if submodule in modules else source)
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components with more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph[successor]))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(frozenset(component))
+    return found
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed to the library's top-level modules and packages."""
+
+    def top(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    collapsed: dict[str, set[str]] = {top(name): set() for name in graph}
+    for name, targets in graph.items():
+        collapsed[top(name)].update(top(t) for t in targets if top(t) != top(name))
+    return collapsed
+
+
+def _names(components: Iterable[frozenset[str]]) -> list[list[str]]:
+    return sorted(sorted(c) for c in components)
+
+
+def test_no_module_imports_itself_through_others():
+    assert _names(cycles(import_graph(module_names()))) == []
+
+
+def test_no_package_cycle_besides_the_deferred_ones():
+    packages = package_graph(import_graph(module_names()))
+    for source, target in DEFERRED_PACKAGE_EDGES:
+        packages.get(source, set()).discard(target)
+    assert _names(cycles(packages)) == []
+
+
+def test_the_check_finds_a_cycle_also_through_a_lazy_import(tmp_path):
+    package = tmp_path / "toy"
+    package.mkdir()
+    (package / "__init__.py").write_text("from toy.a import A\n")
+    (package / "a.py").write_text("from toy import b\nA = 1\n")
+    (package / "b.py").write_text("def f():\n    from .c import C\n    return C\n")
+    (package / "c.py").write_text("import toy.a\nC = 2\n")
+    (package / "d.py").write_text("from toy.a import A\n")
+    graph = import_graph(module_names(package))
+    assert graph["toy"] == {"toy.a"} and graph["toy.d"] == {"toy.a"}
+    assert _names(cycles(graph)) == [["toy.a", "toy.b", "toy.c"]]
