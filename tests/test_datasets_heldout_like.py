@@ -24,14 +24,14 @@ def graded() -> list[tuple[dict, datasets.Grade]]:
     return [(row, datasets.grade(items[row["item"]], row["reply"])) for row in rows]
 
 
-@pytest.mark.slow
+@pytest.mark.experiments  # grades 1,530 replies: the slow lane
 def test_no_grading_failure_on_any_non_pathological_reply(graded):
     failed = [(row["item"], row["form"], g.failure) for row, g in graded if g.failed]
     assert all(row["pathological"] for row, g in graded if g.failed), failed
     assert any(not row["pathological"] for row, _ in graded)
 
 
-@pytest.mark.slow
+@pytest.mark.experiments  # grades 1,530 replies: the slow lane
 def test_every_clear_cut_reply_is_graded_as_its_author_meant(graded):
     clear = [(row, g) for row, g in graded if not row["pathological"]]
     misses = [
@@ -43,7 +43,7 @@ def test_every_clear_cut_reply_is_graded_as_its_author_meant(graded):
     assert misses == []
 
 
-@pytest.mark.slow
+@pytest.mark.experiments  # grades 1,530 replies: the slow lane
 def test_the_corpus_covers_every_benchmark_and_the_issue_25_forms(graded):
     benchmarks = {row["item"].split(":")[0] for row, _ in graded}
     assert benchmarks == {"jeebench", "scibench", "mascqa", "lab-bench", "omnimath"}

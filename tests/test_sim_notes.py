@@ -16,7 +16,7 @@ from deliberation.crossprofile import CLASSIC
 from deliberation.memory_runs import run_from_profile
 from deliberation.params import load_profile
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.experiments  # whole sim runs: the `make experiments` lane
 SIM = load_profile("sim")
 COMMENTS = (paths.params_dir() / "sim.yaml").read_text(encoding="utf-8")
 # The comments wrap lines; numbers are searched in the text with line breaks and '#' removed.

@@ -55,7 +55,6 @@ def _build(project):
     return result, "\n".join(lines)
 
 
-@pytest.mark.slow
 def test_a_build_against_a_down_server_fails_and_the_next_one_reruns_only_the_failures(
     project,
 ) -> None:

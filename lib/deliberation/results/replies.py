@@ -25,7 +25,7 @@ import pandas as pd
 from deliberation import paths
 from deliberation.inference.base import StructuredOutput
 from deliberation.inference.cache import ResponseCache
-from deliberation.inference.structured import parse_structured_text
+from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.params import Profile, load_profile
 
 State = Literal["invalid", "failed", "valid", "unchecked"]
