@@ -62,3 +62,26 @@ def test_a_schema_that_is_not_valid_is_still_an_error_every_time():
     for _ in range(2):  # the second call must not be served from the cache
         with pytest.raises(jsonschema.SchemaError):
             structured.schema_validator({"type": "no-such-type"})
+
+
+def test_the_bank_is_verified_once_and_again_when_a_template_changes(tmp_path, monkeypatch):
+    import shutil
+
+    import deliberation.crossprofile as crossprofile
+    from deliberation import paths
+    from deliberation.crossprofile.errors import TemplateError
+    from deliberation.memory_runs.runs import crossprofile_tasks, verified_bank
+
+    shutil.copytree(paths.templates_dir() / "crossprofile", tmp_path / "crossprofile")
+    monkeypatch.setattr(paths, "templates_dir", lambda: tmp_path)
+    loads = []
+    load_bank = crossprofile.load_bank
+    monkeypatch.setattr(crossprofile, "load_bank", lambda: loads.append(1) or load_bank())
+    first = crossprofile_tasks("main", limit=1)
+    assert verified_bank() is verified_bank() and len(loads) == 1
+    assert crossprofile_tasks("main", limit=1) == first and len(loads) == 1
+    changed = sorted((tmp_path / "crossprofile").glob("*.yaml"))[0]
+    changed.write_text(changed.read_text() + "\nnot: a template key\n")
+    with pytest.raises(TemplateError):
+        verified_bank()
+    assert len(loads) == 2
