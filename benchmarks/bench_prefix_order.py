@@ -1,20 +1,21 @@
 """Prefix order against a real llama.cpp server: calls per second and prompt tokens per second.
 
 Starts ``python -m llama_cpp.server`` with the SmolLM2-135M-Instruct GGUF on a free loopback
-port and sends the same few dozen CrossProfile decision prompts (built by the smoke profile's
+port and sends the same two dozen CrossProfile decision prompts (built by the smoke profile's
 own pipeline, sim answers for the earlier stages) through :class:`CachedClient` twice, each time
 into a fresh cache: in the order the experiment builds them (``send_in_prefix_order = False``)
 and in :func:`~deliberation.inference.client.prefix_order` (the default). The server reuses the
 previous prompt's KV cache, so prompts sorted by their shared prefix are processed faster.
 Side by side, in the same run: llama.cpp's own raw prompt-processing rate on this machine
-(``llama_cpp.Llama.eval`` over one long prompt, the same model and default threads), the
-limit that the server's prompt tokens per second approach when nothing is reused.
+(``llama_cpp.Llama.eval`` over one such prompt from an empty KV cache, the same model and
+default threads): the limit that the server's prompt tokens per second approach when nothing
+is reused.
 
 The model: ``$DELIBERATION_MODEL_FILE``, else ``models/SmolLM2-135M-Instruct.Q4_1.gguf``
 (``make models``). Without llama_cpp (``pip install 'llama-cpp-python[server]'``) or the model
 the benchmark writes one row saying why it was skipped.
 
-Usage: ``python benchmarks/bench_prefix_order.py [--prompts 36] [--max-tokens 4]``.
+Usage: ``python benchmarks/bench_prefix_order.py [--prompts 24] [--max-tokens 4]``.
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def serve(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=36, help="decision prompts per order")
+    parser.add_argument("--prompts", type=int, default=24, help="decision prompts per order")
     parser.add_argument("--max-tokens", type=int, default=4, help="answer length per call")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--rows", help="write this benchmark's rows of the make-bench table here")
@@ -245,12 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     requests = decision_prompts(args.prompts, args.max_tokens)
-    long_text = "\n\n".join(r.messages[-1].content for r in requests[:8])
+    # The raw rate on prompts of the same length as the server's (attention grows with length).
+    typical = "\n\n".join(m.content for m in requests[0].messages)
     extra_bufts = extra_buffer_types_work(model)
     if not extra_bufts:
         print("bench_prefix_order: this llama.cpp dies with its extra CPU buffer types (AMX?);"
               " server and raw rate both load the model without them")  # fmt: skip
-    raw_rate, raw_tokens = raw_prompt_rate(model, args.n_ctx, long_text, extra_bufts=extra_bufts)
+    raw_rate, raw_tokens = raw_prompt_rate(model, args.n_ctx, typical, extra_bufts=extra_bufts)
     with llama_server(model, args.n_ctx, extra_bufts=extra_bufts) as base_url:
         backend = OpenAIBackend(
             model=model.name, base_url=base_url, concurrency=1, max_retries=1, timeout_s=300.0
