@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
 
     requests = decision_prompts(args.prompts, args.max_tokens)
     # The raw rate on prompts of the same length as the server's (attention grows with length).
-    typical = "\n\n".join(m.content for m in requests[0].messages)
+    longest = max(requests, key=lambda r: sum(len(m.content) for m in r.messages))
+    typical = "\n\n".join(m.content for m in longest.messages)
     extra_bufts = extra_buffer_types_work(model)
     if not extra_bufts:
         print("bench_prefix_order: this llama.cpp dies with its extra CPU buffer types (AMX?);"
