@@ -18,7 +18,7 @@ def tokenize(text: str) -> list[str]:
 
 
 def count_tokens(text: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(text))
+    return len(_TOKEN.findall(text))  # faster than counting finditer matches
 
 
 def count_tokens_total(texts: Iterable[str]) -> int:

@@ -23,6 +23,7 @@ what to check). ``confidence`` and the role belong to neither.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, fields
@@ -82,6 +83,7 @@ class ParseResult:
     error: str | None  # why it did not parse (None when it did)
 
 
+@functools.lru_cache(maxsize=8192)  # a pool's replies are re-read by every replay of it
 def parse_hypothesis(text: str) -> ParseResult:
     """Read the seven labelled fields (markdown bold, bullets and any letter case accepted; the
     first occurrence of a label wins; a value runs until the next label)."""

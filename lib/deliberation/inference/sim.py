@@ -34,6 +34,7 @@ from deliberation.inference.sim_registry import (
     SimBehaviour,
     SimContext,
     check_parameter_names,
+    declared_parameters,
     find_behaviour,
     registered_stages,
     sim_behaviour,
@@ -126,8 +127,11 @@ class SimBackend(Backend):
     def request_payload(self, request: ChatRequest) -> dict[str, Any]:
         return sent_fields(request)
 
-    def answer(self, request: ChatRequest) -> ChatResponse:
-        """One request; the batch path and the HTTP server (serve-sim) both use it."""
+    def answer(
+        self, request: ChatRequest, *, declared: Mapping[str, float] | None = None
+    ) -> ChatResponse:
+        """One request; the batch path and the HTTP server (serve-sim) both use it.
+        ``declared``: the declared parameters, when the caller read them for a whole batch."""
         behaviour = find_behaviour(request.stage)
         prompt_tokens = sum(count_tokens(m.content) for m in request.messages)
         if behaviour is None:
@@ -139,7 +143,10 @@ class SimBackend(Backend):
             )
         rng = request_rng(request, self.seed)
         try:
-            answer = behaviour(SimContext(request=request, rng=rng, parameters=self.parameters))
+            context = SimContext(
+                request=request, rng=rng, parameters=self.parameters, declared=declared
+            )
+            answer = behaviour(context)
         except Exception as exc:  # a behaviour bug is recorded against the request, not raised
             return ChatResponse(text="", error=f"sim behaviour failed: {exc!r}")
         text, cut = truncate_tokens(answer.text, request.max_tokens)
@@ -157,8 +164,9 @@ class SimBackend(Backend):
         self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
     ) -> list[ChatResponse]:
         responses = []
+        declared = declared_parameters()
         for index, request in enumerate(requests):
-            response = self.answer(request)
+            response = self.answer(request, declared=declared)
             if on_response is not None:
                 on_response(index, response)
             responses.append(response)

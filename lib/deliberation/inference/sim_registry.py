@@ -45,11 +45,14 @@ class SimContext:
     request: ChatRequest
     rng: np.random.Generator
     parameters: Mapping[str, float] = field(default_factory=dict)
+    # declared_parameters() as the backend read it for this batch (None: read it here). It
+    # scans sys.modules, so a batch reads it once rather than once per param() call.
+    declared: Mapping[str, float] | None = None
 
     def param(self, name: str, default: float | None = None) -> float:
         """A declared mechanism parameter: the profile's value, else ``default`` when given,
         else the declared default. A name no module declares is an error."""
-        declared = declared_parameters()
+        declared = declared_parameters() if self.declared is None else self.declared
         if name not in declared:
             raise KeyError(
                 f"sim parameter {name!r} is not declared; add it to the behaviour module's"

@@ -8,6 +8,7 @@ nothing else of the inference layer.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -43,7 +44,14 @@ def plain_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 def schema_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     """A validator for ``schema`` in the draft it declares (latest draft when it declares none);
     raises ``jsonschema.SchemaError`` for a schema that is not valid itself."""
-    plain = plain_schema(schema)
+    return _validator(json.dumps(plain_schema(schema), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(canonical: str) -> jsonschema.protocols.Validator:
+    """One checked validator per distinct schema: checking a schema costs far more than using
+    it, and every structured request and every parsed answer asks for one."""
+    plain = json.loads(canonical)
     validator_class = jsonschema.validators.validator_for(plain)
     validator_class.check_schema(plain)
     return validator_class(plain)

@@ -56,6 +56,7 @@ from typing import Literal
 import pandas as pd
 
 from deliberation.atomic import atomic_path
+from deliberation.crossprofile.schema import Template
 from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, tone_lead
 from deliberation.crossprofile.tasks import Task
 from deliberation.crossprofile.variants import OwnershipVariant
@@ -180,13 +181,31 @@ def crossprofile_tasks(
 ) -> list[Task]:
     """Tasks of the verified bank: main, pilot or all templates (the first ``limit`` templates,
     each under all 8 ownership variants)."""
-    from deliberation.crossprofile import derive_tasks, load_bank
+    from deliberation.crossprofile import derive_tasks
 
     if templates not in ("main", "pilot", "all"):
         raise ValueError(f"templates must be main, pilot or all; got {templates!r}")
     check_limit(limit)
-    bank = [t for t in load_bank() if templates == "all" or t.pilot == (templates == "pilot")]
+    bank = [t for t in verified_bank() if templates == "all" or t.pilot == (templates == "pilot")]
     return derive_tasks(bank[:limit] if limit is not None else bank, seed=seed)
+
+
+_VERIFIED_BANKS: dict[tuple[tuple[str, int, int], ...], tuple[Template, ...]] = {}
+
+
+def verified_bank() -> tuple[Template, ...]:
+    """``load_bank()``, verified again only when a template file changed: a notebook (and
+    ``deliberation plan``, which runs them all) derives tasks several times in one process."""
+    from deliberation.crossprofile import load_bank
+    from deliberation.crossprofile.loader import bank_dir, template_files
+
+    files = template_files([bank_dir()])
+    signature = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    if signature not in _VERIFIED_BANKS:
+        bank = tuple(load_bank())  # raises for a bank that breaks a rule: nothing is kept
+        _VERIFIED_BANKS.clear()
+        _VERIFIED_BANKS[signature] = bank
+    return _VERIFIED_BANKS[signature]
 
 
 def run_memory_experiment(

@@ -96,12 +96,21 @@ class PlanningClient:
         self.notebook = ""
         self.calls: list[PlannedCall] = []
         self._answered: dict[str, ChatResponse] = {}
+        # Keys of the requests keyed since the last batch, by identity: a stage keys its
+        # requests for its counts and then again in generate(); hashing them once is enough.
+        self._keys: dict[int, tuple[ChatRequest, str]] = {}
 
     def key(self, request: ChatRequest) -> str:
-        return request_key(self.backend, request)
+        known = self._keys.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
+        key = request_key(self.backend, request)
+        self._keys[id(request)] = (request, key)
+        return key
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         keys, invalid = keys_or_failures(self.key, requests)  # as CachedClient decides
+        self._keys.clear()
         fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
         cached = self.cache.get_many(fresh, count_hits=False)
         first: dict[str, ChatRequest] = {}
