@@ -27,11 +27,11 @@ class FailingSim(SimBackend):
         self.fail_when = fail_when
         self.sent = 0
 
-    def answer(self, request: ChatRequest) -> ChatResponse:
+    def answer(self, request: ChatRequest, **kwargs) -> ChatResponse:
         self.sent += 1
         if self.fail_when(request):
             return ChatResponse(text="", error="HTTP 500 after 3 attempts")
-        return super().answer(request)
+        return super().answer(request, **kwargs)
 
 
 def _client(tmp_path, backend=None, **parameters) -> CachedClient:

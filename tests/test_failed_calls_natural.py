@@ -108,7 +108,7 @@ def test_failed_initial_votes_fail_alone_and_are_resent_alone(tmp_path) -> None:
         failing = True
         sent: list[str] = []
 
-        def answer(self, request):
+        def answer(self, request, **kwargs):
             self.sent.append(request.stage)
             if (
                 self.failing
@@ -116,7 +116,7 @@ def test_failed_initial_votes_fail_alone_and_are_resent_alone(tmp_path) -> None:
                 and doomed.description in request.messages[-1].content
             ):
                 return ChatResponse(text="", error="HTTP 503: overloaded")
-            return super().answer(request)
+            return super().answer(request, **kwargs)
 
     def run(backend, cache_file):
         client = CachedClient(

@@ -171,12 +171,9 @@ def test_cost_from_throughput_and_from_prices():
 
 def test_every_shipped_real_profile_prices_its_calls():
     """Shipped profiles only: the README calls `cost:` optional for a profile a user adds."""
-    from deliberation.params import shipped_profiles
+    from helpers.profile_checks import check_every_shipped_real_profile_prices_its_calls
 
-    for name in shipped_profiles():
-        profile = load_profile(name)
-        if not profile.synthetic:
-            assert profile.cost.gpu or profile.cost.price, f"{name}: no cost section"
+    check_every_shipped_real_profile_prices_its_calls()
 
 
 def failing_experiment(profile, client):

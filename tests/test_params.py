@@ -84,8 +84,10 @@ def test_a_user_profile_without_cost_leaves_the_shipped_profile_tests_passing(
 ):
     import shutil
 
-    import test_paper_plan
-    import test_scaling_profiles
+    from helpers.profile_checks import (
+        check_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses,
+        check_every_shipped_real_profile_prices_its_calls,
+    )
 
     params = tmp_path / "params"
     shutil.copytree(paths.params_dir(), params)
@@ -100,10 +102,10 @@ def test_a_user_profile_without_cost_leaves_the_shipped_profile_tests_passing(
     assert not (user.cost.gpu or user.cost.price)
     test_a_users_profile_loads_strictly()
     test_every_shipped_profile_loads_and_names_its_backend_options()
-    test_paper_plan.test_every_shipped_real_profile_prices_its_calls()
+    check_every_shipped_real_profile_prices_its_calls()
     for name in shipped_profiles():
         if load_profile(name).backend == "vllm":
-            test_scaling_profiles.test_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name)
+            check_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name)
 
 
 def test_only_the_sim_profiles_are_synthetic():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from deliberation.inference import structured
+from deliberation.inference import structured_answers as structured
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import plan_calls
@@ -21,7 +21,7 @@ def _slow_paths(monkeypatch) -> None:
     """The code before the speed-up: declared parameters read on every param() call and every
     schema checked each time it is used."""
 
-    def generate(self, requests, on_response=None):  # noqa: ANN001, ANN202
+    def generate(self, requests, on_response=None):
         responses = []
         for index, request in enumerate(requests):
             response = self.answer(request)  # no batch-wide declared parameters
@@ -30,8 +30,8 @@ def _slow_paths(monkeypatch) -> None:
             responses.append(response)
         return responses
 
-    def schema_validator(schema):  # noqa: ANN001, ANN202
-        plain = structured._plain_schema(schema)
+    def schema_validator(schema):
+        plain = structured.plain_schema(schema)
         validator_class = jsonschema.validators.validator_for(plain)
         validator_class.check_schema(plain)
         return validator_class(plain)

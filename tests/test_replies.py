@@ -4,6 +4,7 @@ judged by the rows the experiment wrote (or by the request's output spec)."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pandas as pd
 import pytest
@@ -94,11 +95,13 @@ def test_a_run_without_out_then_replies_shows_its_prompt_and_reply(capsys):
     assert main(["replies", "--profile", "sim", "--stage", "crossprofile.decision",
                  "--limit", "1"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    first = rows.iloc[0]
     key_column = next(
         c for c in rows.columns if rows[c].astype(str).str.fullmatch("[0-9a-f]{64}").all()
     )
-    assert f"task {first['task']}" in out and f"key {first[key_column]}" in out
+    # The call shown is one of the run's rows (sends go in prefix order, not row order).
+    shown = re.search(r"key ([0-9a-f]{64})", out).group(1)
+    first = rows[rows[key_column] == shown].iloc[0]
+    assert f"task {first['task']}" in out
     assert "judged by crossprofile_rows.csv" in out
     reply = out.split("reply (", 1)[1].splitlines()[1].strip()
     assert reply == first["answer"]

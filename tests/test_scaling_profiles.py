@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers.profile_checks import (
+    check_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses,
+    gpus_needed,
+)
 
 from deliberation.inference.base import backend_class
 from deliberation.paper.manifest import load_manifest
@@ -23,12 +27,6 @@ SCALING = {
 }
 
 
-def gpus_needed(profile) -> int:
-    if profile.backend == "vllm":
-        return profile.options.tensor_parallel_size * profile.options.pipeline_parallel_size
-    return profile.cost.gpu.gpus if profile.cost.gpu else 0
-
-
 def test_the_readme_names_every_scaling_profile():
     readme = (repo_root() / "README.md").read_text()
     section = readme.split("## Scaling out", 1)[1].split("\n## ", 1)[0]
@@ -40,9 +38,7 @@ def test_the_readme_names_every_scaling_profile():
     "name", [p for p in shipped_profiles() if load_profile(p).backend == "vllm"]
 )
 def test_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name):
-    profile = load_profile(name)
-    assert profile.cost.gpu is not None, f"{name}: no cost.gpu throughput"
-    assert profile.cost.gpu.gpus == gpus_needed(profile)
+    check_a_vllm_profile_prices_exactly_the_gpus_its_engine_uses(name)
 
 
 def test_the_ray_profile_spans_nodes_through_rays_executor():

@@ -33,14 +33,14 @@ COMMANDS = {
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches: calls, hits, tokens and latency",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
-    "models": "fetch and check the pinned model files (make models)",
-    "serve": "start a profile's model server (its server: section) until Ctrl-C",
+    "models": "fetch and check the pinned model files",
+    "serve": "start a profile's model server (its server: section) and keep it up until Ctrl-C",
     "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "bench": "run every benchmark and write one table (build/bench.md)",
-    "replies": "the prompts and raw replies of a profile's calls (invalid first, by stage, task)",
+    "replies": "the prompts and raw replies of a profile's calls, from its response cache",
     "compare": "the headline numbers of several profiles side by side, with intervals",
 }
 

@@ -14,8 +14,7 @@ decoy sharing a criterion with a support fact on its option).
 Cross-file checks (:func:`verify_bank`, across the files verified together): unique template
 ids, no fact text used twice, no title or description naming an option of another template.
 Composition checks (``composition=True``): 60 main + 10 pilot templates, 5 main templates
-(``-01``..``-05``) in each of the 12 domains, and the bank-level design (:func:`.design.
-check_bank_design`: irrelevant placement and tone independent of the key). Warnings
+(``-01``..``-05``) in each of the 12 domains, and the bank-level design (``design.check_bank_design``: irrelevant placement and tone independent of the key). Warnings
 (:func:`warnings_for`) are reported, never failed.
 """
 

@@ -14,7 +14,7 @@ way). ``deliberation run ...`` and ``make paper`` wrap their work in :func:`mode
   kernel should this process die without cleaning up (``PR_SET_PDEATHSIG``). Stopping is
   SIGTERM to its process group, then SIGKILL after ``stop_timeout_s``.
 
-Before the first request the backend is checked once (:meth:`OpenAIBackend.preflight`): one
+Before the first request the backend is checked once (``OpenAIBackend.preflight``): one
 small request in the profile's structured-output mode and a look at ``/models``.
 """
 

@@ -1,8 +1,8 @@
 """Reading a constrained answer back into a value: a choice, or JSON that validates.
 
 Shared by every backend (the offline vLLM engine and every OpenAI-compatible dialect in
-:mod:`deliberation.inference.structured`), and by :class:`~deliberation.inference.base.
-StructuredOutput`, which checks its schema with :func:`schema_validator`; so this module imports
+:mod:`deliberation.inference.structured`), and by :class:`~deliberation.inference.base.StructuredOutput`,
+which checks its schema with :func:`schema_validator`; so this module imports
 nothing else of the inference layer.
 """
 
