@@ -70,7 +70,7 @@ def without_extra_buffer_types() -> None:
 
     defaults = bindings.llama_model_default_params
 
-    def params():  # noqa: ANN202
+    def params():
         value = defaults()
         value.use_extra_bufts = False
         return value
@@ -97,7 +97,7 @@ class _Recording(SimBackend):
         super().__init__(**kwargs)
         self.seen: list[ChatRequest] = []
 
-    def generate(self, requests, on_response=None):  # noqa: ANN001
+    def generate(self, requests, on_response=None):
         self.seen.extend(requests)
         return super().generate(requests, on_response)
 
