@@ -9,7 +9,7 @@ import hashlib
 
 import pandas as pd
 import pytest
-from helpers.failing_server import failing_server
+from helpers.failing_server import cached_openai_client, failing_server
 from helpers.serve_sim import openai_profile
 
 from deliberation.cli import main
@@ -25,13 +25,7 @@ GRID = {"policies": ("R1", "B3", "R1-rel"), "budgets": (0.6,), "tags": ("keep",)
 
 
 def _run(url: str, cache_file):
-    profile = openai_profile(url, **FAST)
-    client = CachedClient(
-        OpenAIBackend.from_profile(profile),
-        ResponseCache(cache_file),
-        profile=profile.name,
-        progress=False,
-    )
+    profile, client = cached_openai_client(url, cache_file, **FAST)
     result = run_from_profile(
         "crossprofile", profile, limit=1, client=client, progress=False, **GRID
     )

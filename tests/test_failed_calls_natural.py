@@ -6,12 +6,10 @@ sends exactly what is missing and gives the rows of a run that never failed."""
 from __future__ import annotations
 
 import pandas as pd
-from helpers.failing_server import failing_server
-from helpers.serve_sim import openai_profile
+from helpers.failing_server import cached_openai_client, failing_server
 
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.memory_runs.runs import crossprofile_tasks
 from deliberation.natural_runs.report import invalid_table, outcomes
 from deliberation.natural_runs.runs import run_natural_experiment
@@ -22,13 +20,7 @@ PREFIX = "natural.crossprofile"
 
 
 def _run(url: str, cache_file):
-    profile = openai_profile(url, **FAST)
-    client = CachedClient(
-        OpenAIBackend.from_profile(profile),
-        ResponseCache(cache_file),
-        profile=profile.name,
-        progress=False,
-    )
+    profile, client = cached_openai_client(url, cache_file, **FAST)
     result = run_natural_experiment(
         "crossprofile", TASKS, profile, client, variants=("plain",), policies=("R1", "B3"),
         progress=False,

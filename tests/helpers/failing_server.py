@@ -120,3 +120,21 @@ def failing_server(**options: object) -> Iterator[FailingServer]:
             httpd.shutdown()
             httpd.server_close()
             thread.join(timeout=5)
+
+
+def cached_openai_client(url: str, cache_file, **options):
+    """(profile, client): an openai-backend profile on ``url`` with ``options`` and a cached
+    client on ``cache_file``, as the failed-calls tests drive every experiment."""
+    from deliberation.inference.cache import ResponseCache
+    from deliberation.inference.client import CachedClient
+    from deliberation.inference.openai_api import OpenAIBackend
+    from helpers.serve_sim import openai_profile
+
+    profile = openai_profile(url, **options)
+    client = CachedClient(
+        OpenAIBackend.from_profile(profile),
+        ResponseCache(cache_file),
+        profile=profile.name,
+        progress=False,
+    )
+    return profile, client
