@@ -13,11 +13,16 @@ import pytest
 
 from deliberation.cost import APIPrice, CostModel, GPUThroughput, estimate
 from deliberation.inference import make_client
-from deliberation.inference.base import ChatRequest, backend_class
+from deliberation.inference.base import ChatRequest, Message, backend_class
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.paper.manifest import load_manifest
-from deliberation.paper.plan import format_plan, plan_calls, planning_answerer
+from deliberation.paper.plan import (
+    format_plan,
+    plan_calls,
+    planning_answerer,
+    unshared_prompt_shares,
+)
 from deliberation.params import load_profile
 
 
@@ -167,6 +172,37 @@ def test_cost_from_throughput_and_from_prices():
     assert cost.money_ceiling == pytest.approx(18.0 + 14.4)
     assert "2026-01-02" in "\n".join(cost.lines())
     assert "no cost section" in estimate(CostModel(), 1, 1, 1).lines()[0]
+
+
+def test_a_prefix_caching_server_is_timed_on_unshared_prompt_tokens_in_server_units():
+    gpu = GPUThroughput(
+        gpus=1,
+        prompt_tokens_per_s=100,
+        completion_tokens_per_s=50,
+        server_tokens_per_counter_token=1.5,
+        prefix_cache=True,
+    )
+    price = APIPrice(prompt_per_million=1.0, completion_per_million=1.0, as_of=dt.date(2026, 1, 2))
+    cost = estimate(CostModel(gpu=gpu, price=price), 3600, 0, 0, unshared_prompt_tokens=1200)
+    assert cost.wall_hours == pytest.approx(1200 * 1.5 / 100 / 3600)  # 18 s of prefill
+    assert cost.money == pytest.approx(3600 / 1e6)  # a price counts every token sent
+    without = GPUThroughput(gpus=1, prompt_tokens_per_s=100, completion_tokens_per_s=50)
+    cost = estimate(CostModel(gpu=without), 3600, 0, 0, unshared_prompt_tokens=1200)
+    assert cost.wall_hours == pytest.approx(3600 / 100 / 3600)
+
+
+def test_unshared_prompt_shares_follow_the_order_the_client_sends_in():
+    def ask(text: str) -> ChatRequest:
+        return ChatRequest(messages=(Message("user", text),), stage="t")
+
+    head = "alpha beta gamma delta epsilon zeta eta theta " * 5
+    requests = [ask("zzz unrelated words here"), ask(head + "one two"), ask(head + "three four")]
+    shares = unshared_prompt_shares(requests)
+    # prefix order: head+"one two", head+"three four", "zzz...": the second repeats the head
+    assert shares[1] == pytest.approx(1.0)
+    assert 0 < shares[2] < 0.2
+    assert shares[0] > 0.5  # shares nothing but "user\n" with the prompt before it
+    assert unshared_prompt_shares([]) == []
 
 
 def test_every_shipped_real_profile_prices_its_calls():

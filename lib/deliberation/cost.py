@@ -32,6 +32,17 @@ class GPUThroughput(_Strict):
     completion_tokens_per_s: float = Field(
         ..., gt=0, description="decode throughput under batching"
     )
+    server_tokens_per_counter_token: float = Field(
+        1.0,
+        gt=0,
+        description="the server's prompt-token count per token of the project's model-free"
+        " counter (measured: `deliberation cache stats`); the throughput is in server tokens",
+    )
+    prefix_cache: bool = Field(
+        False,
+        description="the server keeps the previous prompt's KV cache (llama.cpp's server): the"
+        " plan times only the part of each prompt the prompt sent before it does not share",
+    )
     basis: str = Field("", description="where the throughput figures come from")
 
 
@@ -88,15 +99,25 @@ class CostEstimate:
 
 
 def estimate(
-    model: CostModel, prompt_tokens: int, completion_tokens: int, completion_ceiling: int
+    model: CostModel,
+    prompt_tokens: int,
+    completion_tokens: int,
+    completion_ceiling: int,
+    *,
+    unshared_prompt_tokens: int | None = None,
 ) -> CostEstimate:
-    """GPU hours from throughput (prefill and decode timed separately), money from list prices."""
+    """GPU hours from throughput (prefill and decode timed separately), money from list prices.
+    With ``gpu.prefix_cache``, prefill is timed on ``unshared_prompt_tokens`` (the prompt tokens
+    the previously sent prompt does not share) when given; prices always count every token."""
     fields: dict = {}
     if model.gpu is not None:
         gpu = model.gpu
+        prefill = prompt_tokens
+        if gpu.prefix_cache and unshared_prompt_tokens is not None:
+            prefill = unshared_prompt_tokens
 
         def hours(completion: int) -> float:
-            seconds = prompt_tokens / gpu.prompt_tokens_per_s
+            seconds = prefill * gpu.server_tokens_per_counter_token / gpu.prompt_tokens_per_s
             return (seconds + completion / gpu.completion_tokens_per_s) / 3600
 
         fields |= {

@@ -36,7 +36,7 @@ from deliberation.inference.base import (
     backend_class,
 )
 from deliberation.inference.cache import ResponseCache, request_key
-from deliberation.inference.client import keys_or_failures
+from deliberation.inference.client import keys_or_failures, prefix_order
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
@@ -61,6 +61,7 @@ PLAN_COLUMNS = [
     "completion_ceiling",
     "cached_server_tokens",
     "cached_counter_tokens",
+    "new_prompt_tokens",
 ]
 
 
@@ -76,6 +77,9 @@ class PlannedCall:
     completion_tokens: int
     max_tokens: int
     counter_tokens: int = 0  # the project's model-free count of the prompt (budgets use it)
+    # Of prompt_tokens, those not shared with the prompt sent just before (calls are sent in
+    # prefix order): what a server that keeps the previous prompt's KV cache processes.
+    new_prompt_tokens: int = 0
 
 
 class PlanningClient:
@@ -119,8 +123,11 @@ class PlanningClient:
                 first.setdefault(key, request)
         answers = self.answerer.generate(list(first.values())) if first else []
         new = dict(zip(first, answers, strict=True))
+        unshared = unshared_prompt_shares(list(first.values()))
+        key_index = {key: position for position, key in enumerate(first)}
         out = []
         for index, (key, request) in enumerate(zip(keys, requests, strict=True)):
+            new_tokens = 0
             if key is None:
                 state, response = "invalid", invalid[index]
             elif key in cached:
@@ -128,6 +135,7 @@ class PlanningClient:
             elif key in new:
                 state, response = "send", new.pop(key)
                 self._answered[key] = response
+                new_tokens = round(response.prompt_tokens * unshared[key_index[key]])
             else:
                 state, response = "repeat", self._answered[key]
             self.calls.append(
@@ -140,10 +148,31 @@ class PlanningClient:
                     response.completion_tokens,
                     request.max_tokens,
                     sum(count_tokens(m.content) for m in request.messages),
+                    new_tokens,
                 )
             )
             out.append(response)
         return out
+
+
+def _prompt_text(request: ChatRequest) -> str:
+    return "".join(f"{m.role}\n{m.content}\n" for m in request.messages)
+
+
+def unshared_prompt_shares(requests: Sequence[ChatRequest]) -> list[float]:
+    """Per request, the share of its prompt's tokens (by the project's counter) that the prompt
+    sent just before it does not share, when the batch is sent in :func:`prefix_order` as the
+    cached client sends it: 1.0 for the first, less for prompts that repeat a long prefix."""
+    shares = [1.0] * len(requests)
+    previous = ""
+    for index in prefix_order(requests):
+        text = _prompt_text(requests[index])
+        shared = len(os.path.commonprefix([previous, text]))
+        total = count_tokens(text)
+        if total:
+            shares[index] = max(total - count_tokens(text[:shared]), 0) / total
+        previous = text
+    return shares
 
 
 def planning_answerer(profile: Profile) -> Backend:
@@ -196,7 +225,7 @@ class Plan:
         cached = frame["state"] == "cached"
         frame["cached_server_tokens"] = frame["prompt_tokens"].where(cached, 0)
         frame["cached_counter_tokens"] = frame["counter_tokens"].where(cached, 0)
-        for column in ("prompt_tokens", "completion_tokens", "max_tokens"):
+        for column in ("prompt_tokens", "new_prompt_tokens", "completion_tokens", "max_tokens"):
             frame[column] = frame[column].where(send, 0)
         grouped = frame.groupby(["notebook", "stage"], sort=False)
         table = grouped.agg(
@@ -210,6 +239,7 @@ class Plan:
             completion_ceiling=("max_tokens", "sum"),
             cached_server_tokens=("cached_server_tokens", "sum"),
             cached_counter_tokens=("cached_counter_tokens", "sum"),
+            new_prompt_tokens=("new_prompt_tokens", "sum"),
         ).reset_index()
         return table[PLAN_COLUMNS]
 
@@ -264,6 +294,7 @@ def format_plan(plan: Plan) -> list[str]:
                 "completion_ceiling": "ceiling",
                 "cached_server_tokens": "cached: server tokens",
                 "cached_counter_tokens": "cached: counter tokens",
+                "new_prompt_tokens": "unshared prompt tokens",
             }
         )
         lines += shown.to_markdown(index=False, intfmt=",").splitlines()
@@ -293,7 +324,14 @@ def format_plan(plan: Plan) -> list[str]:
             totals["prompt_tokens"],
             totals["completion_tokens"],
             totals["completion_ceiling"],
+            unshared_prompt_tokens=totals["new_prompt_tokens"],
         )
+        if profile.cost.gpu is not None and profile.cost.gpu.prefix_cache:
+            lines.append(
+                f"prefix cache: {totals['new_prompt_tokens']:,} of the {totals['prompt_tokens']:,}"
+                " prompt tokens to send are not shared with the prompt sent before them (calls"
+                " go out in prefix order); the wall time counts those"
+            )
         lines += cost.lines()
         lines.append(ESTIMATE_NOTE)
     return lines
@@ -308,6 +346,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
         totals["prompt_tokens"],
         totals["completion_tokens"],
         totals["completion_ceiling"],
+        unshared_prompt_tokens=totals["new_prompt_tokens"],
     )
     if profile.synthetic:
         money = "none (sim, CPU)"
