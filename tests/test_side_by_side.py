@@ -217,3 +217,16 @@ def test_the_report_has_the_papers_page_beside_the_sim_and_its_profile():
     page = (index.parent / "papers.html").read_text()
     assert "sim (synthetic)" in page and "smoke (synthetic)" in page
     assert "5.0 [-1.0, 11.0]" in page and 'class="banner synthetic"' in page
+
+
+def test_a_caveat_of_the_mapping_is_footnoted_beside_its_row(tmp_path):
+    text = TWO_HEADLINES.replace(
+        '    quote: "41.9% for OSS"\n',
+        '    quote: "41.9% for OSS"\n    note: "the model is unnamed"\n',
+    )
+    comparison = compare_with_papers(["alpha"], {"alpha": False}, _numbers(tmp_path, text))
+    assert comparison.frame["headline"].tolist() == [
+        "H1 interaction (points)",
+        "Helpful share (%) [1]",
+    ]
+    assert "[1] Helpful share: the model is unnamed" in comparison.notes

@@ -242,6 +242,12 @@ def _where(ours: OurNumber) -> str:
     return f"{ours.table}: {row}" + (" (share x100)" if ours.scale == "share" else "")
 
 
+def caveat_marks(numbers: PaperNumbers) -> dict[str, int]:
+    """Headline id -> its footnote number, for the headlines whose mapping has a ``note``."""
+    noted = [h.id for h in numbers.headlines if h.note]
+    return {headline_id: number for number, headline_id in enumerate(noted, start=1)}
+
+
 def side_by_side(
     profiles: Sequence[str], synthetic: dict[str, bool], numbers: PaperNumbers | None = None
 ) -> pd.DataFrame:
@@ -250,11 +256,13 @@ def side_by_side(
     were read from."""
     numbers = numbers or load_paper_numbers()
     profiles = list(dict.fromkeys(profiles))
+    marks = caveat_marks(numbers)
     rows = []
     for headline in numbers.headlines:
         papers = "; ".join(format_reported(n) for n in headline.reported)
+        mark = f" [{marks[headline.id]}]" if headline.id in marks else ""
         row = {
-            "headline": f"{headline.label} ({headline.unit})",
+            "headline": f"{headline.label} ({headline.unit}){mark}",
             "paper": f"{headline.paper}",
             PAPERS_COLUMN: papers or f"not reported: {headline.not_reported}",
         }
@@ -286,6 +294,8 @@ def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, 
             "and is no evidence about any model."
         )
     notes += [numbers.profile_notes[p] for p in profiles if p in numbers.profile_notes]
+    by_id = {h.id: h for h in numbers.headlines}
+    notes += [f"[{n}] {by_id[i].label}: {by_id[i].note}" for i, n in caveat_marks(numbers).items()]
     notes.append(
         "missing (no table): the profile has not made that table (`make paper PROFILE=...`); "
         "missing (no such row): its table lacks that row (a smaller grid, or no case of that "
