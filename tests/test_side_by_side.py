@@ -207,6 +207,7 @@ def test_compare_papers_on_the_command_line(tmp_path, capsys):
     assert "5.0 [-1.0, 11.0]" in printed and "missing (no table)" in printed
     assert (out / "index.html").is_file()
     assert main(["compare", "--readme", "sim"]) == 2
+    assert main(["compare", "--papers", "sim", "--tables", "03_h1_h3"]) == 2
 
 
 def test_the_report_has_the_papers_page_beside_the_sim_and_its_profile():

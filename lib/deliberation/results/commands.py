@@ -93,6 +93,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.readme and not args.papers:
         print("deliberation compare: --readme needs --papers")
         return 2
+    if args.papers and args.tables:
+        print("deliberation compare: --tables does not apply with --papers (one row per headline)")
+        return 2
     if args.papers:
         return _compare_with_papers(args)
 
