@@ -2,10 +2,12 @@
 
 ``index.html`` links every executed notebook (converted with nbconvert; a failed run's partial
 notebook is listed as failed; a notebook whose model calls failed is listed as incomplete, with
-the count and first error, at the top of the index and on its page), every figure (PNG shown, PDF linked) and every table (a page per
-table from its CSV, with the CSV, Markdown and LaTeX files linked). Every page says which profile
-made it and whether it is synthetic, in a banner at its top. The site is self-contained: no
-script, font or style is fetched from the network, so it opens offline and from ``file://``.
+the count and first error, at the top of the index and on its page), every figure (PNG shown, PDF
+linked), every table (a page per table from its CSV, with the CSV, Markdown and LaTeX files
+linked) and ``papers.html``, the papers' headline numbers beside the sim's and this profile's
+(``deliberation compare --papers``). Every page says which profile made it and whether it is
+synthetic, in a banner at its top. The site is self-contained: no script, font or style is
+fetched from the network, so it opens offline and from ``file://``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,6 +25,9 @@ from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.params import load_profile
 from deliberation.provenance import SYNTHETIC_LABEL
+
+if TYPE_CHECKING:
+    from deliberation.results.side_by_side import PapersComparison
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 0 1.5em 3em; }
@@ -183,6 +189,37 @@ def _replies_body(profile_arg: str) -> tuple[str, list[str]]:
     return "".join(sections), links
 
 
+def papers_label(comparison: PapersComparison) -> RunLabel:
+    """The banner of a papers page: synthetic when any column is."""
+    kinds = ", ".join(
+        f"{p}: {SYNTHETIC_LABEL if comparison.synthetic[p] else 'model output'}"
+        for p in comparison.profiles
+    )
+    profiles = ", ".join(comparison.profiles)
+    return RunLabel(f"papers vs {profiles}", any(comparison.synthetic.values()), kinds)
+
+
+def _papers_page(profile: str) -> str:
+    """The papers' headline numbers beside the sim's and this profile's, one row per headline
+    (``deliberation compare --papers``): what a reader of a run asks first."""
+    from deliberation.results.side_by_side import compare_with_papers
+
+    profiles = list(dict.fromkeys(["sim", profile]))
+    synthetic = {p: run_label(p).synthetic for p in profiles}
+    comparison = compare_with_papers(profiles, synthetic)
+    return _page("Papers side by side", papers_label(comparison), comparison.html(), up="")
+
+
+def write_papers_page(comparison: PapersComparison, out: Path | None = None) -> Path:
+    """``build/report/papers-<P1>-<P2>.../index.html`` (self-contained, like the report)."""
+    folder = out or paths.build_dir() / "report" / ("papers-" + "-".join(comparison.profiles))
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "style.css", _CSS)
+    page = _page("Papers side by side", papers_label(comparison), comparison.html(), up=None)
+    atomic_write_text(folder / "index.html", page)
+    return folder / "index.html"
+
+
 def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     """Write the site and return its ``index.html``. The folder is rebuilt from scratch (in a
     temporary folder renamed into place), so a stale page never survives."""
@@ -249,6 +286,8 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
             f'<li><a href="tables/{stem}.html">{html.escape(stem)}</a> — {html.escape(caption)}</li>'
         )
 
+    (staging / "papers.html").write_text(_papers_page(profile))
+
     replies_body, reply_items = _replies_body(profile_arg)
     (staging / "replies.html").write_text(_page("Replies", label, replies_body, up=""))
 
@@ -274,6 +313,10 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
         + section("Notebooks", notebook_items)
         + section("Figures", figure_items, wrap="div")
         + section("Tables", table_items)
+        + section(
+            "Papers",
+            ['<li><a href="papers.html">headline numbers: the papers, the sim, this run</a></li>'],
+        )
         + section('Replies: <a href="replies.html">a sample per stage</a>', reply_items),
     )
     atomic_write_text(staging / "index.html", index)

@@ -47,7 +47,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("profiles", nargs="+", metavar="profile", help="profile names")
     compare.add_argument("--tables", nargs="+", help="only these tables (file stems)")
     compare.add_argument(
-        "--out", type=Path, help="page folder (default build/report/compare-<P1>-<P2>...)"
+        "--papers",
+        action="store_true",
+        help="the papers' headline numbers beside the profiles', one row per headline "
+        "(lib/deliberation/results/paper_numbers.yaml)",
+    )
+    compare.add_argument(
+        "--readme",
+        action="store_true",
+        help="with --papers: also rewrite README.md's side-by-side section",
+    )
+    compare.add_argument(
+        "--out",
+        type=Path,
+        help="page folder (default build/report/compare-<P1>-<P2>..., with --papers papers-...)",
     )
     compare.set_defaults(func=_compare)
 
@@ -77,6 +90,15 @@ def _replies(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from deliberation.results.compare import compare_profiles, write_comparison_page
 
+    if args.readme and not args.papers:
+        print("deliberation compare: --readme needs --papers")
+        return 2
+    if args.papers and args.tables:
+        print("deliberation compare: --tables does not apply with --papers (one row per headline)")
+        return 2
+    if args.papers:
+        return _compare_with_papers(args)
+
     comparison = compare_profiles(args.profiles, tables=args.tables)
     for line in comparison.lines():
         print(line)
@@ -86,3 +108,26 @@ def _compare(args: argparse.Namespace) -> int:
     if not made:
         print("no headline table exists for these profiles yet: run make paper PROFILE=<name>")
     return 0 if made else 1
+
+
+def _compare_with_papers(args: argparse.Namespace) -> int:
+    from deliberation.paper.report import write_papers_page
+    from deliberation.results.compare import _synthetic as profile_is_synthetic
+    from deliberation.results.side_by_side import (
+        PaperNumbersError,
+        compare_with_papers,
+        write_readme_section,
+    )
+
+    synthetic = {p: profile_is_synthetic(p) for p in dict.fromkeys(args.profiles)}
+    try:
+        comparison = compare_with_papers(args.profiles, synthetic)
+    except PaperNumbersError as exc:
+        print(f"deliberation compare: {exc}")
+        return 2
+    for line in comparison.lines():
+        print(line)
+    print(f"\npage: {write_papers_page(comparison, args.out)}")
+    if args.readme:
+        print(f"README section rewritten: {write_readme_section(comparison)}")
+    return 0
