@@ -13,11 +13,18 @@ import pytest
 
 from deliberation.cost import APIPrice, CostModel, GPUThroughput, estimate
 from deliberation.inference import make_client
-from deliberation.inference.base import ChatRequest, Message, backend_class
+from deliberation.inference.base import (
+    BackendIdentity,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    backend_class,
+)
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import (
+    PlanningClient,
     format_plan,
     plan_calls,
     planning_answerer,
@@ -203,6 +210,35 @@ def test_unshared_prompt_shares_follow_the_order_the_client_sends_in():
     assert 0 < shares[2] < 0.2
     assert shares[0] > 0.5  # shares nothing but "user\n" with the prompt before it
     assert unshared_prompt_shares([]) == []
+
+
+def test_a_real_models_stage_already_answered_is_priced_at_its_observed_answer_length(tmp_path):
+    """The sim's answers are short; a stage with answers in the cache prices the calls still to
+    send at those answers' mean length (capped by max_tokens), other stages at the sim's."""
+    profile = load_profile("smollm2-135m-llamacpp")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    identity = BackendIdentity("openai", profile.model, profile.revision)
+    for index, length in enumerate((90, 100, 110)):
+        request = ChatRequest(messages=(Message("user", f"seen {index}"),), stage="long")
+        answer = ChatResponse(text="x", completion_tokens=length)
+        cache.put(f"k{index}", request, answer, profile=profile.name, identity=identity)
+    client = PlanningClient(
+        backend_class(profile.backend).for_planning(profile),
+        cache,
+        planning_answerer(profile),
+        profile=profile.name,
+        observed_lengths=True,
+    )
+    asks = [
+        ChatRequest(messages=(Message("user", "new one"),), stage="long", max_tokens=512),
+        ChatRequest(messages=(Message("user", "new two"),), stage="long", max_tokens=64),
+        ChatRequest(messages=(Message("user", "new three"),), stage="other", max_tokens=512),
+    ]
+    client.generate(asks)
+    lengths = [call.completion_tokens for call in client.calls]
+    sim_length = planning_answerer(profile).generate(asks[2:])[0].completion_tokens
+    assert lengths == [100, 64, sim_length]
+    cache.close()
 
 
 def test_every_shipped_real_profile_prices_its_calls():

@@ -22,7 +22,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -46,7 +46,8 @@ ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"
     " sim's answers where the real ones are not cached yet: later-stage counts and tokens are"
     " estimates. Tokens not yet spent: the project's token counter (prompts) and the sim's"
-    " answer lengths (completions)."
+    " answer lengths (completions), or for a stage already answered in the cache the mean length"
+    " of its answers there."
 )
 PLAN_COLUMNS = [
     "notebook",
@@ -90,7 +91,13 @@ class PlanningClient:
     sends = False  # experiments' "... sent" log lines stay quiet while planning
 
     def __init__(
-        self, backend: Backend, cache: ResponseCache, answerer: Backend, *, profile: str
+        self,
+        backend: Backend,
+        cache: ResponseCache,
+        answerer: Backend,
+        *,
+        profile: str,
+        observed_lengths: bool = False,
     ) -> None:
         self.backend = backend
         self.cache = cache
@@ -100,6 +107,11 @@ class PlanningClient:
         self.notebook = ""
         self.calls: list[PlannedCall] = []
         self._answered: dict[str, ChatResponse] = {}
+        # A real model's answers are seldom as long as the sim's: a stage already answered in
+        # this profile's cache prices its calls still to send at the mean length found there.
+        self.completion_means = (
+            observed_completion_means(cache, profile) if observed_lengths else {}
+        )
         # Keys of the requests keyed since the last batch, by identity: a stage keys its
         # requests for its counts and then again in generate(); hashing them once is enough.
         self._keys: dict[int, tuple[ChatRequest, str]] = {}
@@ -136,6 +148,11 @@ class PlanningClient:
                 state, response = "send", new.pop(key)
                 self._answered[key] = response
                 new_tokens = round(response.prompt_tokens * unshared[key_index[key]])
+                completion = self.completion_means.get(request.stage)
+                if completion is not None:
+                    response = replace(
+                        response, completion_tokens=min(round(completion), request.max_tokens)
+                    )
             else:
                 state, response = "repeat", self._answered[key]
             self.calls.append(
@@ -153,6 +170,22 @@ class PlanningClient:
             )
             out.append(response)
         return out
+
+
+MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean length is used
+
+
+def observed_completion_means(cache: ResponseCache, profile: str) -> dict[str, float]:
+    """Mean completion tokens per stage of ``profile``'s answers in ``cache`` (stages with at
+    least :data:`MIN_OBSERVED_CALLS` answers): how long this model's answers really run."""
+    stats = cache.stats()
+    stats = stats[(stats["profile"] == profile) & (stats["calls"] >= MIN_OBSERVED_CALLS)]
+    return {
+        stage: completion / calls
+        for stage, completion, calls in zip(
+            stats["stage"], stats["completion_tokens"], stats["calls"], strict=True
+        )
+    }
 
 
 def _prompt_text(request: ChatRequest) -> str:
@@ -262,7 +295,13 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
             reader = ResponseCache(real_cache, read_only=True)
         else:
             reader = ResponseCache(scratch / "empty.sqlite")
-        client = PlanningClient(backend, reader, planning_answerer(profile), profile=profile.name)
+        client = PlanningClient(
+            backend,
+            reader,
+            planning_answerer(profile),
+            profile=profile.name,
+            observed_lengths=not profile.synthetic,  # the sim answers a sim plan exactly
+        )
         try:
             for entry in entries:
                 function = entry.experiment_function()
