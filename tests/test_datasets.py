@@ -33,7 +33,6 @@ from deliberation.datasets import (
     scibench,
     symbolic,
 )
-from deliberation.dhd import prompts
 from deliberation.inference.base import ChatRequest
 from deliberation.paths import shared_data_dir
 
@@ -497,7 +496,7 @@ def test_omnimath_judge_request_is_a_structured_chat_request(items):
     assert request.stage == "dhd.judge"
     assert request.structured is not None
     assert request.structured.choices == ("equivalent", "not equivalent")
-    assert request.messages[0].content == prompts.JUDGE_SYSTEM  # the one home of DHD prompts
+    assert request.messages[0].content == omnimath.JUDGE_SYSTEM  # the grader owns its judge
     user = request.messages[-1].content
     assert item.question in user and item.gold in user and "1/25" in user
     assert "Long reasoning" not in user  # the judge sees the final answer only

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 from helpers.memory_task import OPTIONS, pool
 
-from deliberation import prompts
-from deliberation.decision import TAG_MODES, memory_lines, render_decision_prompt
+from deliberation.experiments.memory import prompts
+from deliberation.experiments.memory.decision import TAG_MODES, memory_lines, render_decision_prompt
 from deliberation.memory import Capacity, build_memory
 
 TAG = re.compile(r"\[A\d+(?:,A\d+)*\]")

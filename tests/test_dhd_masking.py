@@ -6,17 +6,17 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from deliberation.dhd import labels, masking, synthetic
-from deliberation.dhd.messages import Hypothesis
-from deliberation.dhd.pool import Pool, PoolStore, Role, message_from_reply
-from deliberation.dhd.protocol import (
+from deliberation.experiments.dhd import labels, masking, synthetic
+from deliberation.experiments.dhd.messages import Hypothesis
+from deliberation.experiments.dhd.pool import Pool, PoolStore, Role, message_from_reply
+from deliberation.experiments.dhd.protocol import (
     INTEGRATOR,
     build_pools,
     problem_text,
     proposal_rows,
     run_replays,
 )
-from deliberation.dhd.replay import Replay, integrator_messages, repeated_design
+from deliberation.experiments.dhd.replay import Replay, integrator_messages, repeated_design
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import stage_request

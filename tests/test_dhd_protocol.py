@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from deliberation.dhd import labels, synthetic
-from deliberation.dhd.pool import PoolStore
-from deliberation.dhd.protocol import build_pools, proposal_rows, run_replays
-from deliberation.dhd.replay import leave_one_out_design, repeated_design
+from deliberation.experiments.dhd import labels, synthetic
+from deliberation.experiments.dhd.pool import PoolStore
+from deliberation.experiments.dhd.protocol import build_pools, proposal_rows, run_replays
+from deliberation.experiments.dhd.replay import leave_one_out_design, repeated_design
 from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
@@ -122,8 +122,8 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
 
 
 def _matches(request, pool, replay, by_id) -> bool:
-    from deliberation.dhd.protocol import problem_text
-    from deliberation.dhd.replay import integrator_messages
+    from deliberation.experiments.dhd.protocol import problem_text
+    from deliberation.experiments.dhd.replay import integrator_messages
 
     if request.stage != "dhd.integrator" or request.sample != replay.replicate:
         return False
@@ -153,7 +153,7 @@ def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, 
     """Loader, prompts, sim and grader together on three real items (the sim's answers to real
     problems are noise; only the plumbing is checked)."""
     from deliberation import paths
-    from deliberation.dhd.run import load_problems
+    from deliberation.experiments.dhd.run import load_problems
 
     shared = paths.shared_data_dir()
     if shared is None or not (shared / benchmark).exists():
@@ -174,7 +174,7 @@ def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, 
 
 
 def test_a_second_run_of_the_whole_experiment_sends_no_model_call(tmp_path, monkeypatch):
-    from deliberation.dhd.run import run_profile
+    from deliberation.experiments.dhd.run import run_profile
 
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
     profile = load_profile("smoke")
@@ -192,8 +192,8 @@ def test_a_second_run_of_the_whole_experiment_sends_no_model_call(tmp_path, monk
 
 def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkeypatch):
     """What notebook 07 publishes (rows and proposals as CSV) is enough to rebuild its tables."""
-    from deliberation.dhd import report
-    from deliberation.dhd.run import run_profile
+    from deliberation.experiments.dhd import report
+    from deliberation.experiments.dhd.run import run_profile
 
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
     profile = load_profile("smoke")
@@ -217,7 +217,7 @@ def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkey
 
 @pytest.mark.parametrize("limit", [0, -1])
 def test_a_problem_limit_that_is_not_positive_is_refused_not_read_as_100(limit):
-    from deliberation.dhd.run import load_problems
+    from deliberation.experiments.dhd.run import load_problems
 
     with pytest.raises(ValueError, match="limit: must be a positive count"):
         load_problems(synthetic.BENCHMARK, limit)

@@ -10,22 +10,28 @@ import pandas as pd
 import pytest
 
 from deliberation import paths
-from deliberation.dhd import synthetic
-from deliberation.dhd.labels import (
+from deliberation.experiments.dhd import synthetic
+from deliberation.experiments.dhd.labels import (
     helpful_share,
     leave_one_out_effects,
     single_message_effects,
     six_cells,
     trajectory_values,
 )
-from deliberation.dhd.messages import (
+from deliberation.experiments.dhd.messages import (
     MASK_PLACEHOLDER,
     Hypothesis,
     parse_hypothesis,
     render_for_integrator,
 )
-from deliberation.dhd.pool import Pool, PoolExistsError, PoolStore, Role, message_from_reply
-from deliberation.dhd.replay import (
+from deliberation.experiments.dhd.pool import (
+    Pool,
+    PoolExistsError,
+    PoolStore,
+    Role,
+    message_from_reply,
+)
+from deliberation.experiments.dhd.replay import (
     leave_one_out_design,
     render_view,
     repeated_design,
@@ -274,7 +280,7 @@ def test_blocked_max_statistic_finds_a_planted_removal_effect_and_not_a_null_one
     not (SHARED / "dhd_reference").exists(), reason="../shared/data/dhd_reference not present"
 )
 def test_reference_flip_shares_recomputed_from_released_counts_match_the_paper():
-    from deliberation.dhd import reference
+    from deliberation.experiments.dhd import reference
 
     table = reference.flip_direction(SHARED / "dhd_reference")
     assert (table["helpful_share"] - table["reported_share"]).abs().max() < 1e-9

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from deliberation import paths
-from deliberation.dhd import reference
-from deliberation.dhd.selection import BASELINES, POLICY_VALUES
+from deliberation.experiments.dhd import reference
+from deliberation.experiments.dhd.selection import BASELINES, POLICY_VALUES
 
 SHARED = paths.shared_data_dir() or Path("/nonexistent")
 ROOT = SHARED / "dhd_reference"

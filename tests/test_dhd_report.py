@@ -1,4 +1,4 @@
-"""Notebook 07's figures (deliberation.dhd.report): percentages like notebooks 02-05, integer
+"""Notebook 07's figures (deliberation.experiments.dhd.report): percentages like notebooks 02-05, integer
 pool sizes, intervals on every LOO rate, and no "pooled" beside a single benchmark."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from deliberation.dhd import report
+from deliberation.experiments.dhd import report
 
 
 def shares(benchmarks):

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deliberation.dhd import selection, synthetic
-from deliberation.dhd.pool import PoolStore
-from deliberation.dhd.protocol import build_pools, proposal_rows, run_replays
-from deliberation.dhd.replay import repeated_design
+from deliberation.experiments.dhd import selection, synthetic
+from deliberation.experiments.dhd.pool import PoolStore
+from deliberation.experiments.dhd.protocol import build_pools, proposal_rows, run_replays
+from deliberation.experiments.dhd.replay import repeated_design
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
@@ -208,7 +208,7 @@ def test_no_two_blocks_of_a_repeated_design_share_a_draw():
     """A draw shared across blocks (same sample index) would let the held-out block's draw
     inform the values it is selected on: the sim's integrator, for one, draws its own
     knowledge per (problem, draw)."""
-    from deliberation.dhd.pool import Pool, Role, message_from_reply
+    from deliberation.experiments.dhd.pool import Pool, Role, message_from_reply
 
     messages = tuple(
         message_from_reply(i, Role(f"r{i}", "f"), f"reply {i}", key=f"k{i}", error=None)

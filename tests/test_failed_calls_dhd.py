@@ -9,11 +9,15 @@ import pytest
 from helpers.failing_server import failing_server
 from helpers.serve_sim import openai_profile
 
-from deliberation.dhd import synthetic
-from deliberation.dhd.pool import PoolStore
-from deliberation.dhd.prompts import HYPOTHESIZER_STAGE, INTEGRATOR_STAGE, RECRUITER_STAGE
-from deliberation.dhd.protocol import problem_text
-from deliberation.dhd.run import run_dhd
+from deliberation.experiments.dhd import synthetic
+from deliberation.experiments.dhd.pool import PoolStore
+from deliberation.experiments.dhd.prompts import (
+    HYPOTHESIZER_STAGE,
+    INTEGRATOR_STAGE,
+    RECRUITER_STAGE,
+)
+from deliberation.experiments.dhd.protocol import problem_text
+from deliberation.experiments.dhd.run import run_dhd
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend

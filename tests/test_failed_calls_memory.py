@@ -13,12 +13,12 @@ from helpers.failing_server import cached_openai_client, failing_server
 from helpers.serve_sim import openai_profile
 
 from deliberation.cli import main
+from deliberation.experiments.memory import run_from_profile
+from deliberation.experiments.memory.analyses.accuracy import accuracy_table, differences
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.failures import EXIT_FAILED_CALLS
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.memory_runs import run_from_profile
-from deliberation.paper1.accuracy import accuracy_table, differences
 
 FAST = {"timeout_s": 10.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 1}
 GRID = {"policies": ("R1", "B3", "R1-rel"), "budgets": (0.6,), "tags": ("keep",), "item_limit": 0}

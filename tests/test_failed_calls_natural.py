@@ -8,11 +8,11 @@ from __future__ import annotations
 import pandas as pd
 from helpers.failing_server import cached_openai_client, failing_server
 
+from deliberation.experiments.memory.runs import crossprofile_tasks
+from deliberation.experiments.natural.report import invalid_table, outcomes
+from deliberation.experiments.natural.runs import run_natural_experiment
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.memory_runs.runs import crossprofile_tasks
-from deliberation.natural_runs.report import invalid_table, outcomes
-from deliberation.natural_runs.runs import run_natural_experiment
 
 FAST = {"timeout_s": 10.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 1}
 TASKS = crossprofile_tasks("main", 3)[::8]  # one task of each of three templates

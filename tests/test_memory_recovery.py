@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deliberation.memory_runs import run_from_profile
-from deliberation.paper1 import evidence
+from deliberation.experiments.memory import run_from_profile
+from deliberation.experiments.memory.analyses import evidence
 from deliberation.params import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
 

@@ -6,9 +6,7 @@ import pandas as pd
 import pytest
 
 from deliberation.cli import main
-from deliberation.inference import make_client
-from deliberation.inference.base import ChatResponse
-from deliberation.memory_runs import (
+from deliberation.experiments.memory import (
     CROSSPROFILE_COLUMNS,
     HIDDENBENCH_COLUMNS,
     Grid,
@@ -16,6 +14,8 @@ from deliberation.memory_runs import (
     run_from_profile,
     run_memory_experiment,
 )
+from deliberation.inference import make_client
+from deliberation.inference.base import ChatResponse
 from deliberation.params import load_profile
 
 POLICIES = ("R1", "B4", "B3", "R1-rel", "oracle-balance", "all", "empty")
@@ -201,7 +201,7 @@ def test_cli_writes_rows_and_prints_counts(tmp_path, capsys):
 
 @pytest.mark.parametrize("limit", [0, -1])
 def test_a_limit_that_is_not_positive_is_refused_by_the_library_too(limit):
-    from deliberation.memory_runs.runs import crossprofile_tasks, run_from_profile
+    from deliberation.experiments.memory.runs import crossprofile_tasks, run_from_profile
 
     with pytest.raises(ValueError, match="limit: must be a positive count"):
         crossprofile_tasks("main", limit)
@@ -218,7 +218,7 @@ def test_a_limit_that_is_not_positive_is_refused_by_the_library_too(limit):
     ],
 )
 def test_a_grid_value_given_twice_is_refused_not_run_twice(overrides, named):
-    from deliberation.memory_runs.grid import Grid
+    from deliberation.experiments.memory.grid import Grid
 
     grid = {"policies": ("R1",), "budgets": (0.6,), "tags": ("keep",)}
     with pytest.raises(ValueError, match=f"{named} listed more than once"):

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from helpers.natural_profiles import sim_profile
 
+from deliberation.experiments.memory.runs import crossprofile_tasks
+from deliberation.experiments.natural import report
+from deliberation.experiments.natural.runs import run_natural_experiment
 from deliberation.inference import make_client
-from deliberation.memory_runs.runs import crossprofile_tasks
-from deliberation.natural_runs import report
-from deliberation.natural_runs.runs import run_natural_experiment
 
 # Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.
 pytestmark = pytest.mark.experiments

@@ -8,19 +8,19 @@ import pandas as pd
 import pytest
 from helpers.natural_profiles import RecordingClient, sim_profile
 
-from deliberation import natural_prompts
 from deliberation.cli import main
 from deliberation.discussion.disclosure import disclosure
-from deliberation.discussion.natural import read_vote
-from deliberation.inference.base import ChatResponse
-from deliberation.inference.sim_behaviours import natural as sim_natural
-from deliberation.memory_runs.runs import crossprofile_tasks
-from deliberation.natural_runs import report
-from deliberation.natural_runs.runs import (
+from deliberation.experiments.memory.runs import crossprofile_tasks
+from deliberation.experiments.natural import prompts as natural_prompts
+from deliberation.experiments.natural import report
+from deliberation.experiments.natural import sim as sim_natural
+from deliberation.experiments.natural.discussion import read_vote
+from deliberation.experiments.natural.runs import (
     DISCLOSURE_COLUMNS,
     ROW_COLUMNS,
     run_natural_experiment,
 )
+from deliberation.inference.base import ChatResponse
 from deliberation.params import load_profile
 
 POLICIES = ("R1", "B3", "R1-rel", "empty")

@@ -1,4 +1,4 @@
-"""Paper 1's analysis library (deliberation.paper1) and the memory viewer, on hand-made frames
+"""Paper 1's analysis library (deliberation.experiments.memory.analyses) and the memory viewer, on hand-made frames
 whose answers can be worked out by hand."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from deliberation.crossprofile import CLASSIC, derive_task, load_bank
 from deliberation.crossprofile.audit import audit
 from deliberation.discussion import memory_candidates, scripted_discussion
 from deliberation.display import ROLE_COLOURS, memory_html
+from deliberation.experiments.memory.analyses import accuracy, crossprofile, evidence, tags
+from deliberation.experiments.memory.analyses.settings import resolve
+from deliberation.experiments.memory.grid import Cell
+from deliberation.experiments.memory.pipeline import Decision
 from deliberation.memory import Capacity, MemoryPool, build_memory
-from deliberation.memory_runs.grid import Cell
-from deliberation.memory_runs.pipeline import Decision
-from deliberation.paper1 import accuracy, crossprofile, evidence, tags
-from deliberation.paper1.settings import resolve
 from deliberation.params import load_profile
 
 R = 400
@@ -316,7 +316,7 @@ def test_accuracy_matrix_lays_policies_against_capacities():
 
 
 def test_accuracy_figure_draws_budgets_and_references_only():
-    from deliberation.paper1 import figures
+    from deliberation.experiments.memory.analyses import figures
 
     table = pd.DataFrame(
         {
@@ -370,7 +370,7 @@ def test_fixed_count_overlap_counts_memories_equal_to_their_fixed_count_memory()
 
 
 def test_reference_lines_each_have_their_own_look_and_heatmaps_explain_the_cell_codes():
-    from deliberation.paper1 import figures
+    from deliberation.experiments.memory.analyses import figures
 
     references = ["all", "empty", "private-only", "shared-only", "someday-new"]
     table = pd.DataFrame(

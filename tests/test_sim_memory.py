@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from deliberation import prompts
 from deliberation.crossprofile import load_bank
 from deliberation.crossprofile.scoring import score_options
+from deliberation.experiments.memory import prompts
+from deliberation.experiments.memory.sim.hiddenbench import read_statement
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.sim import SimBackend
-from deliberation.inference.sim_behaviours.hiddenbench import read_statement
 
 ALL = "[A1,A2,A3,A4]"
 
@@ -157,7 +157,7 @@ def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
     import yaml
 
     from deliberation.crossprofile.loader import bank_dir
-    from deliberation.inference.sim_behaviours.crossprofile import world_knowledge
+    from deliberation.experiments.memory.sim.crossprofile import world_knowledge
 
     for path in sorted(bank_dir().glob("*.yaml"))[:5]:
         data = yaml.safe_load(path.read_text())
@@ -174,7 +174,7 @@ def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
 
 
 def test_signal_to_noise_of_a_line_grows_with_its_holders_against_fixed_noise():
-    from deliberation.inference.sim_behaviours.memory_mechanism import signal_to_noise
+    from deliberation.experiments.memory.sim.mechanism import signal_to_noise
 
     planted = {"evidence_weight": 1.0, "social_weight": 0.2, "choice_noise": 0.5}
     assert signal_to_noise(planted, 1) == pytest.approx(2.0)

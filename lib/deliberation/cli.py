@@ -18,9 +18,9 @@ COMMAND_MODULES = [
     "deliberation.inference.commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
-    "deliberation.memory_runs.commands",
-    "deliberation.dhd.commands",
-    "deliberation.natural_runs.commands",
+    "deliberation.experiments.memory.commands",
+    "deliberation.experiments.dhd.commands",
+    "deliberation.experiments.natural.commands",
     "deliberation.paper.commands",
     "deliberation.results.commands",
 ]

@@ -42,6 +42,9 @@ from pydantic import (
     model_validator,
 )
 
+# The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
+# known before a profile's sim.parameters are checked.
+import deliberation.experiments  # noqa: F401
 from deliberation import paths
 from deliberation.cost import CostModel
 from deliberation.inference.base import backend_class, registered_backends

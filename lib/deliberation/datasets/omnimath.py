@@ -21,7 +21,7 @@ Subsets (files under the benchmark root):
   copy). Their problems that also appear in the rule subset are rule-checked; the others are
   ``MATH_JUDGE`` items, graded by a judge model: build the call with :func:`judge_request`, send
   it through the backend, and score the reply with :func:`parse_judge_reply` (Omni-MATH's own
-  evaluation is a GPT-4 judge; our judge prompt lives in :mod:`deliberation.dhd.prompts`).
+  evaluation is a GPT-4 judge; our judge prompt lives in :mod:`deliberation.experiments.dhd.prompts`).
 
 Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
 
@@ -55,7 +55,6 @@ from deliberation.datasets.items import (
     make_meta,
     required_text,
 )
-from deliberation.dhd.prompts import JUDGE_CHOICES, JUDGE_STAGE, JUDGE_SYSTEM, JUDGE_USER
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 
 NAME = "omnimath"
@@ -65,6 +64,22 @@ SUBSET_FILES: dict[str, tuple[str, ...]] = {
     "omni2": ("Omni-MATH-2.jsonl", "omni_math_2.jsonl"),
 }
 _FIELDS = ("problem", "answer")
+
+# The blind judge (stage ``dhd.judge``): it sees the problem, the reference answer and the
+# candidate's final answer, never the reasoning, and decides equivalence for items no rule can
+# check. Omni-MATH's own evaluation uses a GPT-4 judge with its own prompt; this prompt is ours.
+JUDGE_STAGE = "dhd.judge"
+JUDGE_CHOICES = ("equivalent", "not equivalent")
+JUDGE_SYSTEM = (
+    "You check answers to competition mathematics problems. Compare the candidate's final answer "
+    "with the reference answer and decide whether they are mathematically equivalent: the same "
+    "value, set, expression or statement, possibly written differently. Ignore the candidate's "
+    "reasoning and formatting; judge only the final answer. Reply with exactly one of: "
+    "equivalent, not equivalent."
+)
+JUDGE_USER = (
+    "Problem:\n{problem}\n\nReference answer:\n{reference}\n\nCandidate final answer:\n{candidate}"
+)
 
 
 class JudgeRequired(RuntimeError):
