@@ -2,7 +2,7 @@
 
 Agents and the decision maker read statements with the benchmark's reader (CrossProfile: the
 template bank as world knowledge; HiddenBench: the word-list reading) and choose with the
-decision maker's mechanism (:func:`.memory_mechanism.choose`: evidence and social weights,
+decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism.choose`: evidence and social weights,
 Gumbel choice noise). Nothing here sees a task object, a role or an answer key: only the
 prompt text (``deliberation.experiments.natural.prompts``).
 

@@ -43,7 +43,7 @@ class MemoryBenchmark(Protocol):
         ...
 
     def rows(self, decisions: Sequence[Decision]) -> pd.DataFrame:
-        """One row per decision, in :attr:`columns`."""
+        """One row per decision, in ``columns``."""
         ...
 
 

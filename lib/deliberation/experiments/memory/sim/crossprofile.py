@@ -1,5 +1,5 @@
 """Sim behaviours for CrossProfile: ``crossprofile.decision``, ``.relevance``, ``.balance``,
-``.summary`` (mechanism and parameters: :mod:`.memory_mechanism`).
+``.summary`` (mechanism and parameters: :mod:`.mechanism`).
 
 World knowledge is the template bank: every fact text maps to the option it names, its
 polarity on the criteria (support and decoy facts) or its tone (irrelevant facts). The sim

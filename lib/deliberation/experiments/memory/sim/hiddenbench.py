@@ -1,5 +1,5 @@
 """Sim behaviours for HiddenBench: ``hiddenbench.decision``, ``.relevance``, ``.balance``,
-``.summary`` (mechanism and parameters: :mod:`.memory_mechanism`).
+``.summary`` (mechanism and parameters: :mod:`.mechanism`).
 
 HiddenBench has no fact bank, so the sim reads each statement with a documented word list,
 never with ``correct_answer``:
