@@ -19,17 +19,18 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
+from deliberation import experiments, paths
 from deliberation.experiments.memory import benchmarks, needs, prompts
 from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import Decision
 from deliberation.experiments.memory.rows import common_row, typed_frame
-from deliberation.experiments.memory.runs import run_memory_experiment
+from deliberation.experiments.memory.runs import run_from_profile, run_memory_experiment
 from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.memory import MemoryPool, registry
-from deliberation.params import load_profile
+from deliberation.params import ProfileError, load_profile
 
 # --- the toy benchmark: what README "Extending" asks for, as one module would hold it ---------
 
@@ -123,6 +124,7 @@ def toy_extensions(monkeypatch):
     monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
     monkeypatch.setattr(registry, "_POLICIES", dict(registry._POLICIES))
     monkeypatch.setattr(needs, "_NEEDS", dict(needs._NEEDS))
+    monkeypatch.setitem(experiments.OPTIONS, "toybench", experiments.OPTIONS["crossprofile"])
     benchmarks.register_memory_benchmark(ToyBench())
     registry.rank_policy("numbers-first", needs=("numbers",))(numbers_first)
     needs.register_need(NUMBERS)
@@ -216,3 +218,24 @@ def test_a_failed_need_call_fails_only_the_cells_that_need_it(toy_extensions, tm
 def test_a_benchmark_without_true_roles_refuses_oracle_policies(toy_extensions, tmp_path):
     with pytest.raises(ValueError, match="ToyBench has none"):
         _run(tmp_path, Grid(policies=("oracle-rel",), budgets=(0.6,)), RuleBackend())
+
+
+def test_a_profile_sets_the_toy_benchmarks_grid_in_its_own_section(toy_extensions, tmp_path):
+    """The registered section ``experiments.toybench`` is validated like the built-in grids
+    and is the grid ``run_from_profile`` runs."""
+    path = tmp_path / "toy.yaml"
+    path.write_text(
+        "extends: sim\nexperiments:\n  toybench: {policies: [numbers-first], budgets: [],"
+        " item_limit: 1, tags: [remove]}\n"
+    )
+    (tmp_path / "sim.yaml").write_text((paths.params_dir() / "sim.yaml").read_text())
+    profile = load_profile(path)
+    assert profile.experiments.toybench.policies == ("numbers-first",)
+    client = CachedClient(RuleBackend(), ResponseCache(tmp_path / "c.sqlite"), profile="toy")
+    frame = run_from_profile("toybench", profile, client=client, progress=False).frame
+    assert frame[["policy", "kept_facts", "answer"]].values.tolist() == [
+        ["numbers-first", "f3", "Alpha"]
+    ]
+    path.write_text("extends: sim\nexperiments:\n  toybench: {tags: [keep, keep]}\n")
+    with pytest.raises(ProfileError, match=r"experiments.toybench.tags: .*more than once"):
+        load_profile(path)

@@ -69,10 +69,11 @@ from deliberation.experiments.memory.benchmarks.hiddenbench import (
     hiddenbench_rows,
 )
 from deliberation.experiments.memory.grid import Grid
+from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
 from deliberation.experiments.memory.rows import failed_rows
 from deliberation.inference.client import Client
-from deliberation.params import MemoryGridOptions, check_limit
+from deliberation.params import check_limit
 
 
 @dataclass(frozen=True)
