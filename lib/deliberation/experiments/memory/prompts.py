@@ -2,7 +2,7 @@
 
 The decision prompt holds the task description, the stated criteria, the options and the memory
 only. Labelling and summary prompts show the statements without holder tags, so a label never
-depends on who said what. The sim backend reads these same texts (``inference/sim_behaviours``),
+depends on who said what. The sim backend reads these same texts (``experiments/memory/sim/``),
 so a change here is a change to what every backend sees; the phrases the sim locates are the
 ``*_HEADER`` and ``*_MARKER`` constants below.
 """

@@ -1,7 +1,7 @@
 """Parameter recovery for the natural discussion: plant a disclosure probability or an
 evidence-first effect in the sim, run the experiment, let the statistics find it.
 
-As in test_memory_recovery: a 95% interval misses its true value one time in twenty, so checks
+As in experiments/memory/test_recovery.py: a 95% interval misses its true value one time in twenty, so checks
 that could fail by chance run on three independent replications (profile seeds 0-2: new fact
 orders, holders and sim draws) and must hold in at least two; a planted effect must exclude 0
 in every replication.
