@@ -205,7 +205,7 @@ def test_one_natural_discussion_with_votes_and_a_decision(lane) -> None:
 def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem(
     lane, scratch
 ) -> None:
-    from deliberation.datasets.omnimath import judge_request
+    from deliberation.experiments.dhd.judge import judge_request
     from deliberation.experiments.dhd.prompts import JUDGE_CHOICES
     from deliberation.experiments.dhd.protocol import PROPOSAL_COLUMNS, REPLAY_COLUMNS
     from deliberation.experiments.dhd.run import load_problems, run_dhd

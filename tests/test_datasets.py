@@ -33,7 +33,6 @@ from deliberation.datasets import (
     scibench,
     symbolic,
 )
-from deliberation.inference.base import ChatRequest
 from deliberation.paths import shared_data_dir
 
 # ------------------------------------------------------------------ fixtures
@@ -487,37 +486,6 @@ def test_omnimath_full_file_marks_problems_outside_the_rule_subset_for_a_judge(o
         grade(judged, r"\boxed{\text{all additive continuous maps, i.e. linear ones}}")
     with pytest.raises(DatasetNotFoundError, match="omni2"):
         load("omnimath", omni_with_full_file, subset="omni2")
-
-
-def test_omnimath_judge_request_is_a_structured_chat_request(items):
-    item = items["omnimath"][887]
-    request = omnimath.judge_request(item, "Long reasoning...\nProposed final answer: 1/25")
-    assert isinstance(request, ChatRequest)
-    assert request.stage == "dhd.judge"
-    assert request.structured is not None
-    assert request.structured.choices == ("equivalent", "not equivalent")
-    assert request.messages[0].content == omnimath.JUDGE_SYSTEM  # the grader owns its judge
-    user = request.messages[-1].content
-    assert item.question in user and item.gold in user and "1/25" in user
-    assert "Long reasoning" not in user  # the judge sees the final answer only
-
-
-@pytest.mark.parametrize(
-    ("reply", "score"),
-    [
-        ("equivalent", 1.0),
-        ("Equivalent.", 1.0),
-        ("not equivalent", 0.0),
-        (" NOT EQUIVALENT\n", 0.0),
-    ],
-)
-def test_omnimath_judge_reply_parsing(reply, score):
-    assert omnimath.parse_judge_reply(reply) == score
-
-
-def test_omnimath_unreadable_judge_reply_is_an_error():
-    with pytest.raises(omnimath.JudgeReplyError, match="maybe"):
-        omnimath.parse_judge_reply("maybe")
 
 
 # ------------------------------------------------------------------ roots and errors

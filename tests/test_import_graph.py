@@ -1,5 +1,6 @@
 """The library has no import cycles: between modules none at all, between its top-level packages
-none but through the imports issue 22 defers (listed below, each removed by its restructuring).
+(each experiment package counting as one) none but through the two imports listed below, each
+with the reason it stays; and ``inference/`` imports no experiment.
 
 Every import counts, also one inside a function: a lazy import hides a cycle from Python but not
 from a reader, who still cannot understand either module without the other.
@@ -15,33 +16,24 @@ import deliberation
 
 ROOT = Path(deliberation.__file__).parent
 
-# Imports between top-level packages that close package cycles, still deferred (each names why).
+# The two imports between top-level packages that still close a package cycle (no module cycle
+# remains): each names why it stays.
 DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = {
-    # issue 22 item 2: the profile validates each backend's registered options (params imports
-    # inference.base) while make_client, stage settings and serve-sim read a profile; no module
-    # cycle, only this package one.
+    # The profile (params) validates each backend's options and the server section through
+    # inference's registries, and inference reads profiles: make_client, stage settings
+    # (generation.py), serve-sim, and inference/commands.py. Breaking it means splitting the
+    # profile model (a backend-facing core inside inference, experiments' sections outside).
     ("deliberation.inference", "deliberation.params"),
-    # Merged this session (issues 20, 21, 27), to go with issue 22's package moves: the model
-    # files of `make models` answer the CLI's help through datasets' fetch helpers; the
-    # build's report reads the replies module, which reads the build's paths.
-    ("deliberation.model_files", "deliberation.cli"),
-    ("deliberation.inference", "deliberation.model_files"),
+    # results/compare.py reads the build's report and paper/report.py reads results/replies;
+    # both files are being changed on other branches, so the move waits for them.
     ("deliberation.results", "deliberation.paper"),
-    # the one CLI registry: each command module registers itself through cli.add_command.
-    ("deliberation.inference", "deliberation.cli"),
 }
 
-# Module cycles merged this session and deferred to issue 22 (each a lazy or type-only import):
-# the model server reads a profile, and the profile validates the server section it starts;
-# StructuredOutput checks its schema with the parser module, which names StructuredOutput in
-# its type hints only.
-DEFERRED_MODULE_EDGES: set[tuple[str, str]] = {
-    ("deliberation.params", "deliberation.inference.model_server"),
-    ("deliberation.inference.structured_answers", "deliberation.inference.base"),
-}
+# Module edges allowed to close a cycle: none remain.
+DEFERRED_MODULE_EDGES: set[tuple[str, str]] = set()
 
-# Experiment packages never read inference's insides through these names: `inference/` imports
-# no experiment, and each experiment counts as a package of its own in the package graph.
+# The experiments' namespace: each package under it counts as a top-level package in the package
+# graph, and `inference/` may import none of them.
 EXPERIMENTS = "deliberation.experiments"
 
 

@@ -1,14 +1,16 @@
-"""Every prompt of the DHD protocol, in one place (recruiter, hypothesizer, integrator).
+"""Every prompt of the DHD protocol, in one place (recruiter, hypothesizer, integrator, judge).
 
 The texts are ours, written from the protocol in paper 2 (``../shared/seeds/001_*.txt``): the
 recruiter never sees the answer; hypothesizers work alone and reply in the fixed format of
 :mod:`deliberation.experiments.dhd.messages`; the integrator sees only the problem and the messages it is
 given, and ends with a ``Final answer:`` line that every grader in :mod:`deliberation.datasets`
-reads. The blind judge of Omni-MATH items no rule can check is that grader's own prompt, in
-:mod:`deliberation.datasets.omnimath` beside the request it builds (the datasets know no experiment).
+reads; the judge sees the problem, the reference answer and the candidate answer, never the
+reasoning (a blind evaluator) and decides equivalence for items no rule can check.
 
 Prompt text feeds the cache key (the key is what is sent), so editing a prompt re-asks the model
-for every affected request instead of serving answers to the old wording.
+for every affected request instead of serving answers to the old wording. The judge
+(``JUDGE_*``) is built into a request by :func:`deliberation.experiments.dhd.judge.judge_request`;
+Omni-MATH's own evaluation uses a GPT-4 judge with its own prompt; this prompt is ours.
 """
 
 from __future__ import annotations
@@ -94,3 +96,16 @@ INTEGRATOR_NO_MESSAGES = "No messages from other solvers are available: solve it
 INTEGRATOR_MESSAGES_HEADER = "Messages from independent solvers ({count}):"
 # A stand-in for a whole message (the neutral-replacement arm): it carries no content.
 NEUTRAL_MESSAGE = "This solver sent no usable content."
+
+JUDGE_STAGE = "dhd.judge"
+JUDGE_CHOICES = ("equivalent", "not equivalent")
+JUDGE_SYSTEM = (
+    "You check answers to competition mathematics problems. Compare the candidate's final answer "
+    "with the reference answer and decide whether they are mathematically equivalent: the same "
+    "value, set, expression or statement, possibly written differently. Ignore the candidate's "
+    "reasoning and formatting; judge only the final answer. Reply with exactly one of: "
+    "equivalent, not equivalent."
+)
+JUDGE_USER = (
+    "Problem:\n{problem}\n\nReference answer:\n{reference}\n\nCandidate final answer:\n{candidate}"
+)

@@ -27,8 +27,8 @@ import pandas as pd
 
 from deliberation import datasets
 from deliberation.datasets import Item
-from deliberation.datasets.omnimath import JUDGE_STAGE
 from deliberation.experiments.dhd import synthetic
+from deliberation.experiments.dhd.judge import JudgeReplyError, judge_request, parse_judge_reply
 from deliberation.experiments.dhd.pool import (
     RECRUITER_CALL_FAILED,
     Pool,
@@ -41,6 +41,7 @@ from deliberation.experiments.dhd.prompts import (
     HYPOTHESIZER_SYSTEM,
     HYPOTHESIZER_USER,
     INTEGRATOR_STAGE,
+    JUDGE_STAGE,
     N_ROLES,
     RECRUITER_SCHEMA,
     RECRUITER_STAGE,
@@ -256,7 +257,7 @@ def run_replays(
             grades.append(grade_reply(item, response.text))
         except datasets.omnimath.JudgeRequired:
             grades.append(None)
-            judge_needed.append((position, datasets.omnimath.judge_request(item, response.text)))
+            judge_needed.append((position, judge_request(item, response.text)))
     if judge_needed:
         verdicts, _ = send(client, [r for _, r in judge_needed], JUDGE_STAGE, counts)
         for (position, _), verdict in zip(judge_needed, verdicts, strict=True):
@@ -290,8 +291,8 @@ def _judge_grade(verdict: ChatResponse) -> Outcome:
     if not verdict.ok:
         return Outcome(None, f"judge call failed: {verdict.error}")
     try:
-        return Outcome(int(datasets.omnimath.parse_judge_reply(verdict.text) == 1.0), None)
-    except datasets.omnimath.JudgeReplyError as error:
+        return Outcome(int(parse_judge_reply(verdict.text) == 1.0), None)
+    except JudgeReplyError as error:
         return Outcome(None, f"judge verdict unreadable: {error}")
 
 

@@ -77,7 +77,7 @@ ROLE_CATALOGUE = (
 _MESSAGE = re.compile(r"^Message \d+ \(role: [^)\n]*\)\s*$", re.MULTILINE)
 _ANSWER = re.compile(r"^Proposed final answer:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 _OPTION = re.compile(r"^\s*\(?([A-E])[.)]\s", re.MULTILINE)
-# The judge prompt (datasets.omnimath.JUDGE_USER): each answer on the lines after its label.
+# The judge prompt (prompts.JUDGE_USER): each answer on the lines after its label.
 _REFERENCE = re.compile(r"Reference answer:\s*(.+?)\s*(?:\n\n|$)", re.IGNORECASE | re.DOTALL)
 _CANDIDATE = re.compile(r"Candidate final answer:\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
