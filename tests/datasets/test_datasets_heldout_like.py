@@ -11,7 +11,7 @@ import pytest
 from deliberation import datasets
 from deliberation.paths import shared_data_dir
 
-CORPUS = Path(__file__).parent / "fixtures" / "dhd_replies" / "heldout_like.jsonl"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "dhd_replies" / "heldout_like.jsonl"
 
 
 @pytest.fixture(scope="module")

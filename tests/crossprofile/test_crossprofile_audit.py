@@ -29,7 +29,7 @@ from deliberation.crossprofile.audit import (
 from deliberation.crossprofile.loader import load_template, read_template, template_files
 from deliberation.crossprofile.schema import Template
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "crossprofile"
 V1 = FIXTURES / "bank_v1"
 V2 = FIXTURES / "bank_v2"
 

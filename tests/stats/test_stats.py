@@ -1,5 +1,5 @@
 """``deliberation.stats`` as the notebooks use it: public names, and recovery of planted effects
-on a simulated paper-1 results frame. Details are tested in tests/test_stats_*.py."""
+on a simulated paper-1 results frame. Details are tested in tests/stats/test_stats_*.py."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from deliberation.crossprofile.verifier import (
     verify_template,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "crossprofile"
 VALID = FIXTURES / "valid"
 BROKEN = FIXTURES / "broken"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from deliberation.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "crossprofile"
 
 
 def test_verify_passes_valid_files_with_exit_zero(capsys):

@@ -24,7 +24,7 @@ from deliberation.crossprofile.tasks import (
 from deliberation.crossprofile.variants import AGENTS, ALL_VARIANTS, CLASSIC
 from deliberation.crossprofile.verifier import load_bank
 
-VALID = Path(__file__).parent / "fixtures" / "crossprofile" / "valid"
+VALID = Path(__file__).parents[1] / "fixtures" / "crossprofile" / "valid"
 
 
 @pytest.fixture(scope="module")
