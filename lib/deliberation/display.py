@@ -6,7 +6,8 @@ Jupyter renders as HTML (``_repr_html_``; no widget server) and a terminal or ``
 text (``__repr__``/``__str__``: each note line tagged with its role). Only the task and the
 policy are needed: the profile defaults to ``DELIBERATION_PROFILE`` (else ``sim``), its client
 is opened once per profile, and a budgeted policy gets the primary budget r = 0.6.
-:func:`memory_html` draws a :class:`~deliberation.experiments.memory.pipeline.Decision` already made.
+:func:`memory_html` draws a :class:`~deliberation.experiments.memory.pipeline.Decision` already
+made.
 
 Each note line of the prompt is coloured by its fact's true role (support, decoy, irrelevant;
 grey when the task has no roles, as in HiddenBench) and annotated with its holder count; the

@@ -1,6 +1,7 @@
 """From replay rows to paper 2's labels: replay effects, the six cells, helpful shares, values.
 
-Replay rows (one per integrator call; written by :mod:`deliberation.experiments.dhd.run`) have the columns
+Replay rows (one per integrator call; written by :mod:`deliberation.experiments.dhd.run`) have the
+columns
 
 =============  =================================================================================
 ``problem``    problem id (the cluster for every interval)

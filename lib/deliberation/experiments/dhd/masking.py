@@ -23,10 +23,11 @@ index except the repeat, so arms differ only in what they show. Draw indices sta
 :data:`MASKING_SAMPLE_BASE`: masking never reuses the repeated replays' cached draws, so cases
 chosen on those draws are scored on fresh ones (no selection on the outcome).
 
-A masked field shows :data:`~deliberation.experiments.dhd.messages.MASK_PLACEHOLDER`. Masking the answer is
-only meaningful if the answer is not also written in the message's other fields: such a message
-is *flagged* (:func:`answer_leaks`, column ``answer_leak`` of the cases) and its answer-masked
-arm is not run, rather than reported as a masked answer that the integrator could still read.
+A masked field shows :data:`~deliberation.experiments.dhd.messages.MASK_PLACEHOLDER`. Masking the
+answer is only meaningful if the answer is not also written in the message's other fields: such a
+message is *flagged* (:func:`answer_leaks`, column ``answer_leak`` of the cases) and its
+answer-masked arm is not run, rather than reported as a masked answer that the integrator could
+still read.
 
 Rows are replay rows (:mod:`deliberation.experiments.dhd.labels`) with the case's ``cell`` added;
 :func:`masking_table` gives success by cell and arm with problem-clustered intervals.
@@ -109,13 +110,13 @@ def choose_cases(
 ) -> pd.DataFrame:
     """Up to ``per_cell`` messages per cell from repeated-replay results.
 
-    ``values`` is :func:`deliberation.experiments.dhd.labels.trajectory_values` (problem, benchmark, message,
-    value, blocks); ``proposals`` gives ``proposal_correct``. A message is helpful when its value
-    is at least ``min_value``, harmful when at most ``-min_value``; with ``tests``
-    (:func:`deliberation.experiments.dhd.labels.repeated_tests`) and ``max_p`` it must also have an adjusted
-    p-value at most ``max_p`` (a repeatable effect). Within a cell the strongest effects come first,
-    taken in turn from each benchmark so that every benchmark is covered; messages without a
-    readable proposed answer have no cell.
+    ``values`` is :func:`deliberation.experiments.dhd.labels.trajectory_values` (problem, benchmark,
+    message, value, blocks); ``proposals`` gives ``proposal_correct``. A message is helpful when its
+    value is at least ``min_value``, harmful when at most ``-min_value``; with ``tests``
+    (:func:`deliberation.experiments.dhd.labels.repeated_tests`) and ``max_p`` it must also have an
+    adjusted p-value at most ``max_p`` (a repeatable effect). Within a cell the strongest effects
+    come first, taken in turn from each benchmark so that every benchmark is covered; messages
+    without a readable proposed answer have no cell.
     """
     if not 0 <= min_value <= 1:
         raise ValueError(f"min_value must be in [0, 1], not {min_value}")

@@ -2,10 +2,11 @@
 
 The texts are ours, written from the protocol in paper 2 (``../shared/seeds/001_*.txt``): the
 recruiter never sees the answer; hypothesizers work alone and reply in the fixed format of
-:mod:`deliberation.experiments.dhd.messages`; the integrator sees only the problem and the messages it is
-given, and ends with a ``Final answer:`` line that every grader in :mod:`deliberation.datasets`
-reads; the judge sees the problem, the reference answer and the candidate answer, never the
-reasoning (a blind evaluator) and decides equivalence for items no rule can check.
+:mod:`deliberation.experiments.dhd.messages`; the integrator sees only the problem and the messages
+it is given, and ends with a ``Final answer:`` line that every grader in
+:mod:`deliberation.datasets` reads; the judge sees the problem, the reference answer and the
+candidate answer, never the reasoning (a blind evaluator) and decides equivalence for items no rule
+can check.
 
 Prompt text feeds the cache key (the key is what is sent), so editing a prompt re-asks the model
 for every affected request instead of serving answers to the old wording. The judge

@@ -16,10 +16,10 @@ Component masking (:func:`masking_pilot`): the pilot's success rates by cell and
 interval on nominal event counts, labelled as such.
 
 Cross-fitted selection (:func:`selection_tables`): the authors did release one row per problem
-and held-out block, in the columns this library's :mod:`deliberation.experiments.dhd.selection` writes, so
-every policy's accuracy and the selector's gain against *every* baseline are recomputed with the
-same problem-clustered bootstrap as our own rows. The released gains differ by baseline (the
-paper's headline gain is against always-full; against the correctness heuristic it is smaller),
+and held-out block, in the columns this library's :mod:`deliberation.experiments.dhd.selection`
+writes, so every policy's accuracy and the selector's gain against *every* baseline are recomputed
+with the same problem-clustered bootstrap as our own rows. The released gains differ by baseline
+(the paper's headline gain is against always-full; against the correctness heuristic it is smaller),
 so each baseline is reported.
 
 Every output made from these rows is the authors' (their models, :data:`RELEASED_MODELS`), under
@@ -268,7 +268,8 @@ def masking_pilot(root: str | Path | None = None) -> pd.DataFrame:
 
 def selection_per_fold(root: str | Path | None = None) -> pd.DataFrame:
     """The authors' released per-fold selection rows, checked to have the columns of
-    :data:`deliberation.experiments.dhd.selection.PER_FOLD_COLUMNS` (same meaning as this library's)."""
+    :data:`deliberation.experiments.dhd.selection.PER_FOLD_COLUMNS` (same meaning as this
+    library's)."""
     from deliberation.experiments.dhd.selection import PER_FOLD_COLUMNS
 
     base = reference_root(root)
@@ -308,7 +309,8 @@ def selection_tables(
     """Recompute, from the released per-fold rows, every policy's held-out accuracy and the
     selector's gain against every baseline, per model and benchmark and pooled, with intervals
     from a bootstrap over problems (:func:`deliberation.experiments.dhd.selection.policy_accuracy`,
-    :func:`~deliberation.experiments.dhd.selection.selector_gains`). The gains carry the authors' reported
+    :func:`~deliberation.experiments.dhd.selection.selector_gains`). The gains carry the authors'
+    reported
     gain against always-full beside ours (``reported_gain_pp``; empty for other baselines)."""
     from deliberation.experiments.dhd.selection import policy_accuracy, selector_gains
 

@@ -2,9 +2,9 @@
 
 Per problem there are six *actions*: 0 keeps the full pool, ``k`` drops message ``k`` (1-based;
 the authors' label ``remove_h<k-1>`` numbers hypotheses from 0). The repeated replays
-(:func:`deliberation.experiments.dhd.replay.repeated_design`) give, in every block, the outcome of each
-action: the full pool's two calls (their mean; call *A* and call *B* are the lower and the higher
-draw index) and one call per removal.
+(:func:`deliberation.experiments.dhd.replay.repeated_design`) give, in every block, the outcome of
+each action: the full pool's two calls (their mean; call *A* and call *B* are the lower and the
+higher draw index) and one call per removal.
 
 The blocks are cross-fitted (:func:`deliberation.stats.cross_fit` with the block as the unit, by
 default one fold per block): for each held-out block, action values are the mean outcomes of the

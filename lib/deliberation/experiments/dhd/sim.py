@@ -1,7 +1,7 @@
 """The sim's DHD behaviours: recruiter, hypothesizers, integrator and judge, as a mechanism model.
 
-World knowledge: the synthetic problem families of :mod:`deliberation.experiments.dhd.synthetic`. The sim
-finds the problem in the prompt text and works out its solution chain (named intermediate
+World knowledge: the synthetic problem families of :mod:`deliberation.experiments.dhd.synthetic`.
+The sim finds the problem in the prompt text and works out its solution chain (named intermediate
 results); a statement ``name = ... = value`` in a message is *valid* when the value is the true
 one. Nothing else is known: no answer key travels with a request.
 

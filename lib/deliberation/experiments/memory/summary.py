@@ -1,8 +1,9 @@
 """What ``deliberation run`` writes and prints beside the results frame.
 
 :func:`command_rows` is the frame as the command writes it: the columns of
-:mod:`deliberation.experiments.memory.runs` (or of ``deliberation.experiments.natural.runs``) with the cache
-key named ``request_key`` (a hash of the request as sent, not an answer key) and four more:
+:mod:`deliberation.experiments.memory.runs` (or of ``deliberation.experiments.natural.runs``) with
+the cache key named ``request_key`` (a hash of the request as sent, not an answer key) and four
+more:
 
 ==============  ================================================================================
 ``profile``     the profile that ran

@@ -3,9 +3,9 @@
 For every task, prompt variant and replicate: a natural discussion
 (:mod:`deliberation.experiments.natural.discussion`), memory candidates from its sentences
 (:mod:`deliberation.discussion.statements`), the engine's labelling/summary calls and policies
-(:mod:`deliberation.experiments.memory.pipeline`, stage prefix ``natural.<benchmark>``), and decision
-calls reading the full transcript, every fact of the task, or a policy's memory (holder tags
-kept). The seed of a discussion is ``stable_seed("natural", profile seed, variant,
+(:mod:`deliberation.experiments.memory.pipeline`, stage prefix ``natural.<benchmark>``), and
+decision calls reading the full transcript, every fact of the task, or a policy's memory (holder
+tags kept). The seed of a discussion is ``stable_seed("natural", profile seed, variant,
 replicate)``: the two variants get fresh, independent seeds and are paired by task and
 replicate.
 

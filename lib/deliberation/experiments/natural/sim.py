@@ -2,9 +2,9 @@
 
 Agents and the decision maker read statements with the benchmark's reader (CrossProfile: the
 template bank as world knowledge; HiddenBench: the word-list reading) and choose with the
-decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism.choose`: evidence and social weights,
-Gumbel choice noise). Nothing here sees a task object, a role or an answer key: only the
-prompt text (``deliberation.experiments.natural.prompts``).
+decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism.choose`: evidence
+and social weights, Gumbel choice noise). Nothing here sees a task object, a role or an answer key:
+only the prompt text (``deliberation.experiments.natural.prompts``).
 
 Speaking (``natural.<b>.round.<k>``). In its first turn an agent states each fact it holds in
 full with probability ``natural_disclosure`` (raised by ``natural_evidence_first_boost``, capped

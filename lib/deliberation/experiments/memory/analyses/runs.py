@@ -62,7 +62,8 @@ def notebook_experiment(
     **options: Any,
 ) -> tuple[pd.DataFrame, list[str]]:
     """A paper-1 notebook's model calls with its default parameters, for
-    ``notebooks/manifest.yaml`` (``deliberation plan`` calls it): :func:`~deliberation.experiments.memory.analyses.settings.resolve` then
+    ``notebooks/manifest.yaml`` (``deliberation plan`` calls it):
+    :func:`~deliberation.experiments.memory.analyses.settings.resolve` then
     :func:`notebook_rows` with the notebook's options; ``primary_budget_only`` runs only
     r = 0.6, as notebook 04 does."""
     from deliberation.experiments.memory.analyses.settings import resolve

@@ -1,9 +1,9 @@
 """The sim's mechanism for paper 1's stages, shared by CrossProfile and HiddenBench.
 
 Every behaviour reads the prompt text only (the sections the prompts in
-``deliberation.experiments.memory.prompts`` lay out) and recovers each statement's meaning through a *reader*:
-``reader(text, options) -> Reading | None`` (the option a statement bears on, its polarity on the
-criteria and its tone). CrossProfile's reader is the template bank as world knowledge;
+``deliberation.experiments.memory.prompts`` lay out) and recovers each statement's meaning through a
+*reader*: ``reader(text, options) -> Reading | None`` (the option a statement bears on, its polarity
+on the criteria and its tone). CrossProfile's reader is the template bank as world knowledge;
 HiddenBench's is a documented word-list reading. A statement the reader cannot match adds
 nothing. Nothing here sees a task, a role or an answer key.
 
