@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.memory_runs import run_from_profile
+from deliberation.experiments.memory import run_from_profile
 from deliberation.paper.bench import BenchRow, write_rows
 from deliberation.params import load_profile
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.natural_runs.runs import run_from_profile, runnable_benchmarks
+from deliberation.experiments.natural.runs import run_from_profile, runnable_benchmarks
 from deliberation.params import load_profile
 
 GOAL_S = 120.0

@@ -105,7 +105,7 @@ class _Recording(SimBackend):
 def decision_prompts(count: int, max_tokens: int) -> list[ChatRequest]:
     """The first ``count`` distinct CrossProfile decision requests of the smoke profile, in the
     order its pipeline builds them, unconstrained and with a short answer (prompt-bound)."""
-    from deliberation.memory_runs import run_from_profile
+    from deliberation.experiments.memory import run_from_profile
     from deliberation.params import load_profile
 
     profile = load_profile("smoke")

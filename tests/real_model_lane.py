@@ -127,8 +127,8 @@ def sent(report) -> int:
 
 
 def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> None:
-    from deliberation.memory_runs.grid import Grid
-    from deliberation.memory_runs.runs import (
+    from deliberation.experiments.memory.grid import Grid
+    from deliberation.experiments.memory.runs import (
         CROSSPROFILE_COLUMNS,
         crossprofile_tasks,
         run_memory_experiment,
@@ -157,9 +157,9 @@ def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> Non
 
 def test_hiddenbench_decisions_if_its_data_is_there(lane) -> None:
     from deliberation.datasets import DatasetNotFoundError
+    from deliberation.experiments.memory.grid import Grid
+    from deliberation.experiments.memory.runs import HIDDENBENCH_COLUMNS, run_memory_experiment
     from deliberation.hiddenbench import load_hiddenbench
-    from deliberation.memory_runs.grid import Grid
-    from deliberation.memory_runs.runs import HIDDENBENCH_COLUMNS, run_memory_experiment
 
     try:
         tasks = load_hiddenbench(seed=lane.profile.seed)[:1]
@@ -176,7 +176,7 @@ def test_hiddenbench_decisions_if_its_data_is_there(lane) -> None:
 
 
 def test_one_natural_discussion_with_votes_and_a_decision(lane) -> None:
-    from deliberation.natural_runs.runs import natural_tasks, run_natural_experiment
+    from deliberation.experiments.natural.runs import natural_tasks, run_natural_experiment
 
     options = lane.profile.experiments.natural.model_copy(update={"limit": 1})
     tasks = natural_tasks("crossprofile", options, lane.profile.seed)[:1]
@@ -205,10 +205,10 @@ def test_one_natural_discussion_with_votes_and_a_decision(lane) -> None:
 def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem(
     lane, scratch
 ) -> None:
-    from deliberation.datasets.omnimath import judge_request
-    from deliberation.dhd.prompts import JUDGE_CHOICES
-    from deliberation.dhd.protocol import PROPOSAL_COLUMNS, REPLAY_COLUMNS
-    from deliberation.dhd.run import load_problems, run_dhd
+    from deliberation.experiments.dhd.judge import judge_request
+    from deliberation.experiments.dhd.prompts import JUDGE_CHOICES
+    from deliberation.experiments.dhd.protocol import PROPOSAL_COLUMNS, REPLAY_COLUMNS
+    from deliberation.experiments.dhd.run import load_problems, run_dhd
 
     problems = load_problems("synthetic", 1, seed=lane.profile.seed)
     pools = scratch / "pools"

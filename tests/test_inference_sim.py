@@ -65,14 +65,17 @@ def test_planted_accuracy_is_recovered():
 
 
 def test_behaviours_and_their_registry_import_without_the_sim_backend():
-    """No import cycle: behaviour modules depend on the registry, never on the backend."""
+    """No import cycle: behaviour modules depend on the registry, never on the backend; the
+    registry imports an experiment's behaviours only once the experiments name them."""
     import subprocess
     import sys
 
     code = (
-        "import sys, deliberation.inference.sim_behaviours as b; "
-        "from deliberation.inference.sim_registry import registered_stages; "
-        "print('deliberation.inference.sim' in sys.modules, 'echo' in registered_stages())"
+        "import sys; from deliberation.inference.sim_registry import registered_stages; "
+        "before = registered_stages(); import deliberation.experiments; "
+        "after = registered_stages(); "
+        "print('deliberation.inference.sim' in sys.modules, 'crossprofile.decision' in before,"
+        " 'crossprofile.decision' in after, 'dhd.judge' in after)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "True", "True"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation import paths
-from deliberation.inference.sim_registry import BEHAVIOURS_PACKAGE
+from deliberation.inference import sim_registry
 from deliberation.params import (
     ProfileError,
     available_profiles,
@@ -22,9 +22,11 @@ from deliberation.params import (
 @pytest.fixture(autouse=True)
 def _behaviour_declaring_a_and_b(monkeypatch):
     """A behaviour module declaring parameters ``a`` and ``b``, as a new experiment's would."""
-    module = types.ModuleType(f"{BEHAVIOURS_PACKAGE}.params_test")
+    module = types.ModuleType("params_test_behaviours")
     module.PARAMETERS = {"a": 0.5, "b": 0.5}
     monkeypatch.setitem(sys.modules, module.__name__, module)
+    modules = [*sim_registry.BEHAVIOUR_MODULES, module.__name__]
+    monkeypatch.setattr(sim_registry, "BEHAVIOUR_MODULES", modules)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

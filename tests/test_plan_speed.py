@@ -70,7 +70,7 @@ def test_the_bank_is_verified_once_and_again_when_a_template_changes(tmp_path, m
     import deliberation.crossprofile as crossprofile
     from deliberation import paths
     from deliberation.crossprofile.errors import TemplateError
-    from deliberation.memory_runs.runs import crossprofile_tasks, verified_bank
+    from deliberation.experiments.memory.runs import crossprofile_tasks, verified_bank
 
     shutil.copytree(paths.templates_dir() / "crossprofile", tmp_path / "crossprofile")
     monkeypatch.setattr(paths, "templates_dir", lambda: tmp_path)

@@ -9,6 +9,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 
+from deliberation.experiments.memory import run_from_profile
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -19,7 +20,6 @@ from deliberation.inference.base import (
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient, prefix_order
 from deliberation.inference.sim import SimBackend
-from deliberation.memory_runs import run_from_profile
 from deliberation.params import load_profile
 
 

@@ -11,13 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deliberation.inference import sim_registry
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.sim import SimBackend
-from deliberation.inference.sim_registry import (
-    BEHAVIOURS_PACKAGE,
-    SimContext,
-    declared_parameters,
-)
+from deliberation.inference.sim_registry import SimContext, declared_parameters
 from deliberation.params import Profile, ProfileError, load_profile
 
 SIM_HEAD = "backend: sim\nmodel: m\n"
@@ -116,9 +113,11 @@ def test_an_undeclared_sim_parameter_is_an_error_naming_it(tmp_path) -> None:
 
 
 def _declare(monkeypatch, name: str, parameters: dict[str, float]) -> None:
-    module = types.ModuleType(f"{BEHAVIOURS_PACKAGE}.{name}")
+    module = types.ModuleType(f"{name}_behaviours")
     module.PARAMETERS = parameters
     monkeypatch.setitem(sys.modules, module.__name__, module)
+    modules = [*sim_registry.BEHAVIOUR_MODULES, module.__name__]
+    monkeypatch.setattr(sim_registry, "BEHAVIOUR_MODULES", modules)
 
 
 def test_a_new_behaviour_module_declares_parameters_with_PARAMETERS(tmp_path, monkeypatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from deliberation import paths
 from deliberation.crossprofile import CLASSIC
-from deliberation.memory_runs import run_from_profile
+from deliberation.experiments.memory import run_from_profile
 from deliberation.params import load_profile
 
 pytestmark = pytest.mark.experiments  # whole sim runs: the `make experiments` lane
@@ -66,8 +66,8 @@ def test_r1_in_the_classic_cell_and_r1_and_random_on_average_at_the_primary_budg
 
 
 def test_natural_discussion_disclosure_votes_and_decisions(tmp_path):
-    from deliberation.natural_runs import report
-    from deliberation.natural_runs.runs import run_from_profile as run_natural
+    from deliberation.experiments.natural import report
+    from deliberation.experiments.natural.runs import run_from_profile as run_natural
 
     pattern = (
         r"private facts in full (\d+)% \(evidence-first (\d+)%\), group final votes (\d+)% right "

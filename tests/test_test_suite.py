@@ -23,16 +23,20 @@ def _imported(tree: ast.AST) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
 def test_no_test_module_imports_another_test_module():
+    """Also in the mirrored folders (``from experiments.memory import test_runs``)."""
     test_modules = {
         p.stem for p in _modules() if p.stem.startswith("test_") or p.stem == "conftest"
     }
     offenders = {
         str(path.relative_to(TESTS)): sorted(
-            name for name in _imported(ast.parse(path.read_text())) if name in test_modules
+            name
+            for name in _imported(ast.parse(path.read_text()))
+            if name.rpartition(".")[2] in test_modules
         )
         for path in _modules()
     }

@@ -6,7 +6,8 @@ Jupyter renders as HTML (``_repr_html_``; no widget server) and a terminal or ``
 text (``__repr__``/``__str__``: each note line tagged with its role). Only the task and the
 policy are needed: the profile defaults to ``DELIBERATION_PROFILE`` (else ``sim``), its client
 is opened once per profile, and a budgeted policy gets the primary budget r = 0.6.
-:func:`memory_html` draws a :class:`~deliberation.memory_runs.pipeline.Decision` already made.
+:func:`memory_html` draws a :class:`~deliberation.experiments.memory.pipeline.Decision` already
+made.
 
 Each note line of the prompt is coloured by its fact's true role (support, decoy, irrelevant;
 grey when the task has no roles, as in HiddenBench) and annotated with its holder count; the
@@ -20,7 +21,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from deliberation.decision import memory_lines, render_decision_prompt, shuffle_rng
+from deliberation.experiments.memory.decision import (
+    memory_lines,
+    render_decision_prompt,
+    shuffle_rng,
+)
 
 ROLE_COLOURS = {"support": "#d9f2d9", "decoy": "#f9d6d5", "irrelevant": "#e6e6e6"}
 UNKNOWN_COLOUR = "#f4f4f4"
@@ -148,9 +153,9 @@ def show_memory(
     primary r = 0.6; or ``item_limit`` items; neither for a reference policy), send the decision
     through the cache, and show the prompt as the model saw it. ``task`` is a task or a task id;
     ``profile`` (a profile or its name) and ``client`` default as the module says."""
+    from deliberation.experiments.memory.grid import Grid
+    from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
     from deliberation.memory import PRIMARY_FRACTION, policy_spec
-    from deliberation.memory_runs.grid import Grid
-    from deliberation.memory_runs.pipeline import RunReport, decide, prepare
 
     profile, client = _profile_and_client(profile, client)
     if isinstance(task, str):

@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -38,12 +38,17 @@ from pydantic import (
     Field,
     SerializeAsAny,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from deliberation import paths
 from deliberation.cost import CostModel
+
+# The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
+# known before a profile's sim.parameters are checked.
+from deliberation.experiments import experiment_options
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
 from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
@@ -51,12 +56,14 @@ from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_erro
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """A profile section: unknown keys refused, values frozen (experiments' options use it)."""
+
     # hide_input_in_errors: a value in the error could be a key pasted into the wrong field.
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
-class Sampling(_Strict):
+class Sampling(Strict):
     """The profile's request defaults; :func:`deliberation.inference.generation.generation_settings`
     merges a stage's own values over them."""
 
@@ -88,89 +95,34 @@ def check_limit(limit: int | None, field: str = "limit") -> int | None:
     return limit
 
 
-def _distinct(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+def distinct_values(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     check_distinct(values)
     return values
 
 
-class MemoryGridOptions(_Strict):
-    """The grid of a memory run (``deliberation run crossprofile|hiddenbench``; the command's
-    options override it). Policy and tag names are checked when the grid is built."""
-
-    policies: tuple[str, ...] | None = Field(
-        None, description="memory policies; none given: every policy the benchmark supports"
-    )
-    budgets: tuple[float, ...] = Field((0.4, 0.6, 0.8), description="budget fractions r")
-    item_limit: int = Field(7, ge=0, description="fixed item count of the control; 0: none")
-    tags: tuple[str, ...] = ("keep", "remove", "shuffle")
-    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
-    limit: int | None = Field(
-        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
-    )
-    n_resamples: int = Field(
-        10_000,
-        ge=2,
-        description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
-    )
-
-    _distinct_values = field_validator("policies", "budgets", "tags")(_distinct)
-
-
-class DHDOptions(_Strict):
-    """The DHD experiment (``deliberation run dhd``, notebooks 07-08)."""
-
-    benchmarks: tuple[str, ...] = Field(
-        ("synthetic",), description="synthetic (the sim's bank) or the five DHD benchmarks"
-    )
-    problems: int | None = Field(
-        200, gt=0, description="problems per benchmark, stratified by subject; null: all"
-    )
-    repeated_problems: int | None = Field(
-        60, gt=0, description="problems with repeated replays (paper 2: 1,000 per model)"
-    )
-    blocks: int = Field(5, gt=0, description="repeated-replay blocks per problem (paper 2: 5)")
-    sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
-    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
-    n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
-    masking_cases: int = Field(10, gt=0, description="masking cases per cell (paper 2 pilot: 10)")
-    masking_replicates: int = Field(5, gt=0, description="replicates per masking case")
-
-    _distinct_values = field_validator("benchmarks", "sizes")(_distinct)
-
-
-class NaturalOptions(_Strict):
-    """The natural-discussion experiment (``deliberation run natural``, notebook 06)."""
-
-    benchmarks: tuple[Literal["crossprofile", "hiddenbench"], ...] = Field(
-        ("crossprofile", "hiddenbench"), description="task sets (HiddenBench needs make data)"
-    )
-    variants: tuple[Literal["plain", "evidence-first"], ...] = Field(
-        ("plain", "evidence-first"), description="speaking-prompt variants, paired on tasks"
-    )
-    replicates: int = Field(1, gt=0, description="discussions per task and variant (fresh seeds)")
-    rounds: int = Field(2, gt=0, description="speaking rounds between the two votes")
-    policies: tuple[str, ...] = Field(
-        ("R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty"),
-        description="memory policies applied to the transcript's statements",
-    )
-    budget: float = Field(0.6, gt=0, le=1, description="budget fraction r of budgeted policies")
-    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
-    limit: int | None = Field(
-        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
-    )
-    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
-
-    _distinct_values = field_validator("benchmarks", "variants", "policies")(_distinct)
-
-
-class ExperimentOptions(_Strict):
-    """Sizes that differ between a full run and a smoke run, and the memory-run grids."""
+class ExperimentOptions(Strict):
+    """The profile's ``experiments:`` section: sizes that differ between a full run and a smoke
+    run, and one section per registered experiment (``crossprofile``, ``hiddenbench``,
+    ``natural``, ``dhd``: see ``deliberation.experiments.OPTIONS``), each validated by the
+    options model its experiment package registered. :func:`experiment_options_model` adds
+    those sections as fields."""
 
     smoke_items: int = Field(20, gt=0)
-    crossprofile: MemoryGridOptions = MemoryGridOptions()
-    hiddenbench: MemoryGridOptions = MemoryGridOptions()
-    dhd: DHDOptions = DHDOptions()
-    natural: NaturalOptions = NaturalOptions()
+
+
+_EXPERIMENT_MODELS: dict[tuple[tuple[str, type[BaseModel]], ...], type[ExperimentOptions]] = {}
+
+
+def experiment_options_model() -> type[ExperimentOptions]:
+    """:class:`ExperimentOptions` with a field per registered experiment section (built once
+    per set of registrations)."""
+    sections = tuple(experiment_options().items())
+    if sections not in _EXPERIMENT_MODELS:
+        fields: dict[str, Any] = {name: (model, model()) for name, model in sections}
+        _EXPERIMENT_MODELS[sections] = create_model(
+            "ExperimentOptions", __base__=ExperimentOptions, **fields
+        )
+    return _EXPERIMENT_MODELS[sections]
 
 
 _YAML_TYPE_NAMES = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
@@ -193,7 +145,7 @@ def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
-class Profile(_Strict):
+class Profile(Strict):
     name: str
     description: str = ""
     backend: str
@@ -205,7 +157,10 @@ class Profile(_Strict):
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
     )
-    experiments: ExperimentOptions = ExperimentOptions()
+    experiments: SerializeAsAny[ExperimentOptions] = Field(
+        default_factory=lambda: experiment_options_model()(),
+        description="sizes and each registered experiment's section (deliberation.experiments)",
+    )
     cost: CostModel = Field(
         CostModel(), description="throughput or prices for `deliberation plan`; changes no answer"
     )
@@ -249,6 +204,22 @@ class Profile(_Strict):
         except ValidationError as exc:
             raise ValueError(format_validation_error(exc, backend)) from None
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _experiment_sections(cls, data: Any) -> Any:
+        """Validate ``experiments:`` with every registered experiment's options model, so an
+        error names the section and field (``experiments.crossprofile.budgets: ...``)."""
+        if not isinstance(data, dict) or isinstance(data.get("experiments"), ExperimentOptions):
+            return data
+        section = data.get("experiments")
+        if section is not None and not isinstance(section, dict):
+            raise ValueError("experiments: expected a mapping of experiment sections")
+        try:
+            experiments = experiment_options_model().model_validate(section or {})
+        except ValidationError as exc:
+            raise ValueError(format_validation_error(exc, "experiments")) from None
+        return {**data, "experiments": experiments}
 
     @model_validator(mode="after")
     def _server_matches_base_url(self) -> Profile:

@@ -19,9 +19,10 @@ Subsets (files under the benchmark root):
 - ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
   ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
   copy). Their problems that also appear in the rule subset are rule-checked; the others are
-  ``MATH_JUDGE`` items, graded by a judge model: build the call with :func:`judge_request`, send
-  it through the backend, and score the reply with :func:`parse_judge_reply` (Omni-MATH's own
-  evaluation is a GPT-4 judge; our judge prompt lives in :mod:`deliberation.dhd.prompts`).
+  ``MATH_JUDGE`` items, graded by a judge model: :func:`grade` raises :class:`JudgeRequired`, and
+  the DHD experiment builds the call, sends it and scores the reply
+  (:mod:`deliberation.experiments.dhd.judge`; Omni-MATH's own evaluation is a GPT-4 judge). This
+  module imports no backend: datasets load and grade.
 
 Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
 
@@ -40,7 +41,6 @@ from pathlib import Path
 
 from deliberation.datasets import symbolic
 from deliberation.datasets.extract import (
-    final_answer,
     join_digit_groups,
     plain_powers,
     read_answer,
@@ -55,8 +55,6 @@ from deliberation.datasets.items import (
     make_meta,
     required_text,
 )
-from deliberation.dhd.prompts import JUDGE_CHOICES, JUDGE_STAGE, JUDGE_SYSTEM, JUDGE_USER
-from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 
 NAME = "omnimath"
 SUBSET_FILES: dict[str, tuple[str, ...]] = {
@@ -69,10 +67,6 @@ _FIELDS = ("problem", "answer")
 
 class JudgeRequired(RuntimeError):
     """Raised by :func:`grade` for an item only a judge model can grade."""
-
-
-class JudgeReplyError(ValueError):
-    """A judge reply that is neither "equivalent" nor "not equivalent"."""
 
 
 def subset_path(root: Path, subset: str) -> Path | None:
@@ -256,35 +250,9 @@ def grade(item: Item, prediction: str) -> Grade:
         return Grade(1.0, where.text)
     if needs_judge(item):
         raise JudgeRequired(
-            f"{item.id}: not rule-checkable; use judge_request() and parse_judge_reply()"
+            f"{item.id}: not rule-checkable; use deliberation.experiments.dhd.judge"
         )
     return Grade(0.0, where.text)
-
-
-def judge_request(item: Item, prediction: str, *, max_tokens: int = 8) -> ChatRequest:
-    """The judge-model call deciding whether a reply's final answer matches the gold."""
-    candidate = final_answer(prediction).text or "(no answer)"
-    user = JUDGE_USER.format(problem=item.question, reference=item.gold, candidate=candidate)
-    return ChatRequest(
-        messages=(Message("system", JUDGE_SYSTEM), Message("user", user)),
-        stage=JUDGE_STAGE,
-        temperature=0.0,
-        max_tokens=max_tokens,
-        structured=StructuredOutput(choices=JUDGE_CHOICES),
-    )
-
-
-def parse_judge_reply(reply: str) -> float:
-    """1.0 for "equivalent", 0.0 for "not equivalent"; raises :class:`JudgeReplyError` otherwise."""
-    text = re.sub(r"[^a-z ]", " ", reply.lower())
-    text = re.sub(r"\s+", " ", text).strip()
-    if text in ("not equivalent", "nonequivalent", "not equal"):
-        return 0.0
-    if text in ("equivalent", "equal"):
-        return 1.0
-    raise JudgeReplyError(
-        f"judge reply is neither {JUDGE_CHOICES[0]!r} nor {JUDGE_CHOICES[1]!r}: {reply!r}"
-    )
 
 
 def render_answer(item: Item) -> str:

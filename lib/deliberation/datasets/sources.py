@@ -285,7 +285,7 @@ SOURCES: tuple[BenchmarkSource, ...] = (
         licence="MIT (Copyright (c) 2026 Chih-Hsuan Yang et al.)",
         note=(
             "The DHD authors' released tables (paper 2): flip counts, LOO by K, masking pilot, "
-            "cross-fitted selection rows; re-analysed by deliberation.dhd.reference."
+            "cross-fitted selection rows; re-analysed by deliberation.experiments.dhd.reference."
         ),
         files=(
             _pin(

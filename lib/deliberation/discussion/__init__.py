@@ -3,7 +3,8 @@
 - :mod:`.transcript`: statements, turns, transcripts and the memory candidates (unique
   statements with their holder tags, in first-mention order).
 - :mod:`.scripted`: the scripted discussion of paper 1 (every agent states every fact it holds).
-- :mod:`.natural`: the free discussion (votes, two speaking rounds) run through the cache.
+- The free discussion (votes, two speaking rounds) is the natural-discussion experiment's
+  (:mod:`deliberation.experiments.natural.discussion`).
 - :mod:`.statements`: statements of free text (sentences, near-duplicate groups, rarity).
 - :mod:`.disclosure`: whether each fact was stated in full, in part or not at all.
 """

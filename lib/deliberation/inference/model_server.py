@@ -34,15 +34,24 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deliberation import paths
 
-if TYPE_CHECKING:
-    from deliberation.params import Profile
+
+class ServedProfile(Protocol):
+    """What the server reads of a profile (``params.Profile``, which validates this module's
+    :class:`ServerOptions`, so it is described here rather than imported)."""
+
+    name: str
+    backend: str
+    model: str
+    options: Any  # the backend's options; an openai profile's carry base_url
+    server: ServerOptions | None
+
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +115,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class ManagedServer:
     """The server of one profile for the duration of a :func:`model_server` block."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: ServedProfile) -> None:
         options = profile.server
         assert options is not None
         self.profile = profile.name
@@ -266,7 +275,9 @@ def _raise_exit(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def model_server(profile: Profile, *, start_now: bool = False) -> Iterator[ManagedServer | None]:
+def model_server(
+    profile: ServedProfile, *, start_now: bool = False
+) -> Iterator[ManagedServer | None]:
     """The block during which ``profile``'s requests may start its server (see the module
     docstring); yields the :class:`ManagedServer`, or None for a profile without a
     ``server:`` section (an ``openai`` one is still pre-flighted before its first request)."""
@@ -293,14 +304,15 @@ def model_server(profile: Profile, *, start_now: bool = False) -> Iterator[Manag
                 signal.signal(signal.SIGTERM, previous_term)
 
 
-def preflight_now(profile: Profile) -> None:
+def preflight_now(profile: ServedProfile) -> None:
     """Inside :func:`model_server`: make the profile's server answer (starting it if needed)
-    and pre-flight it now (``make paper`` does this once, before its notebooks)."""
+    and pre-flight it now (``make paper`` does this once, before its notebooks). The openai
+    backend needs no optional package, so it is built directly from the registry."""
     if profile.backend != "openai":
         return
-    from deliberation.inference import build_backend
+    from deliberation.inference.base import backend_class
 
-    backend = build_backend(profile)
+    backend = backend_class("openai").from_profile(profile)
     try:
         before_send(backend)
     finally:

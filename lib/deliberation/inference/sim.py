@@ -3,7 +3,8 @@
 It reads the prompt text a model would read and answers through named parameters (set by the
 profile's ``sim.parameters``). What it does for each kind of request is a *behaviour*,
 registered per stage tag with :func:`~deliberation.inference.sim_registry.sim_behaviour` (the
-registry is ``inference/sim_registry.py``; the behaviours live in ``inference/sim_behaviours/``). A behaviour
+registry is ``inference/sim_registry.py``; each experiment package owns its behaviours, and
+``inference/sim_plumbing.py`` holds the plumbing checks). A behaviour
 sees the request (messages, sampling fields, stage), a random generator seeded from the request
 and the sim's seed, and the parameters: never task metadata or answer keys. The same request
 gives the same answer, in-process or over HTTP (``serve-sim``), because the generator is seeded
@@ -20,8 +21,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Importing the behaviours package registers every behaviour it lists (in sim_registry).
-import deliberation.inference.sim_behaviours  # noqa: F401
+# The plumbing behaviours (echo, preflight, smoke); experiments register theirs by name.
+import deliberation.inference.sim_plumbing  # noqa: F401
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,

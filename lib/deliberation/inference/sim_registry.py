@@ -1,10 +1,13 @@
 """The sim's behaviour registry: what the sim answers for each stage tag, and the parameters
 behaviours read.
 
-Behaviour modules (``inference/sim_behaviours/``) import only this module, and the sim backend
-imports both, so there is no import cycle between the backend and its behaviours.
+The registry is generic: it knows no experiment. Each experiment package owns its behaviours
+(``experiments/memory/sim/``, ``experiments/natural/sim.py``, ``experiments/dhd/sim.py``) and the
+experiments registry (``deliberation.experiments``) names their modules here with
+:func:`register_behaviour_modules`; they are imported on first lookup. Behaviour modules import
+only this module, never the sim backend, so there is no import cycle between the two.
 
-Declaring parameters: a behaviour module (or a helper module in ``sim_behaviours/`` that its
+Declaring parameters: a registered behaviour module (or a registered helper module its
 behaviours share) sets a module-level ``PARAMETERS = {"name": default, ...}``. Those names are
 the only ones a profile's ``sim.parameters`` may set (any other is an error naming it), and
 :meth:`SimContext.param` reads a declared name, falling back to its declared default::
@@ -20,6 +23,7 @@ Two modules may declare the same name only with the same default.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -92,8 +96,32 @@ def sim_behaviour(stage: str) -> Callable[[SimBehaviour], SimBehaviour]:
     return decorate
 
 
+# Modules that register behaviours or declare parameters, named by the packages that own them
+# (the experiments registry); imported on first lookup, so this module imports none of them.
+BEHAVIOUR_MODULES: list[str] = []
+_imported: tuple[str, ...] = ()
+
+
+def register_behaviour_modules(*modules: str) -> None:
+    """Name modules (dotted) whose behaviours and ``PARAMETERS`` the sim should know."""
+    BEHAVIOUR_MODULES.extend(m for m in modules if m not in BEHAVIOUR_MODULES)
+
+
+def _import_registered() -> None:
+    """Import every named module once (cheap after the first call: a tuple comparison)."""
+    global _imported
+    names = tuple(BEHAVIOUR_MODULES)
+    if names == _imported:
+        return
+    for name in names:
+        if name not in sys.modules:
+            importlib.import_module(name)
+    _imported = names
+
+
 def find_behaviour(stage: str) -> SimBehaviour | None:
     """The behaviour for ``stage`` (longest registered dotted prefix), or None."""
+    _import_registered()
     parts = stage.split(".")
     for end in range(len(parts), 0, -1):
         behaviour = _BEHAVIOURS.get(".".join(parts[:end]))
@@ -103,19 +131,16 @@ def find_behaviour(stage: str) -> SimBehaviour | None:
 
 
 def registered_stages() -> list[str]:
+    _import_registered()
     return sorted(_BEHAVIOURS)
-
-
-# Helper modules of this package may declare parameters their behaviours share.
-BEHAVIOURS_PACKAGE = "deliberation.inference.sim_behaviours"
 
 
 def declared_parameters() -> dict[str, float]:
     """Every declared parameter and its default: the ``PARAMETERS`` of each module that
-    registered a behaviour and of every loaded module of ``sim_behaviours``. Raises
+    registered a behaviour and of every module in :data:`BEHAVIOUR_MODULES`. Raises
     ``ValueError`` when two modules declare one name with different defaults."""
-    modules = {func.__module__ for func in _BEHAVIOURS.values()}
-    modules |= {name for name in list(sys.modules) if name.startswith(BEHAVIOURS_PACKAGE + ".")}
+    _import_registered()
+    modules = {func.__module__ for func in _BEHAVIOURS.values()} | set(BEHAVIOUR_MODULES)
     declared: dict[str, float] = {}
     owner: dict[str, str] = {}
     for module_name in sorted(modules):

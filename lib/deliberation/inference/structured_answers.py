@@ -12,12 +12,21 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsonschema
 
-if TYPE_CHECKING:
-    from deliberation.inference.base import StructuredOutput
+
+class StructuredSpec(Protocol):
+    """What parsing reads of a request's structured output (``base.StructuredOutput``, which
+    imports this module to check its schema, so it is described here rather than imported)."""
+
+    @property
+    def choices(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None: ...
+
 
 # Where a schema-only dialect carries a choice: ``{"answer": <one of the choices>}`` (OpenAI's
 # strict mode, llama.cpp's JSON mode: both accept only an object at the top level).
@@ -75,7 +84,7 @@ def _unfence(text: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def parse_structured_text(structured: StructuredOutput | None, text: str) -> Any:
+def parse_structured_text(structured: StructuredSpec | None, text: str) -> Any:
     """The value a structured answer stands for, or ``None`` when it does not parse.
 
     A choice spec yields the chosen string: the text itself (whitespace stripped), a JSON string,

@@ -1,8 +1,8 @@
 """Reading a labeller's answer: relevance labels (R1-rel) and balance labels (balance audit).
 
-The labelling prompts (``deliberation.prompts``) number the statements 1..n in first-mention
-order and ask for JSON. A reading returns the labels by fact id and an error text when the
-answer was unreadable or incomplete: the runner records that error on every row that used the
+The labelling prompts (``deliberation.experiments.memory.prompts``) number the statements 1..n in
+first-mention order and ask for JSON. A reading returns the labels by fact id and an error text when
+the answer was unreadable or incomplete: the runner records that error on every row that used the
 labels and counts it; a statement left unlabelled counts as not relevant / "neither".
 """
 

@@ -21,6 +21,7 @@ The policy modules import this one to register; this one imports none of them (t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -29,7 +30,10 @@ from deliberation.discussion.transcript import MemoryCandidate
 from deliberation.memory.budget import Capacity
 from deliberation.tokens import count_tokens, truncate_tokens
 
-Need = Literal["relevance", "balance", "summary", "truth"]
+# What a policy reads besides the candidates: "relevance", "balance", "summary" (pool fields the
+# memory runs fill from model calls), "truth" (the benchmark's true roles), or the name of any
+# other need a provider is registered for (its reading is kept in ``MemoryPool.provided``).
+Need = str
 Shape = Literal["rank", "subset", "reference", "summary"]
 
 
@@ -67,14 +71,24 @@ class MemoryPool:
     balance: Mapping[str, BalanceLabel] | None = None
     summary: str | None = None
     truth: Mapping[str, TrueFact] | None = field(default=None, repr=False)
+    provided: Mapping[str, object] = field(default_factory=dict)  # other needs' readings
 
     def require(self, need: Need, policy: str) -> object:
-        value = getattr(self, need)
+        value = getattr(self, need) if need in _POOL_NEEDS else self.provided.get(need)
         if value is None:
             raise ValueError(
                 f"policy {policy} needs {need!r} in its memory pool (task {self.task_id})"
             )
         return value
+
+    def with_need(self, need: Need, value: object) -> MemoryPool:
+        """This pool with ``need``'s reading (a field of its own, or kept in ``provided``)."""
+        if need in _POOL_NEEDS:
+            return dataclasses.replace(self, **{need: value})
+        return dataclasses.replace(self, provided={**self.provided, need: value})
+
+
+_POOL_NEEDS = frozenset({"relevance", "balance", "summary", "truth"})
 
 
 @dataclass(frozen=True)

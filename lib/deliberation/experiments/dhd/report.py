@@ -1,0 +1,228 @@
+"""Tables of notebook 07 (DHD replay), computed from replay and proposal rows.
+
+Every function is a pure function of the rows a run publishes (``07_dhd_replay_rows.csv`` and
+its proposals), so the tables can be recomputed from those files alone. Intervals: the helpful
+share among flips gets a percentile bootstrap that resamples *problems* (messages of one problem
+move together) and, beside it, a Wilson interval (flips treated as independent, the only interval
+the authors' released counts allow, so the two can be compared).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from deliberation.experiments.dhd.labels import (
+    CATEGORIES,
+    helpful_share,
+    leave_one_out_effects,
+    repeated_tests,
+    single_message_effects,
+    six_cells,
+    trajectory_values,
+    wilson_interval,
+    with_proposals,
+)
+from deliberation.stats import cluster_bootstrap, mean_of
+
+PROPOSALS = ("wrong", "correct")
+
+
+def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
+    """Single-message and leave-one-out effects in one frame (column ``design``: ``single`` or
+    ``loo``), each joined with its message's proposal correctness."""
+    single = single_message_effects(rows).assign(design="single")
+    loo = leave_one_out_effects(rows).assign(design="loo")
+    columns = ["problem", "benchmark", "design", "k", "message", "effect", "category"]
+    effects = pd.concat([single[columns], loo[columns]], ignore_index=True)
+    return with_proposals(effects, proposals)
+
+
+def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
+    """The six cells (proposal wrong/correct x helpful/neutral/harmful), with unscored and
+    unreadable messages counted, per design and benchmark."""
+    tables = []
+    for design, rows in effects.groupby("design", sort=False):
+        proposals = rows[["problem", "message", "proposal_correct"]].drop_duplicates()
+        cells = six_cells(rows.drop(columns=["proposal", "proposal_correct"]), proposals)
+        tables.append(cells.assign(design=design))
+    table = pd.concat(tables, ignore_index=True)
+    return table[["design", "benchmark", "proposal", *CATEGORIES, "unscored"]]
+
+
+def flip_share_table(
+    effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
+) -> pd.DataFrame:
+    """Helpful share among flips per design, benchmark (and pooled) and proposal correctness:
+    counts, the share, a problem-cluster bootstrap interval and a Wilson interval."""
+    rows = []
+    for design, by_design in effects.groupby("design", sort=False):
+        cells = cells_table(by_design)
+        shares = helpful_share(cells.drop(columns="design"))
+        for record in shares.to_dict("records"):
+            if record["proposal"] not in PROPOSALS:
+                continue
+            scope = by_design[by_design["proposal"] == record["proposal"]]
+            if record["benchmark"] != "pooled":
+                scope = scope[scope["benchmark"] == record["benchmark"]]
+            flips = scope[scope["category"].isin(["helpful", "harmful"])]
+            low = high = float("nan")
+            if len(flips) and flips["problem"].nunique() > 1:
+                result = cluster_bootstrap(
+                    flips.assign(helpful=(flips["category"] == "helpful").astype(float)),
+                    mean_of("helpful"),
+                    cluster="problem",
+                    n_resamples=n_resamples,
+                    seed=seed,
+                )
+                low, high = result.low, result.high
+            rows.append(
+                {
+                    "design": design,
+                    "benchmark": record["benchmark"],
+                    "proposal": record["proposal"],
+                    "helpful": int(record["helpful"]),
+                    "neutral": int(record["neutral"]),
+                    "harmful": int(record["harmful"]),
+                    "flips": int(record["flips"]),
+                    "helpful_share": record["helpful_share"],
+                    "bootstrap_low": low,
+                    "bootstrap_high": high,
+                    "wilson_low": record["share_low"],
+                    "wilson_high": record["share_high"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
+    """Leave-one-out categories by pool size K (each message counted once per K) and pooled
+    over K, per proposal correctness, with the rate among eligible (scored) messages."""
+    loo = effects[(effects["design"] == "loo") & (effects["category"] != "unscored")]
+    loo = loo[loo["proposal"].isin(PROPOSALS)]
+    pooled = loo.assign(k="pooled")
+    both = pd.concat([loo.assign(k=loo["k"].astype(int).astype(str)), pooled], ignore_index=True)
+    table = both.groupby(["k", "proposal", "category"]).size().unstack(fill_value=0)
+    for column in CATEGORIES:
+        if column not in table.columns:
+            table[column] = 0
+    table = table[list(CATEGORIES)].reset_index()
+    eligible = table[list(CATEGORIES)].sum(axis=1)
+    for column in CATEGORIES:
+        table[f"{column}_rate"] = table[column] / eligible
+    return table.assign(eligible=eligible)
+
+
+def repeated_table(
+    rows: pd.DataFrame,
+    proposals: pd.DataFrame,
+    *,
+    n_permutations: int = 10_000,
+    seed: int = 0,
+    q_threshold: float = 0.05,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Repeated replays: per message, its trajectory value (mean full-minus-removal over
+    blocks), the within-block max-statistic test and the problem's BH q-value; and a summary of
+    repeatable effects (problem q < threshold, message's own adjusted p < threshold) by
+    proposal correctness and direction."""
+    values = trajectory_values(rows)
+    tests = repeated_tests(rows, n_permutations=n_permutations, seed=seed)
+    messages = with_proposals(values.merge(tests, on=["problem", "message"], how="left"), proposals)
+    repeatable = (messages["q_problem"] < q_threshold) & (messages["p_adjusted"] < q_threshold)
+    messages["repeatable"] = repeatable
+    messages["direction"] = messages["value"].map(
+        lambda v: "helpful" if v > 0 else ("harmful" if v < 0 else "neutral")
+    )
+    summary = (
+        messages.groupby(["benchmark", "proposal", "direction"])
+        .agg(messages=("message", "size"), repeatable=("repeatable", "sum"))
+        .reset_index()
+    )
+    summary["problems_tested"] = messages["problem"].nunique()
+    columns = ["problem", "benchmark", "message", "proposal", "value", "blocks", "effect"]
+    columns += ["p_raw", "p_adjusted", "q_problem", "repeatable", "direction"]
+    return messages[columns], summary
+
+
+def plot_flip_shares(shares: pd.DataFrame, title: str) -> Figure:
+    """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
+    than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
+    by side, single-message and leave-one-out in two panels, problem-bootstrap intervals."""
+    designs = [d for d in ("single", "loo") if d in set(shares["design"])]
+    fig, axes = plt.subplots(
+        1, len(designs), figsize=(5 * len(designs), 3.8), squeeze=False, layout="constrained"
+    )
+    names = {"single": "single-message replay", "loo": "in-pool leave-one-out"}
+    for ax, design in zip(axes[0], designs, strict=True):
+        rows = shares[shares["design"] == design]
+        benchmarks = [b for b in rows["benchmark"].unique() if b != "pooled"]
+        if len(benchmarks) != 1 and (rows["benchmark"] == "pooled").any():
+            benchmarks.append("pooled")
+        for offset, proposal in ((-0.18, "wrong"), (0.18, "correct")):
+            part = rows[rows["proposal"] == proposal].set_index("benchmark").reindex(benchmarks)
+            x = np.arange(len(benchmarks)) + offset
+            share = 100 * part["helpful_share"].to_numpy(dtype=float)
+            low = np.clip(share - 100 * part["bootstrap_low"].to_numpy(dtype=float), 0, None)
+            high = np.clip(100 * part["bootstrap_high"].to_numpy(dtype=float) - share, 0, None)
+            ax.errorbar(
+                x, share, yerr=[low, high], fmt="o", capsize=3, label=f"{proposal} proposal"
+            )
+        ax.axhline(50, color="grey", lw=0.8, ls=":")
+        ax.set_xticks(np.arange(len(benchmarks)), benchmarks, rotation=20)
+        ax.set_xlim(-0.6, len(benchmarks) - 0.4)
+        ax.set_ylim(-2, 102)  # points at 0% or 100% stay whole
+        ax.set_ylabel("helpful share among flips (%)")
+        ax.set_title(names[design], fontsize=10)
+        ax.legend(fontsize=8, loc="best")
+    fig.suptitle(title)
+    return fig
+
+
+def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
+    """:func:`loo_by_k_table` with a Wilson 95% interval on each category's rate (messages
+    treated as independent: labelled so wherever it is shown)."""
+    out = by_k.copy()
+    for category in CATEGORIES:
+        bounds = [
+            wilson_interval(int(c), int(n))
+            for c, n in zip(out[category], out["eligible"], strict=True)
+        ]
+        out[f"{category}_low"] = [low for low, _ in bounds]
+        out[f"{category}_high"] = [high for _, high in bounds]
+    return out
+
+
+def plot_loo_by_k(by_k: pd.DataFrame, title: str) -> Figure:
+    """Helpful and harmful rates (%) among eligible messages by pool size K, with Wilson 95%
+    intervals (messages as independent); integer K ticks."""
+    rows = loo_rate_intervals(by_k[by_k["k"] != "pooled"])
+    fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    ks = sorted(rows["k"].astype(int).unique())
+    offsets = {("wrong", "helpful"): -0.09, ("wrong", "harmful"): -0.03,
+               ("correct", "helpful"): 0.03, ("correct", "harmful"): 0.09}  # fmt: skip
+    for proposal, marker in (("wrong", "o"), ("correct", "s")):
+        part = rows[rows["proposal"] == proposal].sort_values("k", key=lambda k: k.astype(int))
+        for category, style in (("helpful", "-"), ("harmful", "--")):
+            rate = 100 * part[f"{category}_rate"].to_numpy(dtype=float)
+            err = np.clip(  # a rate at 0 or 1 can sit a rounding error outside its interval
+                [
+                    rate - 100 * part[f"{category}_low"].to_numpy(dtype=float),
+                    100 * part[f"{category}_high"].to_numpy(dtype=float) - rate,
+                ],
+                0,
+                None,
+            )
+            ax.errorbar(
+                part["k"].astype(int) + offsets[(proposal, category)], rate, yerr=err,
+                fmt=style, marker=marker, capsize=2, label=f"{proposal}, {category}",
+            )  # fmt: skip
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("pool size K")
+    ax.set_ylabel("rate among eligible messages (%)")
+    ax.set_ylim(-2, 102)
+    ax.legend(fontsize=8)
+    ax.set_title("Wilson 95% intervals (messages as independent)", fontsize=8)
+    fig.suptitle(title)
+    return fig

@@ -1,0 +1,220 @@
+"""Accuracy tables and policy differences with cluster-bootstrap intervals.
+
+A results frame (:mod:`deliberation.experiments.memory.runs`) has a ``budget`` (fraction r) or an
+``item_limit`` (fixed count) or neither (references); :func:`with_capacity` names the three in
+one ``capacity`` column (``r=0.6``, ``7 items``, ``reference``), so tables group on strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from deliberation.stats import (
+    BootstrapResult,
+    cluster_bootstrap_many,
+    difference_statistic,
+    mean_of,
+)
+
+REFERENCE = "reference"
+
+
+def percent_interval(
+    result: BootstrapResult,
+    columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
+) -> dict[str, object]:
+    """A bootstrap result as table columns, proportions in percentage points."""
+    row = result.as_row(scale=100)
+    return {column: row[column] for column in columns}
+
+
+def answered(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` without the failed ones (``valid`` empty: no usable reply), which no accuracy,
+    difference or model counts; :func:`accuracy_table` reports how many there were."""
+    return rows[rows["valid"].notna()] if "valid" in rows else rows
+
+
+def capacity_label(budget: float | None, item_limit: int | None) -> str:
+    if budget is not None and not pd.isna(budget):
+        return f"r={float(budget):g}"
+    if item_limit is not None and not pd.isna(item_limit):
+        return f"{int(item_limit)} items"
+    return REFERENCE
+
+
+def budget_scope(budgets: Sequence[float]) -> str:
+    """How a table names the budgets a contrast reads: ``r=0.6``, or ``r=0.4/0.6/0.8 pooled``."""
+    values = sorted({float(b) for b in budgets})
+    if not values:
+        raise ValueError("budget_scope: no budgets")
+    text = "/".join(f"{v:g}" for v in values)
+    return f"r={text}" if len(values) == 1 else f"r={text} pooled"
+
+
+def with_capacity(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with a ``capacity`` column (see the module docstring)."""
+    limits = rows["item_limit"] if "item_limit" in rows else pd.Series(None, index=rows.index)
+    labels = [capacity_label(b, n) for b, n in zip(rows["budget"], limits, strict=True)]
+    return rows.assign(capacity=labels)
+
+
+def accuracy_table(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    *,
+    cluster: str = "template",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
+    with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
+    wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
+    neither numerator nor denominator; when there are any, a ``failed`` column counts them."""
+    by = list(by)
+    if rows.empty:
+        raise ValueError("accuracy_table: no rows")
+    failed_mask = rows["valid"].isna()
+    failed = rows[failed_mask].groupby(by, sort=False, dropna=False).size()
+    rows = rows[~failed_mask]
+    if rows.empty:
+        raise ValueError(f"accuracy_table: every one of {int(failed_mask.sum())} rows failed")
+    combos = list(dict.fromkeys(rows[by].itertuples(index=False, name=None)))
+    statistics = {
+        str(i): mean_of("correct", dict(zip(by, combo, strict=True)))
+        for i, combo in enumerate(combos)
+    }
+    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    grouped = rows.groupby(by, sort=False, dropna=False)
+    sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
+    out = []
+    for i, combo in enumerate(combos):
+        result = results[str(i)]
+        key = combo if len(combo) > 1 else combo[0]
+        out.append(
+            {
+                **dict(zip(by, combo, strict=True)),
+                "accuracy": 100 * result.estimate,
+                "low": 100 * result.low,
+                "high": 100 * result.high,
+                "n_rows": int(sizes[key]),
+                "n_clusters": result.n_clusters,
+                "invalid": int(invalid[key]),
+            }
+        )
+        if failed_mask.any():
+            out[-1]["failed"] = int(failed.get(key, 0))
+    return pd.DataFrame(out)
+
+
+def differences(
+    rows: pd.DataFrame,
+    comparisons: Sequence[tuple[str, str]],
+    *,
+    average_over: Sequence[str] = (),
+    label: str = "",
+    cluster: str = "template",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Policy a minus policy b (points) for each pair, on ``rows`` (averaged with equal weight
+    over the cells of ``average_over``), bootstrapped together over ``cluster``; failed rows
+    are left out."""
+    rows = answered(rows)
+    statistics = {
+        f"{a} - {b}": difference_statistic(rows, a, b, average_over=average_over)
+        for a, b in comparisons
+    }
+    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    return pd.DataFrame(
+        [
+            {
+                "comparison": name,
+                "where": label,
+                **percent_interval(r),
+            }
+            for name, r in results.items()
+        ]
+    )
+
+
+def difference_by_budget(
+    rows: pd.DataFrame,
+    a: str,
+    b: str,
+    *,
+    cluster: str = "template",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``a - b`` at every token budget of ``rows`` and averaged over budgets with equal weight
+    (rows without a budget are ignored)."""
+    budgeted = rows[rows["budget"].notna() & rows["policy"].isin([a, b])]
+    if budgeted.empty:
+        raise ValueError(f"difference_by_budget: no budgeted rows of {a} or {b}")
+    budgeted = budgeted.assign(budget=budgeted["budget"].astype(float))
+    kwargs = dict(cluster=cluster, n_resamples=n_resamples, seed=seed)
+    parts = [
+        differences(budgeted[budgeted["budget"] == r], [(a, b)], label=f"r={r:g}", **kwargs)
+        for r in sorted(budgeted["budget"].unique())
+    ]
+    parts.append(
+        differences(
+            budgeted, [(a, b)], average_over=("budget",), label="mean over budgets", **kwargs
+        )
+    )
+    return pd.concat(parts, ignore_index=True)
+
+
+def cue_baseline(templates, seed: int) -> pd.DataFrame:
+    """The best meaning-free heuristic of the cue audit as one accuracy row (its interval is
+    Wilson's over templates: the heuristic makes one pick per template, whatever the cell)."""
+    from deliberation.crossprofile.audit import audit
+
+    table = audit(templates, seed=seed).table
+    thresholded = table[table["thresholded"]]
+    best = thresholded.loc[thresholded["accuracy"].idxmax()]
+    return pd.DataFrame(
+        [
+            {
+                "policy": f"cue baseline: {best['heuristic']}",
+                "capacity": "no model",
+                "accuracy": 100 * best["accuracy"],
+                "low": 100 * best["ci_low"],
+                "high": 100 * best["ci_high"],
+                "n_rows": int(best["n"]),
+                "n_clusters": int(best["n"]),
+                "invalid": 0,
+                "chance": 100 * best["chance"],
+            }
+        ]
+    )
+
+
+def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """Display copy: floats rounded (p-values kept to 4 significant digits)."""
+    out = frame.copy()
+    for column in out.columns:
+        if pd.api.types.is_float_dtype(out[column]):
+            if column.startswith("p_"):
+                out[column] = out[column].map(lambda p: float(f"{p:.4g}") if np.isfinite(p) else p)
+            else:
+                out[column] = out[column].round(digits)
+    return out
+
+
+def accuracy_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
+    entry ``accuracy [low, high]`` (for reading, not re-analysis: the long table has the data)."""
+    cells = table.assign(
+        entry=[
+            f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
+            for a, lo, hi in zip(table["accuracy"], table["low"], table["high"], strict=True)
+        ]
+    )
+    wide = cells.pivot(index="policy", columns="capacity", values="entry")
+    columns = list(dict.fromkeys(cells["capacity"]))
+    wide = wide.loc[list(dict.fromkeys(cells["policy"])), columns].fillna("")
+    return wide.reset_index()

@@ -1,0 +1,148 @@
+"""Accuracy against the balance of evidence the memory kept (notebook 05).
+
+The *net evidence lead* of a memory is score(correct) - the best competitor's score over its
+kept facts (``net_lead`` in the results frame). The copy policies (R1, B4, Random, R1-rel)
+keep facts verbatim, so their rows can be pooled and read against the lead; B3 writes free
+text and has no lead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from deliberation.crossprofile import CLASSIC
+from deliberation.experiments.memory.analyses.accuracy import accuracy_table, answered
+from deliberation.memory import PRIMARY_FRACTION
+from deliberation.stats import (
+    EVIDENCE_FORMULA,
+    POLICY_FORMULA,
+    cluster_bootstrap_many,
+    likelihood_ratio_test,
+    mean_of,
+)
+
+COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
+
+
+def copy_policy_rows(
+    rows: pd.DataFrame, budgets: Sequence[float], policies: Sequence[str] = COPY_POLICIES
+) -> pd.DataFrame:
+    """Main-template rows of the copy policies at ``budgets`` with tags kept, with ``lead_bin``
+    (see :func:`lead_bins`)."""
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(policies)
+    keep &= rows["budget"].isin(list(budgets))
+    out = rows[keep].copy()
+    out["net_lead"] = out["net_lead"].astype(int)
+    out["irrelevant_tone"] = out["irrelevant_tone"].astype(int)
+    out["tone_lead"] = out["tone_lead"].astype(int)
+    out["lead_bin"] = lead_bins(out["net_lead"])
+    return out
+
+
+PAPER_LEAD_BINS = (-2, 4)  # paper 1 pools "-2 or less" and "+4 or more"
+
+
+def lead_bins(
+    leads: pd.Series, low: int = PAPER_LEAD_BINS[0], high: int = PAPER_LEAD_BINS[1]
+) -> pd.Series:
+    """Leads clipped to [low, high] (the paper's end bins). Only leads that occur get a bin, so
+    a bank whose memories never reach ``high`` has no empty "or more" bin: its top bin is
+    the largest lead seen, labelled as such (:func:`accuracy_by_lead`)."""
+    return leads.astype(int).clip(lower=low, upper=high)
+
+
+def lead_label(value: int, *, below: bool = False, above: bool = False) -> str:
+    """``+3``; ``-2 or less`` when the bin pooled smaller leads, ``+4 or more`` larger ones."""
+    text = f"{value:+d}"
+    return f"{text} or less" if below else f"{text} or more" if above else text
+
+
+def lead_range(rows: pd.DataFrame) -> tuple[int, int]:
+    """The smallest and largest net lead in ``rows`` (what the bins must cover)."""
+    leads = rows["net_lead"].astype(int)
+    return int(leads.min()), int(leads.max())
+
+
+def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
+    """Accuracy (%) per lead bin, pooled over the policies in ``rows`` (template bootstrap);
+    a bin's label says "or less" / "or more" only if it pooled leads beyond its value."""
+    table = accuracy_table(rows, ["lead_bin"], n_resamples=n_resamples, seed=seed)
+    table = table.sort_values("lead_bin").reset_index(drop=True)
+    leads = rows["net_lead"].astype(int)
+    labels = []
+    for value in table["lead_bin"].astype(int):
+        mine = leads[rows["lead_bin"].astype(int) == value]
+        labels.append(
+            lead_label(value, below=bool((mine < value).any()), above=bool((mine > value).any()))
+        )
+    table.insert(1, "lead", labels)
+    return table
+
+
+def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
+    the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both
+    models, the likelihood-ratio and cluster-robust Wald tests of the policy terms). Failed rows
+    are left out."""
+    test = likelihood_ratio_test(answered(rows), POLICY_FORMULA, EVIDENCE_FORMULA)
+    coefficients = pd.concat(
+        [
+            test.reduced.coefficients().assign(model="lead + tone"),
+            test.full.coefficients().assign(model="lead + tone + policy"),
+        ],
+        ignore_index=True,
+    )
+    coefficients = coefficients[["model", *[c for c in coefficients if c != "model"]]]
+    tests = pd.DataFrame(
+        [
+            {
+                "added terms": ", ".join(test.added_terms),
+                "LR statistic": test.statistic,
+                "df": test.df,
+                "p_LR": test.p_value,
+                "Wald statistic (cluster-robust)": test.wald_statistic,
+                "p_Wald": test.wald_p_value,
+                "n_rows": test.full.n_obs,
+                "n_templates": test.full.n_clusters,
+            }
+        ]
+    )
+    return coefficients, tests
+
+
+def decoy_choices(
+    rows: pd.DataFrame,
+    *,
+    n_resamples: int,
+    seed: int,
+    variant: str = CLASSIC.id,
+    budget: float = PRIMARY_FRACTION,
+) -> pd.DataFrame:
+    """How often the answer is the decoy option (the wrong option two decoys favour), per
+    policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
+    among wrong ones (%)."""
+    rows = answered(rows)
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
+    cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
+    out = []
+    for policy in dict.fromkeys(cell["policy"]):
+        mine = cell[cell["policy"] == policy]
+        statistics = {"decoy": mean_of("chose_decoy", {"policy": policy})}
+        wrong = int((mine["correct"] == 0).sum())
+        if wrong:
+            statistics["decoy | wrong"] = mean_of("chose_decoy", {"policy": policy, "correct": 0})
+        r = cluster_bootstrap_many(mine, statistics, "template", n_resamples, 0.95, seed)
+        out.append(
+            {
+                "policy": policy,
+                "decisions": len(mine),
+                "wrong": wrong,
+                "decoy %": 100 * r["decoy"].estimate,
+                "low": 100 * r["decoy"].low,
+                "high": 100 * r["decoy"].high,
+                "decoy among wrong %": 100 * r["decoy | wrong"].estimate if wrong else float("nan"),
+            }
+        )
+    return pd.DataFrame(out)

@@ -1,0 +1,33 @@
+"""The profile's ``experiments.crossprofile`` and ``experiments.hiddenbench`` sections (one per
+registered memory benchmark): the grid of a memory run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from deliberation.params import Strict, distinct_values
+
+
+class MemoryGridOptions(Strict):
+    """The grid of a memory run (``deliberation run crossprofile|hiddenbench``; the command's
+    options override it). Policy and tag names are checked when the grid is built."""
+
+    policies: tuple[str, ...] | None = Field(
+        None, description="memory policies; none given: every policy the benchmark supports"
+    )
+    budgets: tuple[float, ...] = Field((0.4, 0.6, 0.8), description="budget fractions r")
+    item_limit: int = Field(7, ge=0, description="fixed item count of the control; 0: none")
+    tags: tuple[str, ...] = ("keep", "remove", "shuffle")
+    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
+    limit: int | None = Field(
+        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
+    )
+    n_resamples: int = Field(
+        10_000,
+        ge=2,
+        description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
+    )
+
+    _distinct_values = field_validator("policies", "budgets", "tags")(distinct_values)

@@ -1,0 +1,51 @@
+"""What every memory benchmark's results frame shares: the columns of one decision (the
+benchmark adds its own), their types, and which rows failed. Columns are documented in
+:mod:`deliberation.experiments.memory.runs`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from deliberation.experiments.memory.pipeline import Decision
+
+NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead")
+EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
+
+
+def common_row(decision: Decision, correct: str) -> dict:
+    """The columns every benchmark has, for one decision whose key is ``correct``."""
+    memory = decision.memory
+    failed = decision.failed
+    return {
+        "task": decision.task.id,
+        "policy": decision.cell.policy,
+        "budget": decision.cell.budget,
+        "item_limit": decision.cell.item_limit,
+        "tags": decision.tags,
+        "kept_facts": "" if memory.summary is not None else ";".join(memory.fact_ids),
+        "kept_tokens": None if decision.input_failed else memory.kept_tokens,
+        "budget_tokens": decision.budget_tokens,
+        "answer": decision.answer or "",
+        "correct": None if failed else int(decision.answer == correct),
+        "valid": None if failed else int(decision.answer is not None),
+        "error": decision.error,
+        "key": decision.key,
+    }
+
+
+def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Nullable integer columns where a value may be missing; plain ones otherwise."""
+    for column in NULLABLE_INT:
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    # Empty only in failed rows: nullable then, plain integers otherwise (unchanged tables).
+    for column in EMPTY_WHEN_FAILED:
+        if column in frame and frame[column].isna().any():
+            frame[column] = frame[column].astype("Int64")
+    frame["budget"] = frame["budget"].astype("Float64")
+    return frame
+
+
+def failed_rows(frame: pd.DataFrame) -> pd.Series:
+    """Rows without a usable reply (``valid`` empty): never counted in an accuracy."""
+    return frame["valid"].isna()

@@ -1,0 +1,23 @@
+"""The natural-discussion experiment of paper 1 (``deliberation run natural``, notebook 06).
+
+- :mod:`.runs`: discussions -> votes, disclosure labels, memories and decisions; the rows
+  (columns documented there) and :func:`run_from_profile` behind the CLI (:mod:`.commands`).
+- :mod:`.report`: group accuracy, decision accuracy by condition, disclosure rates and the
+  evidence-first effect, each with cluster-bootstrap intervals.
+"""
+
+from deliberation.experiments.natural.runs import (
+    DISCLOSURE_COLUMNS,
+    ROW_COLUMNS,
+    NaturalResult,
+    run_from_profile,
+    run_natural_experiment,
+)
+
+__all__ = [
+    "DISCLOSURE_COLUMNS",
+    "ROW_COLUMNS",
+    "NaturalResult",
+    "run_from_profile",
+    "run_natural_experiment",
+]

@@ -1,0 +1,34 @@
+"""The profile's ``experiments.natural`` section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from deliberation.params import Strict, distinct_values
+
+
+class NaturalOptions(Strict):
+    """The natural-discussion experiment (``deliberation run natural``, notebook 06)."""
+
+    benchmarks: tuple[Literal["crossprofile", "hiddenbench"], ...] = Field(
+        ("crossprofile", "hiddenbench"), description="task sets (HiddenBench needs make data)"
+    )
+    variants: tuple[Literal["plain", "evidence-first"], ...] = Field(
+        ("plain", "evidence-first"), description="speaking-prompt variants, paired on tasks"
+    )
+    replicates: int = Field(1, gt=0, description="discussions per task and variant (fresh seeds)")
+    rounds: int = Field(2, gt=0, description="speaking rounds between the two votes")
+    policies: tuple[str, ...] = Field(
+        ("R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty"),
+        description="memory policies applied to the transcript's statements",
+    )
+    budget: float = Field(0.6, gt=0, le=1, description="budget fraction r of budgeted policies")
+    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
+    limit: int | None = Field(
+        None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
+    )
+    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
+
+    _distinct_values = field_validator("benchmarks", "variants", "policies")(distinct_values)

@@ -1,0 +1,227 @@
+"""Sim behaviours for the natural discussion (stages ``natural.<benchmark>.*``).
+
+Agents and the decision maker read statements with the benchmark's reader (CrossProfile: the
+template bank as world knowledge; HiddenBench: the word-list reading) and choose with the
+decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism.choose`: evidence
+and social weights, Gumbel choice noise). Nothing here sees a task object, a role or an answer key:
+only the prompt text (``deliberation.experiments.natural.prompts``).
+
+Speaking (``natural.<b>.round.<k>``). In its first turn an agent states each fact it holds in
+full with probability ``natural_disclosure`` (raised by ``natural_evidence_first_boost``, capped
+at 1, when the prompt is the evidence-first variant); otherwise it paraphrases it with
+probability ``natural_paraphrase`` or leaves it out. A paraphrase keeps a random
+``natural_paraphrase_keep`` share of the fact's content words (at least one), in order, after
+"Roughly, from my notes:" - so the disclosure diagnostics label it *partial*, and a reader
+that needs the exact fact (CrossProfile's) cannot use it. The draws for one fact depend on
+(agent, fact text, request seed) only. A fact without end punctuation gets a full stop, so
+it stays one sentence. Later turns state no facts. Every turn ends (plain
+variant: begins) with "I recommend <option>." for the agent's current vote.
+
+Voting (``natural.<b>.vote.initial|final``, and the recommendation in each turn). The agent
+scores the facts it holds (one holder each) and every sentence of the messages it has read
+(identical sentences from several speakers are one line with that many holders) with the
+decision maker's mechanism. Then, with probability ``natural_drift``, it adopts the most common
+recommendation among the others' latest messages it has read (when one option leads
+strictly). With probability ``natural_invalid_vote`` the vote names no option (recorded invalid).
+
+Deciding (``natural.<b>.decision``): the engine's decision maker; a full-transcript prompt is
+read like the agents read a discussion (sentences, repeated ones counted as holders).
+Labelling and summary stages use the engine's behaviours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from deliberation.answer_parsing import parse_choice
+from deliberation.discussion.statements import normalize, sentences
+from deliberation.experiments.memory.sim import crossprofile, hiddenbench
+from deliberation.experiments.memory.sim.mechanism import (
+    Reader,
+    choose,
+    decide,
+    label_balance,
+    label_relevance,
+    prompt_options,
+    section,
+    summarize,
+)
+from deliberation.experiments.natural import prompts as text
+from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
+from deliberation.seeds import stable_seed
+
+PARAMETERS = {
+    "natural_disclosure": 0.2,
+    "natural_evidence_first_boost": 0.0,
+    "natural_paraphrase": 0.5,
+    "natural_paraphrase_keep": 0.6,
+    "natural_drift": 0.3,
+    "natural_invalid_vote": 0.0,
+}
+READERS: dict[str, Reader] = {
+    "crossprofile": crossprofile.read_fact,
+    "hiddenbench": hiddenbench.read_statement,
+}
+PARAPHRASE_PREFIX = "Roughly, from my notes:"
+_NUMBERED = re.compile(r"^(\d+)\.\s+(.*)$")
+_SPEAKER = re.compile(r"^(A\d+):\s*(.*)$")
+_AGENT = re.compile(re.escape(text.AGENT_MARKER).replace(re.escape("{agent}"), r"(A\d+)"))
+
+
+def _param(context: SimContext, name: str) -> float:
+    return context.param(name, PARAMETERS[name])
+
+
+def own_facts(prompt: str) -> list[str]:
+    lines = section(prompt, text.FACTS_HEADER) or []
+    return [m.group(2) for m in map(_NUMBERED.match, lines) if m]
+
+
+def spoken(prompt: str, header: str) -> list[tuple[str, str]]:
+    """(agent, text) of every message line under ``header``."""
+    lines = section(prompt, header) or []
+    return [(m.group(1), m.group(2)) for m in map(_SPEAKER.match, lines) if m]
+
+
+def discussion_notes(messages: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
+    """Sentences of the messages; the same sentence (normalised) from several speakers is one
+    line whose holders are those speakers."""
+    speakers: dict[str, set[str]] = {}
+    first: dict[str, str] = {}
+    for agent, message in messages:
+        for sentence in sentences(message):
+            key = normalize(sentence)
+            first.setdefault(key, sentence)
+            speakers.setdefault(key, set()).add(agent)
+    return [(len(speakers[k]), first[k]) for k in first]
+
+
+def majority(recommendations: Sequence[str]) -> str | None:
+    """The option recommended most often, if it leads strictly."""
+    counts = Counter(recommendations).most_common(2)
+    if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+def vote(
+    context: SimContext,
+    reader: Reader,
+    options: Sequence[str],
+    facts: Sequence[str],
+    messages: Sequence[tuple[str, str]],
+    me: str | None,
+) -> str | None:
+    """The agent's vote (module docstring); None for an invalid vote."""
+    heard = [(a, m) for a, m in messages if a != me]  # its own words add nothing it lacks
+    notes = [(1, f) for f in facts] + discussion_notes(heard)
+    choice = choose(context, options, notes, reader, _param(context, "natural_invalid_vote"))
+    if choice is None:
+        return None
+    latest = dict(heard)  # each other agent's last message
+    read = [c for c in (parse_choice(m, options) for m in latest.values()) if c]
+    leader = majority(read)
+    if leader is not None and context.rng.random() < _param(context, "natural_drift"):
+        return leader
+    return choice
+
+
+def paraphrase(fact: str, keep: float, rng: np.random.Generator) -> str:
+    """A seeded subset of the fact's content words, in order, after the paraphrase prefix."""
+    from deliberation.discussion.statements import STOPWORDS
+
+    words = [w for w in re.findall(r"[\w'-]+", fact) if normalize(w) not in STOPWORDS]
+    if not words:
+        return f"{PARAPHRASE_PREFIX} something about it."
+    n = min(len(words), max(1, math.ceil(keep * len(words))))
+    kept = sorted(rng.choice(len(words), size=n, replace=False))
+    return f"{PARAPHRASE_PREFIX} {' '.join(words[i] for i in kept)}."
+
+
+def _benchmark(context: SimContext) -> str:
+    return context.request.stage.split(".")[1]
+
+
+def _reader(context: SimContext) -> Reader:
+    return READERS.get(_benchmark(context), crossprofile.read_fact)
+
+
+def _me(prompt: str) -> str | None:
+    match = _AGENT.search(prompt)
+    return match.group(1) if match else None
+
+
+def natural_vote(context: SimContext) -> SimAnswer:
+    prompt = context.prompt
+    options = prompt_options(prompt)
+    messages = spoken(prompt, text.DISCUSSION_HEADER)
+    choice = vote(context, _reader(context), options, own_facts(prompt), messages, _me(prompt))
+    value = {
+        "vote": choice if choice else "undecided",
+        "rationale": "From the information I hold and what I read." if choice else "Unsure.",
+    }
+    return SimAnswer(text=json.dumps(value), parsed=value)
+
+
+def natural_turn(context: SimContext) -> SimAnswer:
+    prompt = context.prompt
+    options = prompt_options(prompt)
+    me = _me(prompt)
+    facts = own_facts(prompt)
+    messages = spoken(prompt, text.MESSAGES_HEADER)
+    choice = vote(context, _reader(context), options, facts, messages, me)
+    recommend = f"I recommend {choice}." if choice else "I cannot tell which option is best."
+    first_turn = section(prompt, text.OWN_HEADER) is None
+    evidence_first = text.EVIDENCE_FIRST_MARKER in prompt
+    if not first_turn:
+        return SimAnswer(text=f"Having heard the others: {recommend}")
+    p = _param(context, "natural_disclosure")
+    if evidence_first:
+        p = min(1.0, p + _param(context, "natural_evidence_first_boost"))
+    stated = []
+    seed = context.request.effective_seed()
+    for fact in facts:
+        rng = np.random.default_rng(stable_seed("sim-natural-disclose", me, fact, seed))
+        if rng.random() < p:
+            stated.append(fact if fact.rstrip()[-1:] in ".!?" else f"{fact.rstrip()}.")
+        elif rng.random() < _param(context, "natural_paraphrase"):
+            stated.append(paraphrase(fact, _param(context, "natural_paraphrase_keep"), rng))
+    parts = [*stated, recommend] if evidence_first else [recommend, *stated]
+    return SimAnswer(text=" ".join(parts))
+
+
+def natural_decision(context: SimContext) -> SimAnswer:
+    transcript = spoken(context.prompt, text.TRANSCRIPT_HEADER)
+    notes = discussion_notes(transcript) if transcript else None
+    return decide(context, _reader(context), notes)
+
+
+def natural_relevance(context: SimContext) -> SimAnswer:
+    return label_relevance(context, _reader(context))
+
+
+def natural_balance(context: SimContext) -> SimAnswer:
+    return label_balance(context, _reader(context))
+
+
+def natural_summary(context: SimContext) -> SimAnswer:
+    return summarize(context)
+
+
+# One registration per benchmark and step: natural.crossprofile.vote, natural.hiddenbench.round, ...
+for _benchmark_name in READERS:
+    for _step, _behaviour in (
+        ("vote", natural_vote),
+        ("round", natural_turn),
+        ("decision", natural_decision),
+        ("relevance", natural_relevance),
+        ("balance", natural_balance),
+        ("summary", natural_summary),
+    ):
+        sim_behaviour(f"natural.{_benchmark_name}.{_step}")(_behaviour)

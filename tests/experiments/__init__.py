@@ -1,0 +1,1 @@
+"""Tests of `deliberation.experiments`, mirroring the library's package."""

@@ -1,0 +1,1 @@
+"""Tests of `deliberation.experiments.dhd`, mirroring the library's package."""

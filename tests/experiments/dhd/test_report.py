@@ -1,0 +1,56 @@
+"""Notebook 07's figures (deliberation.experiments.dhd.report): percentages like notebooks 02-05, integer
+pool sizes, intervals on every LOO rate, and no "pooled" beside a single benchmark."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from deliberation.experiments.dhd import report
+
+
+def shares(benchmarks):
+    rows = []
+    for design in ("single", "loo"):
+        for benchmark in [*benchmarks, "pooled"]:
+            for proposal, share in (("wrong", 0.4), ("correct", 0.75)):
+                rows.append({"design": design, "benchmark": benchmark, "proposal": proposal,
+                             "helpful_share": share, "bootstrap_low": share - 0.1,
+                             "bootstrap_high": share + 0.1})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_helpful_share_shows_pooled_only_beside_several_benchmarks_and_in_percent():
+    one = report.plot_flip_shares(shares(["synthetic"]), "t")
+    assert [t.get_text() for t in one.axes[0].get_xticklabels()] == ["synthetic"]
+    assert one.axes[0].get_ylim()[1] > 100 and "(%)" in one.axes[0].get_ylabel()
+    points = one.axes[0].lines[0].get_ydata()
+    assert np.allclose(points, [40.0])
+    two = report.plot_flip_shares(shares(["a", "b"]), "t")
+    assert [t.get_text() for t in two.axes[1].get_xticklabels()] == ["a", "b", "pooled"]
+    plt.close("all")
+
+
+def test_loo_by_k_has_integer_ticks_wilson_intervals_and_a_title_apart_from_the_axes():
+    by_k = pd.DataFrame(
+        [
+            {"k": k, "proposal": p, "helpful": h, "neutral": 10, "harmful": 2}
+            for k in ("2", "3", "pooled")
+            for p, h in (("wrong", 3), ("correct", 0))
+        ]
+    )
+    by_k["eligible"] = by_k[["helpful", "neutral", "harmful"]].sum(axis=1)
+    for column in ("helpful", "neutral", "harmful"):
+        by_k[f"{column}_rate"] = by_k[column] / by_k["eligible"]
+    fig = report.plot_loo_by_k(by_k, "LOO effects")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "3"]
+    assert fig.get_suptitle() == "LOO effects" and ax.get_title() != fig.get_suptitle()
+    assert len(ax.containers) == 4  # helpful and harmful, wrong and correct, each with bars
+    intervals = report.loo_rate_intervals(by_k)
+    wrong = intervals[(intervals["k"] == "2") & (intervals["proposal"] == "wrong")].iloc[0]
+    assert wrong["helpful_low"] < 3 / 15 < wrong["helpful_high"]
+    zero = intervals[(intervals["k"] == "2") & (intervals["proposal"] == "correct")].iloc[0]
+    assert zero["helpful_low"] == 0 and zero["helpful_high"] > 0
+    plt.close("all")

@@ -1,0 +1,1 @@
+"""Tests of `deliberation.experiments.memory`, mirroring the library's package."""

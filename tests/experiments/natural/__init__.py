@@ -1,0 +1,1 @@
+"""Tests of `deliberation.experiments.natural`, mirroring the library's package."""
