@@ -356,7 +356,7 @@ def build_paper(
         for e in entries
     ]
     result = BuildResult(profile.name)
-    out(f"make paper: profile {profile.name} ({'synthetic' if profile.synthetic else 'model'})")
+    out(f"make paper: profile {profile.name} ({profile.label})")
     for status in statuses:
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
