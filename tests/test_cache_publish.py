@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.serve_sim import arithmetic_requests, openai_profile
 
-from deliberation.inference import cache_path, make_client
+from deliberation.inference import cache_path, make_client, open_run
 from deliberation.inference.base import (
     NO_SEND_ENV,
     ChatRequest,
@@ -31,6 +31,7 @@ from deliberation.inference.published import (
     published_path,
     read_published,
 )
+from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import load_profile
 
 REQUESTS = [
@@ -226,3 +227,15 @@ def test_while_sending_is_forbidden_no_server_is_started(tmp_path, monkeypatch) 
         with pytest.raises(ServerStartError, match=NO_SEND_ENV):
             server.ensure()
     assert not marker.exists() and server.process is None
+
+
+def test_a_replay_asks_no_server_what_it_is_and_labels_from_the_profile(
+    tmp_path, monkeypatch
+) -> None:
+    with sim_server_in_thread() as running:
+        profile = openai_profile(running.base_url, name="replayed-api")
+        marked, _ = open_run(profile, cache_file=tmp_path / "a.sqlite", progress=False)
+        assert marked.synthetic  # a live run against serve-sim is labelled synthetic
+        monkeypatch.setenv(NO_SEND_ENV, "1")
+        replayed, _ = open_run(profile, cache_file=tmp_path / "b.sqlite", progress=False)
+        assert not replayed.synthetic  # it would be synthetic had it asked serve-sim
