@@ -239,3 +239,18 @@ def test_a_replay_asks_no_server_what_it_is_and_labels_from_the_profile(
         monkeypatch.setenv(NO_SEND_ENV, "1")
         replayed, _ = open_run(profile, cache_file=tmp_path / "b.sqlite", progress=False)
         assert not replayed.synthetic  # it would be synthetic had it asked serve-sim
+
+
+def test_replies_with_any_text_round_trip_as_ascii_lines(tmp_path) -> None:
+    profile = load_profile("smoke")
+    client = make_client(profile, progress=False)
+    request = ChatRequest.from_prompt("Café? naïve — yes", stage="smoke.arithmetic")
+    reply = ChatResponse(text="r\u00e9ponse \ud800 lone surrogate", finish_reason="stop")
+    client.cache.put(client.key(request), request, reply, profile="smoke",
+                     identity=client.backend.identity)  # fmt: skip
+    done = export_responses(profile, out=tmp_path / "out.jsonl.gz")
+    gzip.decompress(done.path.read_bytes()).decode("ascii")  # every line is ASCII
+    fresh = tmp_path / "fresh.sqlite"
+    assert import_responses(done.path, profile, cache_file=fresh).added == 1
+    with ResponseCache(fresh) as cache:
+        assert cache.get_many([client.key(request)])[client.key(request)].text == reply.text

@@ -122,9 +122,8 @@ class _Answer(_Strict):
 
 
 def _line(value: dict[str, Any]) -> bytes:
-    return (
-        json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
-    ).encode("utf-8")
+    # ASCII with \u escapes: a model's reply may hold a lone surrogate, which UTF-8 cannot.
+    return (json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n").encode("ascii")
 
 
 def _request_from(record: _Request) -> ChatRequest:
@@ -183,16 +182,21 @@ def export_responses(
     other = 0
     with ResponseCache(source, read_only=True) as cache:
         for key, request, response, attempts in cache.answer_rows():
-            record = _Request.model_validate(request)
-            if request_key(backend, _request_from(record)) != key:
-                other += 1  # another revision, URL or backend shared this file
-                continue
-            answer = _Answer(
-                key=key,
-                request=record,
-                response=_Response.model_validate(response),
-                attempts=attempts,
-            )
+            try:
+                record = _Request.model_validate(request)
+                if request_key(backend, _request_from(record)) != key:
+                    other += 1  # another revision, URL or backend shared this file
+                    continue
+                answer = _Answer(
+                    key=key,
+                    request=record,
+                    response=_Response.model_validate(response),
+                    attempts=attempts,
+                )
+            except (ValidationError, ValueError) as exc:  # a row an older version wrote
+                raise PublishedFileError(
+                    source, f"the answer under key {key} cannot be exported: {exc}"
+                ) from None
             line = _line(answer.model_dump(mode="json"))
             if any(secret.encode("utf-8") in line for secret in secrets):
                 raise PublishedFileError(
