@@ -74,6 +74,21 @@ def test_export_is_sorted_deterministic_gzip_with_neither_time_nor_name(answered
     assert header["profile"] == "smoke" and header["answers"] == len(answers) == 4
     keys = [a["key"] for a in answers]
     assert keys == sorted(keys)
+    # Only these fields, ever: no header, no key, no URL beyond the header's identity.
+    for answer in answers:
+        assert set(answer) == {"key", "request", "response", "attempts"}
+        assert set(answer["request"]) == {
+            "messages",
+            "stage",
+            "sample",
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "seed",
+            "structured",
+        }
+        assert set(answer["response"]) == {"text", "parsed", "finish_reason", "prompt_tokens",
+                                           "completion_tokens", "latency_s"}  # fmt: skip
     choice = next(a for a in answers if a["request"]["structured"] is not None)
     assert choice["request"]["structured"]["choices"] == ["4", "5"]
     assert choice["request"]["sample"] == 2 and choice["request"]["seed"] == 5
