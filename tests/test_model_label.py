@@ -13,7 +13,7 @@ import pandas as pd
 
 from deliberation import model_label
 from deliberation.model_files import MODELS
-from deliberation.params import ExperimentOptions, load_profile
+from deliberation.params import load_profile
 from deliberation.plots import save_figure
 from deliberation.tables import write_table
 
@@ -30,7 +30,9 @@ def test_the_llamacpp_profile_says_model_quantisation_engine_and_its_pinned_vers
 
 def test_a_reduced_grid_is_said_and_its_options_listed() -> None:
     profile = load_profile("smollm2-135m-llamacpp")
-    experiments = ExperimentOptions.model_validate(
+    # The profile's own experiments model (its sections are registered by the experiments).
+    options_model = type(profile.experiments)
+    experiments = options_model.model_validate(
         {"crossprofile": {"limit": 2, "budgets": [0.6], "policies": ["R1", "B4"]},
          "dhd": {"problems": 4, "benchmarks": ["synthetic", "omni_math"]},
          "natural": {"budget": 0.4}}
@@ -42,7 +44,7 @@ def test_a_reduced_grid_is_said_and_its_options_listed() -> None:
     assert model_label.reduced_grid(experiments) == [
         "crossprofile.policies", "crossprofile.budgets", "crossprofile.limit", "dhd.problems",
     ]  # fmt: skip
-    assert model_label.reduced_grid(ExperimentOptions()) == []
+    assert model_label.reduced_grid(options_model()) == []
 
 
 def test_the_version_comes_from_pyproject_not_from_what_is_installed(monkeypatch) -> None:

@@ -39,10 +39,10 @@ COMMANDS = {
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
+    "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
     "bench": "run every benchmark and write one table (build/bench.md)",
     "replies": "the prompts and raw replies of a profile's calls, from its response cache",
     "compare": "the headline numbers of several profiles side by side, with intervals",
-    "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
 }
 
 
