@@ -22,7 +22,10 @@ SMOLLM = MODELS["smollm2-135m-instruct-q4_1"]
 
 def test_the_llamacpp_profile_says_model_quantisation_engine_and_its_pinned_version() -> None:
     profile = load_profile("smollm2-135m-llamacpp")
-    assert profile.label == "SmolLM2-135M-Instruct (Q4_1, llama.cpp via llama-cpp-python 0.3.36)"
+    full = profile.model_copy(update={"experiments": type(profile.experiments)()})
+    assert full.label == "SmolLM2-135M-Instruct (Q4_1, llama.cpp via llama-cpp-python 0.3.36)"
+    reduced = bool(model_label.reduced_grid(profile.experiments))
+    assert profile.label == full.label + (", reduced grid" if reduced else "")
     described = model_label.describe_model(profile)
     assert described.model_file_sha256 == SMOLLM.sha256
     assert described.engine_version == model_label.pinned_version("llama-cpp-python") == "0.3.36"
@@ -38,7 +41,9 @@ def test_a_reduced_grid_is_said_and_its_options_listed() -> None:
          "natural": {"budget": 0.4}}
     )  # fmt: skip
     reduced = profile.model_copy(update={"experiments": experiments})
-    assert reduced.label.endswith("), reduced grid")
+    assert reduced.label == (
+        "SmolLM2-135M-Instruct (Q4_1, llama.cpp via llama-cpp-python 0.3.36), reduced grid"
+    )
     # Fewer budgets, a policy subset where the default is "all", a limit, fewer problems; a
     # larger benchmark list and another budget fraction are not reductions.
     assert model_label.reduced_grid(experiments) == [
@@ -80,7 +85,8 @@ def test_tables_figures_and_sidecars_of_a_real_profile_carry_its_label() -> None
     assert not sidecar["synthetic"]
     described = sidecar["model_description"]
     assert described["model_file_sha256"] == SMOLLM.sha256
-    assert described["engine_version"] == "0.3.36" and described["reduced_grid"] == []
+    assert described["engine_version"] == "0.3.36"
+    assert described["reduced_grid"] == model_label.reduced_grid(profile.experiments)
     assert "synthetic" not in written["md"].read_text()
 
     fig, ax = plt.subplots()
