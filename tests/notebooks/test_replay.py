@@ -3,7 +3,9 @@
 The stand-in: notebook 00 built on the smoke profile into a throwaway "repository" (its
 ``tables/smoke/`` play the committed tables), its answers exported to ``results/smoke/``, then
 replayed: imported into a fresh cache, rebuilt sending nothing, every table byte-identical. A
-published file missing an answer stops the replay before any notebook runs, naming the stage.
+published file missing an answer stops the replay before any notebook runs, naming the stage. A
+profile shaped like the llama.cpp one (openai backend, a ``server:`` section), answered live by
+serve-sim, replays with nothing listening and its server never started.
 
 Then the real thing: every shipped real-model profile with published answers in this repository
 (``results/<profile>/responses.jsonl.gz``) is replayed against its committed tables; until one
@@ -14,12 +16,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from deliberation import paths
 from deliberation.inference.published import export_responses, published_path
+from deliberation.inference.testing import sim_server_in_thread
 from deliberation.paper.build import ReplayIncomplete, build_paper
 from deliberation.paper.replay import replay_published
 from deliberation.params import load_profile, shipped_profiles
@@ -75,6 +79,59 @@ def test_a_published_file_missing_an_answer_stops_the_replay_before_any_notebook
     message = str(report.build.failed)
     assert "replay: 1 planned calls are not in the response cache" in message
     assert "00_smoke: smoke.arithmetic" in message
+
+
+SERVER_PROFILE = """\
+name: replayed-server
+backend: openai
+model: sim-mechanism
+seed: 0
+experiments: {{smoke_items: 6}}   # fewer than the full 20: "reduced grid"
+openai:
+  base_url: {base_url}
+  max_retries: 0
+  timeout_s: 10
+server:
+  command: ["{{python}}", "-c", "open({marker!r}, 'w'); raise SystemExit(3)"]
+  port: {port}
+  log_file: {log}
+"""
+
+
+def test_a_profile_with_a_server_replays_without_starting_or_asking_it(tmp_path: Path) -> None:
+    """The shape of the llama.cpp profile (openai backend, a server: section), answered live by
+    serve-sim, then replayed with nothing listening: its server command (which would leave a
+    marker) never runs, and the replay labels from the profile alone."""
+    marker, root = tmp_path / "server-started", tmp_path / "published"
+    profile_file = tmp_path / "replayed-server.yaml"
+    with sim_server_in_thread() as running, pytest.MonkeyPatch.context() as patch:
+        port = int(running.base_url.rsplit(":", 1)[1].split("/")[0])
+        profile_file.write_text(SERVER_PROFILE.format(
+            base_url=running.base_url, port=port, marker=str(marker),
+            log=str(tmp_path / "server.log"),
+        ))  # fmt: skip
+        patch.setenv("DELIBERATION_OUTPUT_ROOT", str(root))
+        patch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "live-cache"))
+        patch.setenv("DELIBERATION_BUILD_DIR", str(tmp_path / "live-build"))
+        assert build_paper(str(profile_file), notebooks=["00"], out=lambda _: None).ok
+        assert export_responses(load_profile(profile_file)).answers == 6
+    first = replay_published(str(profile_file), committed_root=root, notebooks=["00"],
+                             workdir=tmp_path / "replay-a", out=lambda _: None)  # fmt: skip
+    assert first.build is not None and first.build.ok and not marker.exists()
+    # The live build's answers came from serve-sim, which says so: its tables were labelled
+    # synthetic. The replay asks no server, so only the labels differ; the data do not.
+    assert "smoke_arithmetic.csv" in first.identical
+    assert set(first.different) == SMOKE_TABLES - {"smoke_arithmetic.csv"}
+    rebuilt = tmp_path / "replay-a" / "output_root" / "tables" / "replayed-server"
+    assert "[sim-mechanism, reduced grid]" in (rebuilt / "smoke_arithmetic.md").read_text()
+    # Replayed again against the first replay's tables: every byte.
+    second_root = tmp_path / "second"
+    shutil.copytree(rebuilt, second_root / "tables" / "replayed-server")
+    shutil.copytree(root / "results", second_root / "results")
+    second = replay_published(str(profile_file), committed_root=second_root, notebooks=["00"],
+                              out=lambda _: None)  # fmt: skip
+    assert second.ok and set(second.identical) | set(second.checkout_only) == SMOKE_TABLES
+    assert not marker.exists()
 
 
 def _published_real_profiles() -> list[str]:
