@@ -7,12 +7,13 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report test lint unit experiments notebooks chromium lab data models test-real bench clean clean-cache
+.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models test-real bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
 	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
+	@echo "make replay PROFILE=...   rebuild the committed tables from results/<profile>/ (sends nothing)"
 	@echo "make test                 every lane: lint, unit, experiments, notebooks (each reported; fails if any failed)"
 	@echo "make unit                 unit tests: no notebook, no whole-experiment run (about 3 minutes)"
 	@echo "make experiments          whole sim experiments: parameter recovery, coverage, plan vs run"
@@ -51,6 +52,12 @@ plan: setup
 report: setup
 	$(PY) -m deliberation report $(PROFILE)
 
+# A published real-model run (results/<profile>/responses.jsonl.gz, written by `deliberation cache
+# export`) imported into a temporary cache and rebuilt into temporary folders, sending nothing
+# (no server started); every committed file of tables/<profile>/ must come out byte for byte.
+replay: setup
+	$(PY) -m deliberation replay $(PROFILE)
+
 # Each lane of `make test` prints its own wall time (.ci/run prints the total).
 TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
 LANES := lint unit experiments notebooks
@@ -72,10 +79,12 @@ experiments: setup
 
 # tests/notebooks/: the paper built once on the smoke profile (every notebook through papermill,
 # as `make paper` runs them) and checked: plan, outputs, tables, the report in Chromium; notebook
-# 00 runs twice more (fresh-cache determinism, a planted API key over the openai backend).
-# Outputs and caches go to temporary folders, never into the working tree.
+# 00 runs twice more (fresh-cache determinism, a planted API key over the openai backend) and is
+# replayed from its exported answers; every shipped real-model profile with published answers
+# (results/<profile>/) is replayed against its committed tables (-rs prints why a test skipped,
+# e.g. "no published results"). Outputs and caches go to temporary folders, never into the tree.
 notebooks: setup
-	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider --durations=10 notebooks
+	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -rs -p no:cacheprovider --durations=10 notebooks
 
 # Every lane runs even when an earlier one fails; the summary names the failed ones and the
 # target fails if any did.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from deliberation import paths
 from deliberation.cli import COMMANDS, build_parser, main
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
@@ -79,6 +80,14 @@ def _cached_answer() -> None:
     client.generate([ChatRequest.from_prompt("What is 2 + 3?", stage="smoke.arithmetic")])
 
 
+def _published_answer() -> None:
+    """One sim answer exported to ``{cache}/published.jsonl.gz`` (for ``cache import``)."""
+    from deliberation.inference.published import export_responses
+
+    _cached_answer()
+    export_responses(load_profile("sim"), out=paths.cache_dir() / "published.jsonl.gz")
+
+
 def _empty(tmp_path: Path) -> Path:
     return tmp_path / "no-data"
 
@@ -91,6 +100,14 @@ SMALL_MEMORY_RUN = ["--profile", "smoke", "--limit", "1", "--policies", "R1", "-
 INVOCATIONS = {
     ("serve-sim",): (["--host", "0.0.0.0", "--port", "0"], None, 2, "loopback only"),
     ("cache", "stats"): ([], _cached_answer, 0, "smoke.arithmetic"),
+    ("cache", "export"): (["sim", "--out", "{tmp}/r.jsonl.gz"], _cached_answer, 0, "exported 1 "),
+    ("cache", "import"): (
+        ["{cache}/published.jsonl.gz"],
+        _published_answer,
+        0,
+        "1 already present",
+    ),
+    ("replay",): (["smoke"], None, 0, "no published results for smoke"),
     ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "audit"): ([str(FIXTURES / "bank_v2")], None, 1, "audit FAILED"),
@@ -146,7 +163,11 @@ def test_every_command_runs(leaf, tmp_path, capsys) -> None:
     arguments, setup, code, needle = INVOCATIONS[leaf]
     if setup is not None:
         setup()
-    argv = [*leaf, *(a.replace("{tmp}", str(tmp_path)) for a in arguments)]
+    cache = str(paths.cache_dir())
+    argv = [
+        *leaf,
+        *(a.replace("{tmp}", str(tmp_path)).replace("{cache}", cache) for a in arguments),
+    ]
     try:
         status = main(argv)
     except SystemExit as stop:  # argparse errors

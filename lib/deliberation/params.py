@@ -258,6 +258,15 @@ class Profile(Strict):
         return bool(backend_class(self.backend).synthetic) or self.served_by_sim
 
     @property
+    def label(self) -> str:
+        """What this profile runs, as every caption, banner and sidecar of its model outputs
+        says it (``deliberation.model_label``): the synthetic label, or model, quantisation,
+        engine and version, and "reduced grid"."""
+        from deliberation.model_label import profile_label
+
+        return profile_label(self)
+
+    @property
     def params_hash(self) -> str:
         """Short hash of everything that can change results (not the file path)."""
         payload = self.model_dump(exclude={"source", "description", "cost"})

@@ -1,6 +1,7 @@
 """Figure writer: PNG + PDF under ``figures/<profile>/`` with a provenance sidecar.
 
-Sim-made figures get the synthetic label in their title. Metadata that varies between runs
+Every model-made figure gets its label in its title (``provenance.output_label``: the synthetic
+label on the sim, the model's description on a real model). Metadata that varies between runs
 (creation dates, software strings) is left out so the files are reproducible.
 """
 
@@ -16,7 +17,7 @@ import matplotlib.pyplot as plt
 
 from deliberation import paths
 from deliberation.params import Profile
-from deliberation.provenance import SYNTHETIC_LABEL, ReleasedSource, write_output_set
+from deliberation.provenance import ReleasedSource, output_label, write_output_set
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}
@@ -27,11 +28,10 @@ def figure_dir(profile: Profile) -> Path:
 
 
 def label_figure(fig: plt.Figure, profile: Profile) -> None:
-    if not profile.synthetic:
-        return
+    label = output_label(profile)
     current = fig._suptitle.get_text() if fig._suptitle is not None else ""
-    if SYNTHETIC_LABEL not in current:
-        fig.suptitle(f"{current} [{SYNTHETIC_LABEL}]".strip() if current else SYNTHETIC_LABEL)
+    if label not in current:
+        fig.suptitle(f"{current} [{label}]".strip() if current else label)
 
 
 def save_figure(
@@ -46,7 +46,7 @@ def save_figure(
 ) -> dict[str, Path]:
     """Write ``<name>.png``, ``<name>.pdf`` and ``<name>.provenance.json`` as one set (all or
     none, the sidecar last with the hashes of the others). A figure of other people's
-    released results (``source``) is titled with their label, not the synthetic one."""
+    released results (``source``) is titled with their label, not the profile's."""
     if source is None:
         label_figure(fig, profile)
     else:

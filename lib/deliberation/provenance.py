@@ -1,6 +1,11 @@
 """Provenance sidecars: every table and figure says which profile, backend, model, parameters and
 commit made it, and whether it is synthetic (made by the sim mechanism model, not a model).
 
+What made an output is decided here, once (:func:`output_label`): the sim's synthetic label, a
+real model's description from its profile (``Profile.label``: model, quantisation, engine and
+version, "reduced grid"; see :mod:`deliberation.model_label`), no model, or released results.
+Captions, figure titles and sidecars all carry that label.
+
 Sidecars hold no timestamps, so the same profile, seed and commit give byte-identical files.
 """
 
@@ -17,9 +22,10 @@ from typing import Any
 from deliberation import __version__, paths
 from deliberation.atomic import atomic_write_text, write_file_set
 from deliberation.inference.failures import FailedCall, incomplete_note, logged_failures
+from deliberation.model_label import SYNTHETIC_LABEL, describe_model
 from deliberation.params import Profile
 
-SYNTHETIC_LABEL = "synthetic (sim backend)"
+__all__ = ["SYNTHETIC_LABEL", "ReleasedSource", "output_label", "label_caption"]
 NO_MODEL_LABEL = "benchmark description (no model calls)"
 
 
@@ -78,13 +84,14 @@ def git_state() -> tuple[str, bool]:
 def output_label(
     profile: Profile, *, uses_model: bool = True, source: ReleasedSource | None = None
 ) -> str:
-    """What made an output: the sim (synthetic), a named model, no model at all (a table
-    describing a benchmark, identical under every profile), or someone else's released results."""
+    """What made an output: the sim (synthetic), the profile's model as the profile describes
+    it (``Profile.label``), no model at all (a table describing a benchmark, identical under
+    every profile), or someone else's released results."""
     if source is not None:
         return source.label()
     if not uses_model:
         return NO_MODEL_LABEL
-    return SYNTHETIC_LABEL if profile.synthetic else f"model output ({profile.model})"
+    return profile.label
 
 
 def label_caption(
@@ -94,16 +101,16 @@ def label_caption(
     uses_model: bool = True,
     source: ReleasedSource | None = None,
 ) -> str:
-    """Captions of sim-made outputs carry the synthetic label, no exceptions; those of released
-    results name their models and source. An output made while model calls of its notebook had
-    failed (``make paper`` logs them) says it is incomplete, first."""
+    """Captions of model outputs carry :func:`output_label`, no exceptions: the synthetic
+    label on the sim, the model's description on a real model; those of released results name
+    their models and source. An output made while model calls of its notebook had failed
+    (``make paper`` logs them) says it is incomplete, first."""
     if source is not None:
         return f"{caption} [{source.label()}]"
-    if uses_model:
-        caption = incomplete_note(logged_failures()) + caption
-    if uses_model and profile.synthetic:
-        return f"{caption} [{SYNTHETIC_LABEL}]"
-    return caption
+    if not uses_model:
+        return caption
+    caption = incomplete_note(logged_failures()) + caption
+    return f"{caption} [{output_label(profile)}]"
 
 
 def incomplete_record(calls: list[FailedCall]) -> dict[str, Any]:
@@ -135,6 +142,8 @@ def provenance_record(
         }
     failed = logged_failures() if uses_model else []
     incomplete: dict[str, Any] = {"incomplete": incomplete_record(failed)} if failed else {}
+    if uses_model and not profile.synthetic:  # model file sha256, engine version, grid
+        made_by["model_description"] = describe_model(profile).record()
     record = incomplete | {
         "profile": profile.name,
         "backend": profile.backend,

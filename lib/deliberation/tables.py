@@ -1,7 +1,8 @@
 """Table writer: CSV + Markdown (+ LaTeX) under ``tables/<profile>/`` with a provenance sidecar.
 
-The Markdown and LaTeX carry the caption, and for sim-made tables the synthetic label; the CSV
-stays plain data (its sidecar carries the label). The CSV keeps full precision for
+The Markdown and LaTeX carry the caption with the output's label (the synthetic label on the
+sim, the model's description on a real model: ``provenance.output_label``); the CSV stays plain
+data (its sidecar carries the label). The CSV keeps full precision for
 re-analysis; the Markdown and LaTeX are for reading, so their numbers are rounded
 (:data:`DISPLAY_FLOAT_FORMAT`) and the Markdown escapes ``|`` inside cells so every row renders.
 Row dumps (a name ending in ``_rows``: one row per decision, for re-analysis) are CSV only.

@@ -22,6 +22,7 @@ from deliberation.inference.base import (
     backend_class,
     register_backend,
     registered_backends,
+    sending_forbidden,
 )
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import CachedClient
@@ -87,8 +88,10 @@ def open_run(
 ) -> tuple[Profile, CachedClient]:
     """The client for a run and the profile its outputs must carry: marked synthetic
     (``served_by_sim``) when the server says it is serve-sim, whatever the profile says.
-    Notebooks call this, then pass the returned profile to ``write_table``/``save_figure``."""
+    Notebooks call this, then pass the returned profile to ``write_table``/``save_figure``.
+    A replay (sending forbidden) asks no server: its outputs are labelled from the profile
+    alone, whatever happens to listen at the profile's URL."""
     client = make_client(profile, cache_file=cache_file, progress=progress)
-    if not profile.synthetic and client.backend.server_is_synthetic():
+    if not profile.synthetic and not sending_forbidden() and client.backend.server_is_synthetic():
         profile = profile.model_copy(update={"served_by_sim": True})
     return profile, client

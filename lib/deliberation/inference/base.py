@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import importlib
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -25,6 +26,21 @@ Role = Literal["system", "user", "assistant"]
 # The stage tag travels over HTTP in this header: real servers ignore it; serve-sim dispatches
 # the sim's behaviour on it (as the in-process sim dispatches on ``ChatRequest.stage``).
 STAGE_HEADER = "X-Deliberation-Stage"
+
+
+# Set (to anything but "" or "0") while a replay rebuilds outputs from published answers: then
+# nothing may be sent and no model server started (``CachedClient`` and
+# ``model_server.before_send`` refuse, naming the calls), so a replay cannot quietly use a model.
+NO_SEND_ENV = "DELIBERATION_NO_SEND"
+
+
+def sending_forbidden() -> bool:
+    """Whether :data:`NO_SEND_ENV` forbids sending in this process (and its kernels)."""
+    return os.environ.get(NO_SEND_ENV, "") not in ("", "0")
+
+
+class SendingForbiddenError(RuntimeError):
+    """A request had to be sent while :data:`NO_SEND_ENV` was set (a replay missing answers)."""
 
 
 # Marks a backend option that changes how requests travel (timeouts, concurrency, progress

@@ -127,6 +127,18 @@ class CacheFileError(CacheError):
     """The file is not a response cache this code can use (foreign, damaged, other schema)."""
 
 
+class CacheConflictError(CacheError):
+    """An answer to import differs from the one the cache already holds for its key."""
+
+
+# What makes two stored answers the same answer (latency and attempts describe the call).
+_ANSWER_FIELDS = ("text", "parsed", "finish_reason", "prompt_tokens", "completion_tokens")
+
+
+def _same_answer(stored: dict, new: dict) -> bool:
+    return all(stored.get(name) == new.get(name) for name in _ANSWER_FIELDS)
+
+
 class CacheWriteError(CacheError):
     """A write did not reach the file (disk full, read-only); the caller still holds the data."""
 
@@ -689,6 +701,65 @@ class ResponseCache:
             )
             self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
             self._conn.execute("DELETE FROM leases WHERE key = ?", (key,))
+
+    def put_all_or_none(
+        self,
+        entries: Iterable[tuple[str, ChatRequest, ChatResponse]],
+        *,
+        profile: str,
+        identity: BackendIdentity,
+    ) -> tuple[int, int]:
+        """Store answers made elsewhere (``deliberation cache import``) in one transaction:
+        (added, already present). A key already holding the same answer (text, parsed value,
+        finish reason, token counts; latency aside) is left as it is; one holding another answer
+        is a :class:`CacheConflictError` naming the key, and nothing is stored."""
+        added = present = 0
+        with self._writing("import answers"):
+            for key, request, response in entries:
+                row = self._conn.execute(
+                    "SELECT response FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+                if row is not None:
+                    if _same_answer(json.loads(row[0]), json.loads(response.to_json())):
+                        present += 1
+                        continue
+                    raise CacheConflictError(
+                        self.path,
+                        f"key {key} (stage {request.stage}) already holds another answer;"
+                        " nothing was imported",
+                    )
+                self._conn.execute(
+                    "INSERT INTO responses (key, profile, backend, model, stage, request,"
+                    " response, prompt_tokens, completion_tokens, latency_s, attempts, hits,"
+                    " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                    (
+                        key,
+                        profile,
+                        identity.backend,
+                        identity.model,
+                        request.stage,
+                        _request_record(request),
+                        response.to_json(),
+                        response.prompt_tokens,
+                        response.completion_tokens,
+                        response.latency_s,
+                        response.attempts,
+                        time.time(),
+                    ),
+                )
+                self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+                added += 1
+        return added, present
+
+    def answer_rows(self) -> Iterator[tuple[str, dict, dict, int]]:
+        """Every stored answer as (key, request record, response, attempts), sorted by key
+        (``deliberation cache export`` writes them in this order, so its bytes are stable)."""
+        with self._reading():
+            rows = self._conn.execute(
+                "SELECT key, request, response, attempts FROM responses ORDER BY key"
+            ).fetchall()
+        for key, request, response, attempts in rows:
+            yield key, json.loads(request), json.loads(response), attempts
 
     def record_failure(
         self, key: str, request: ChatRequest, response: ChatResponse, *, profile: str

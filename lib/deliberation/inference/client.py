@@ -31,7 +31,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from deliberation.inference.base import Backend, ChatRequest, ChatResponse, InvalidRequestError
+from deliberation.inference.base import (
+    NO_SEND_ENV,
+    Backend,
+    ChatRequest,
+    ChatResponse,
+    InvalidRequestError,
+    SendingForbiddenError,
+    sending_forbidden,
+)
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
 from deliberation.inference.failures import FailedCall, FailedCalls
 from deliberation.progress import calls_done, progress_bar
@@ -143,6 +151,14 @@ class CachedClient:
         )
         calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid
         if miss_requests:
+            if sending_forbidden():
+                stages = sorted({r.stage for r in miss_requests})
+                raise SendingForbiddenError(
+                    f"{len(miss_requests)} of {len(requests)} requests ({desc or 'generate'};"
+                    f" stages {', '.join(stages)}) are not in the response cache"
+                    f" {self.cache.path}, and {NO_SEND_ENV} is set: a replay sends nothing, so"
+                    " the published answers do not cover this run"
+                )
             if self.cache.read_only:
                 raise CacheWriteError(
                     self.cache.path,

@@ -1,5 +1,5 @@
-"""CLI: ``deliberation serve-sim``, ``deliberation cache stats``, ``deliberation models`` and
-``deliberation serve``."""
+"""CLI: ``deliberation serve-sim``, ``deliberation cache stats|export|import``,
+``deliberation models`` and ``deliberation serve``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="*", type=Path, help="cache files (default: every .sqlite in the cache dir)"
     )
     stats.set_defaults(func=_cache_stats)
+    export = cache_sub.add_parser(
+        "export",
+        help="write a profile's answers to a deterministic gzip JSONL file (results/<profile>/)",
+    )
+    export.add_argument("profile", help="profile name or path")
+    export.add_argument(
+        "--out", type=Path, help="file (default results/<profile>/responses.jsonl.gz)"
+    )
+    export.set_defaults(func=_cache_export)
+    load = cache_sub.add_parser(
+        "import", help="load a file written by `cache export` into a profile's response cache"
+    )
+    load.add_argument("file", type=Path, help="a responses.jsonl.gz file")
+    load.add_argument("--profile", help="profile (default: the one the file names)")
+    load.set_defaults(func=_cache_import)
 
     models = subparsers.add_parser("models", help="fetch and check the pinned model files")
     models_sub = models.add_subparsers(dest="models_command", required=True)
@@ -71,6 +86,37 @@ def _cache_stats(args: argparse.Namespace) -> int:
     table = pd.concat(frames, ignore_index=True)
     with pd.option_context("display.width", 200, "display.max_columns", None):
         print(table.to_string(index=False))
+    return 0
+
+
+def _cache_export(args: argparse.Namespace) -> int:
+    from deliberation.inference.published import export_responses
+    from deliberation.params import load_profile
+
+    done = export_responses(load_profile(args.profile), out=args.out)
+    print(
+        f"exported {done.answers:,} answers to {done.path} ({done.size:,} bytes); left out:"
+        f" {done.other_identity:,} answers of another backend identity,"
+        f" {done.failed:,} failed calls (no answer)"
+    )
+    if done.failed:
+        print(
+            f"note: {done.failed:,} calls of this profile have no answer yet: a replay of this"
+            " file will miss them (run the build again until none fail, then export)"
+        )
+    return 0
+
+
+def _cache_import(args: argparse.Namespace) -> int:
+    from deliberation.inference.published import import_responses, published_profile
+    from deliberation.params import load_profile
+
+    profile = load_profile(args.profile or published_profile(args.file))
+    done = import_responses(args.file, profile)
+    print(
+        f"imported {args.file} into {done.cache} (profile {done.profile}):"
+        f" {done.added:,} new answers, {done.present:,} already present"
+    )
     return 0
 
 

@@ -160,6 +160,13 @@ class ManagedServer:
     # -- start ------------------------------------------------------------------------------------
     def ensure(self) -> None:
         """Make the server answer: use the one already at the URL, else start ours and wait."""
+        from deliberation.inference.base import NO_SEND_ENV, sending_forbidden
+
+        if sending_forbidden():
+            raise ServerStartError(
+                f"profile {self.profile}: {NO_SEND_ENV} is set (a replay sends nothing), so its"
+                " server is not started"
+            )
         if self.process is not None or self.external:
             if self.process is not None and self.process.poll() is not None:
                 raise ServerStartError(self._exited_message("after it was ready"))
@@ -258,6 +265,13 @@ _CHECKED: set[tuple[str, str, str]] = set()
 def before_send(backend: Any) -> None:
     """Called by the ``openai`` backend before it sends a batch: inside a :func:`model_server`
     block, make sure the server answers (starting it if needed) and pre-flight it once."""
+    from deliberation.inference.base import NO_SEND_ENV, SendingForbiddenError, sending_forbidden
+
+    if sending_forbidden():
+        raise SendingForbiddenError(
+            f"{NO_SEND_ENV} is set (a replay sends nothing): no request goes to"
+            f" {backend.base_url} and no server is started for it"
+        )
     if backend.base_url not in _ACTIVE:
         return
     server = _ACTIVE[backend.base_url]

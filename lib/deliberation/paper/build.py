@@ -43,9 +43,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from deliberation import paths
 from deliberation.atomic import atomic_write_text
+from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
 from deliberation.inference.model_server import model_server, preflight_now
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
@@ -279,6 +281,27 @@ class CallsFailed(NotebookFailed):
         self.notebook, self.cell_line, self.error, self.kept = notebook, "", str(self), None
 
 
+class ReplayIncomplete(NotebookFailed):
+    """A replay whose plan finds calls not in the cache: the published answers do not cover
+    the build, so nothing runs (a replay never sends)."""
+
+    def __init__(self, calls: Sequence[Any]) -> None:
+        missing = [c for c in calls if c.state == "send"]
+        by_notebook: dict[str, set[str]] = {}
+        for call in missing:
+            by_notebook.setdefault(call.notebook, set()).add(call.stage)
+        where = "; ".join(
+            f"{nb}: {', '.join(sorted(st))}" for nb, st in sorted(by_notebook.items())
+        )
+        RuntimeError.__init__(
+            self,
+            f"replay: {len(missing)} planned calls are not in the response cache ({where});"
+            " a replay sends nothing, so no notebook ran",
+        )
+        self.notebook = ", ".join(sorted(by_notebook))
+        self.cell_line, self.error, self.kept = "", str(self), None
+
+
 def failed_calls_log(entry: NotebookEntry, executed_dir: Path) -> Path:
     return executed_dir / f"{entry.stem}.failed-calls.jsonl"
 
@@ -343,9 +366,15 @@ def build_paper(
     readme: Path | None = None,
     out: Printer = _print_now,
     progress_interval_s: float = INTERVAL_S,
+    replay: bool = False,
 ) -> BuildResult:
     """Print the plan, run the stale notebooks in order (a progress line at most every
-    ``progress_interval_s`` while one runs), then check the promised outputs."""
+    ``progress_interval_s`` while one runs), then check the promised outputs.
+
+    ``replay``: build from the answers already in the cache and send nothing. The plan must
+    find every call cached (else the build stops before any notebook, naming the notebooks and
+    stages missing), no server is started, and :data:`NO_SEND_ENV` is set for the kernels, so a
+    call the plan did not foresee fails loudly instead of reaching a model."""
     started = time.perf_counter()
     profile = load_profile(profile_arg)
     executed_dir = paths.build_dir() / "executed" / profile.name
@@ -356,7 +385,7 @@ def build_paper(
         for e in entries
     ]
     result = BuildResult(profile.name)
-    out(f"make paper: profile {profile.name} ({'synthetic' if profile.synthetic else 'model'})")
+    out(f"make paper: profile {profile.name} ({profile.label})")
     for status in statuses:
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
@@ -364,7 +393,7 @@ def build_paper(
     planned: dict[str, int] = {}  # notebook stem -> calls the plan counts (progress lines)
     # Without a plan, any stale notebook with model calls may send some.
     to_send = any(e.experiment is not None for e in stale)
-    if plan and stale:
+    if (plan or replay) and stale:
         from deliberation.paper.plan import format_plan, plan_calls
 
         the_plan = plan_calls(profile, stale)
@@ -375,10 +404,17 @@ def build_paper(
         out("")
         for call in the_plan.calls:
             planned[call.notebook] = planned.get(call.notebook, 0) + 1
+        if replay and to_send:
+            result.failed = ReplayIncomplete(the_plan.calls)
+            out(f"FAILED: {result.failed}")
+            result.seconds = time.perf_counter() - started
+            return result
     # One model server for the whole build (started only when something must be sent and its
     # URL does not answer), pre-flighted once; stopped when the build ends, however it ends.
-    with model_server(profile):
-        if to_send:
+    # A replay starts none and forbids sending, in this process and in the kernels.
+    no_send = _environment(NO_SEND_ENV, "1") if replay else contextlib.nullcontext()
+    with model_server(profile), no_send:
+        if to_send and not replay:
             preflight_now(profile)
         _run_notebooks(
             statuses, profile, profile_arg, executed_dir, folder, result, out,

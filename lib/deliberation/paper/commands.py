@@ -1,5 +1,6 @@
-"""CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report`` and
-``deliberation bench`` (the Makefile's ``paper``, ``plan``, ``report`` and ``bench`` targets)."""
+"""CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report``,
+``deliberation replay`` and ``deliberation bench`` (the Makefile's ``paper``, ``plan``,
+``report``, ``replay`` and ``bench`` targets)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("profile", help="profile name or path")
     report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
     report.set_defaults(func=_report)
+
+    replay = add_command(subparsers, "replay")
+    replay.add_argument("profile", help="profile name or path")
+    replay.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    replay.add_argument(
+        "--root", type=Path, help="folder holding results/ and tables/ (default: the repository)"
+    )
+    replay.set_defaults(func=_replay)
 
     bench = add_command(subparsers, "bench")
     bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
@@ -72,6 +81,16 @@ def _paper(args: argparse.Namespace) -> int:
         args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
     )
     return 0 if result.ok else 1
+
+
+@_reported
+def _replay(args: argparse.Namespace) -> int:
+    from deliberation.paper.replay import replay_published
+
+    report = replay_published(args.profile, committed_root=args.root, notebooks=args.notebooks)
+    for line in report.lines():
+        print(line, flush=True)
+    return 0 if report.ok else 1
 
 
 @_reported

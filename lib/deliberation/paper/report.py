@@ -72,7 +72,7 @@ def run_label(profile_arg: str) -> RunLabel:
         synthetic = synthetic or bool(record.get("synthetic"))
     if synthetic:
         return RunLabel(profile.name, True, f"{SYNTHETIC_LABEL}: not model results")
-    return RunLabel(profile.name, False, f"model output ({profile.backend}, {profile.model})")
+    return RunLabel(profile.name, False, f"model output ({profile.backend}): {profile.label}")
 
 
 def _sidecars(profile: str) -> list[Path]:

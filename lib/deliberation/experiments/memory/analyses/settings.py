@@ -54,7 +54,7 @@ def banner(profile: Profile, analysis: AnalysisSettings) -> str:
     kind = (
         "SYNTHETIC: made by the sim mechanism model, not a language model"
         if profile.synthetic
-        else f"model output ({profile.model})"
+        else f"model output: {profile.label}"
     )
     return (
         f"profile {profile.name} (backend {profile.backend}, model {profile.model}, "

@@ -1,0 +1,199 @@
+"""``deliberation replay PROFILE``: rebuild a profile's tables from its published answers.
+
+A real-model run is published as ``results/<profile>/responses.jsonl.gz`` (``deliberation cache
+export``) beside its committed ``tables/<profile>/``. The replay proves that those tables follow
+from those answers and this code, on any machine, without the model or its engine:
+
+1. the answers are imported into a fresh response cache in a temporary folder;
+2. the paper is built for the profile into temporary output and build folders (every notebook,
+   ``FORCE``), as a *replay* (``build_paper(replay=True)``): the plan must find every call
+   cached, no model server is started, and sending is forbidden in the kernels too, so any call
+   the published answers do not cover fails loudly, naming its stage;
+3. every committed file under ``tables/<profile>/`` is compared with the rebuilt one byte for
+   byte. A provenance sidecar is compared field by field: ``git_commit`` and ``git_dirty`` say
+   which checkout wrote the file, so they may differ (a replay runs at a later commit); any
+   other field must be equal. Figures are not compared (PNG and PDF bytes depend on the
+   installed matplotlib and fonts; their sidecars name the same answers).
+
+Without a published file the replay says ``no published results for <profile>`` and checks
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deliberation import paths
+from deliberation.inference.published import ImportResult, import_responses, published_path
+from deliberation.paper.build import BuildResult, build_paper
+from deliberation.params import load_profile
+
+Printer = Callable[[str], None]
+# Sidecar fields that name the checkout that wrote a file, not what the file says.
+CHECKOUT_FIELDS = frozenset({"git_commit", "git_dirty"})
+FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
+
+
+@dataclass
+class ReplayReport:
+    profile: str
+    published: Path
+    imported: ImportResult | None = None
+    build: BuildResult | None = None
+    identical: list[str] = field(default_factory=list)  # files equal byte for byte
+    checkout_only: dict[str, list[str]] = field(default_factory=dict)  # sidecar -> fields
+    different: dict[str, str] = field(default_factory=dict)  # file -> how it differs
+    not_rebuilt: list[str] = field(default_factory=list)  # committed, not made by the replay
+    not_committed: list[str] = field(default_factory=list)  # made by the replay only
+
+    @property
+    def published_exists(self) -> bool:
+        return self.imported is not None
+
+    @property
+    def ok(self) -> bool:
+        """True without published results (nothing to check) or when every table matched."""
+        if not self.published_exists:
+            return True
+        built = self.build is not None and self.build.ok
+        return built and not self.different and not self.not_rebuilt
+
+    def lines(self) -> list[str]:
+        if not self.published_exists:
+            return [f"replay: no published results for {self.profile} ({self.published})"]
+        imported = self.imported
+        assert imported is not None
+        out = [
+            f"replay: {imported.added:,} published answers of {self.profile} imported from"
+            f" {self.published} into a fresh cache; nothing sent"
+        ]
+        if self.build is not None and not self.build.ok:
+            out.append(f"replay: the build FAILED: {self.build.failed or 'outputs missing'}")
+        compared = len(self.identical) + len(self.checkout_only) + len(self.different)
+        out.append(
+            f"replay: {compared} committed table files compared: {len(self.identical)} identical"
+            f" byte for byte, {len(self.checkout_only)} sidecars differing only in"
+            f" {', '.join(sorted(CHECKOUT_FIELDS))} (the checkout that wrote them),"
+            f" {len(self.different)} DIFFERENT"
+        )
+        out += [f"  DIFFERENT {name}: {why}" for name, why in sorted(self.different.items())]
+        out += [f"  NOT REBUILT {name}" for name in self.not_rebuilt]
+        if self.not_committed:
+            out.append(f"replay: {len(self.not_committed)} tables made but not committed:")
+            out += [f"  {name}" for name in self.not_committed]
+        out.append(f"replay: {'ok' if self.ok else 'FAILED'}")
+        return out
+
+
+@contextlib.contextmanager
+def _folders(root: Path) -> Iterator[None]:
+    """Cache, output and build folders under ``root`` while the replay runs."""
+    previous = {name: os.environ.get(name) for name in FOLDER_ENV}
+    for name in FOLDER_ENV:
+        os.environ[name] = str(root / name.removeprefix("DELIBERATION_").lower())
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _notebook_of(sidecar: Path) -> str | None:
+    try:
+        return json.loads(sidecar.read_text(encoding="utf-8")).get("notebook")
+    except (OSError, ValueError):
+        return None
+
+
+def committed_tables(folder: Path, notebooks: set[str] | None = None) -> list[Path]:
+    """The files of a tables folder (hidden and temporary files aside), limited to the outputs
+    of ``notebooks`` (stems) when given: each set is found through its sidecar."""
+    if not folder.is_dir():
+        return []
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if notebooks is None:
+        return files
+    chosen: list[Path] = []
+    for sidecar in (p for p in files if p.name.endswith(".provenance.json")):
+        if _notebook_of(sidecar) in notebooks:
+            record = json.loads(sidecar.read_text(encoding="utf-8"))
+            chosen += [sidecar.with_name(name) for name in record.get("files", {})]
+            chosen.append(sidecar)
+    return sorted(set(chosen))
+
+
+def compare_tables(
+    committed: Path, rebuilt: Path, report: ReplayReport, files: Sequence[Path]
+) -> None:
+    """Fill ``report`` with how each committed file compares with the rebuilt one."""
+    for path in files:
+        name = path.name
+        other = rebuilt / name
+        if not other.is_file():
+            report.not_rebuilt.append(name)
+            continue
+        mine, theirs = path.read_bytes(), other.read_bytes()
+        if mine == theirs:
+            report.identical.append(name)
+            continue
+        if not name.endswith(".provenance.json"):
+            report.different[name] = f"{len(mine):,} bytes committed, {len(theirs):,} rebuilt"
+            continue
+        old, new = json.loads(mine), json.loads(theirs)
+        fields = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        if set(fields) <= CHECKOUT_FIELDS:
+            report.checkout_only[name] = fields
+        else:
+            report.different[name] = f"fields {', '.join(fields)} differ"
+    committed_names = {p.name for p in files}
+    if rebuilt.is_dir():
+        report.not_committed = sorted(
+            p.name
+            for p in rebuilt.iterdir()
+            if p.is_file() and p.name not in committed_names and not p.name.startswith(".")
+        )
+
+
+def replay_published(
+    profile_arg: str,
+    *,
+    committed_root: Path | None = None,
+    notebooks: Sequence[str] | None = None,
+    workdir: Path | None = None,
+    out: Printer = print,
+) -> ReplayReport:
+    """Import ``results/<profile>/responses.jsonl.gz`` under ``committed_root`` (default: the
+    output root, the repository unless ``DELIBERATION_OUTPUT_ROOT`` says otherwise) into a fresh cache, rebuild the paper from it sending nothing, and compare the
+    committed ``tables/<profile>/`` with the rebuilt ones (see the module docstring).
+    ``notebooks`` limits the build and the comparison to those notebooks' outputs."""
+    profile = load_profile(profile_arg)
+    root = Path(committed_root or paths.output_root())
+    report = ReplayReport(profile.name, published_path(profile.name, root))
+    if not report.published.is_file():
+        return report
+    committed = root / "tables" / profile.name
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))
+        stack.enter_context(_folders(workdir))
+        report.imported = import_responses(report.published, profile)
+        report.build = build_paper(
+            profile_arg, notebooks=notebooks, force=True, replay=True, out=out
+        )
+        stems = None
+        if notebooks is not None:
+            from deliberation.paper.manifest import load_manifest, select
+
+            stems = {entry.stem for entry in select(load_manifest(), notebooks)}
+        rebuilt = paths.output_root() / "tables" / profile.name
+        compare_tables(committed, rebuilt, report, committed_tables(committed, stems))
+    return report

@@ -1,0 +1,77 @@
+"""How a replay compares committed tables with rebuilt ones (``paper/replay.py``): byte for
+byte, sidecars field by field with only the checkout fields allowed to differ; and a profile
+without published answers is said to have none, not passed silently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from deliberation.inference.published import ImportResult
+from deliberation.paper.replay import (
+    ReplayReport,
+    committed_tables,
+    compare_tables,
+    replay_published,
+)
+
+
+def _sidecar(folder: Path, stem: str, notebook: str, **fields: object) -> None:
+    record = {"notebook": notebook, "files": {f"{stem}.csv": "x"}, "git_commit": "a",
+              "git_dirty": False, "label": "L", **fields}  # fmt: skip
+    (folder / f"{stem}.provenance.json").write_text(json.dumps(record, sort_keys=True))
+
+
+def _folders(tmp_path: Path) -> tuple[Path, Path]:
+    committed, rebuilt = tmp_path / "committed", tmp_path / "rebuilt"
+    for folder in (committed, rebuilt):
+        folder.mkdir()
+        (folder / "same.csv").write_text("a\n1\n")
+        _sidecar(folder, "same", "00_smoke")
+    (committed / "changed.csv").write_text("a\n1\n")
+    (rebuilt / "changed.csv").write_text("a\n2\n")
+    _sidecar(committed, "changed", "03_h1")
+    _sidecar(rebuilt, "changed", "03_h1", git_commit="b", git_dirty=True)
+    _sidecar(committed, "relabelled", "03_h1")
+    _sidecar(rebuilt, "relabelled", "03_h1", label="other", git_commit="b")
+    (committed / "gone.csv").write_text("a\n")
+    (rebuilt / "new.csv").write_text("a\n")
+    return committed, rebuilt
+
+
+def test_tables_are_compared_byte_for_byte_and_sidecars_field_by_field(tmp_path) -> None:
+    committed, rebuilt = _folders(tmp_path)
+    report = ReplayReport("p", tmp_path / "results.jsonl.gz")
+    compare_tables(committed, rebuilt, report, committed_tables(committed))
+    assert report.identical == ["same.csv", "same.provenance.json"]
+    assert report.checkout_only == {"changed.provenance.json": ["git_commit", "git_dirty"]}
+    assert report.different == {
+        "changed.csv": "4 bytes committed, 4 rebuilt",
+        "relabelled.provenance.json": "fields git_commit, label differ",
+    }
+    assert report.not_rebuilt == ["gone.csv"] and report.not_committed == ["new.csv"]
+
+
+def test_a_replay_limited_to_notebooks_compares_only_their_outputs(tmp_path) -> None:
+    committed, _ = _folders(tmp_path)
+    chosen = committed_tables(committed, {"00_smoke"})
+    assert [p.name for p in chosen] == ["same.csv", "same.provenance.json"]
+
+
+def test_a_failed_comparison_is_not_ok_and_names_each_file(tmp_path) -> None:
+    committed, rebuilt = _folders(tmp_path)
+    report = ReplayReport("p", tmp_path / "results.jsonl.gz")
+    report.imported = ImportResult(tmp_path / "r.jsonl.gz", tmp_path / "c.sqlite", "p", 3, 0)
+    compare_tables(committed, rebuilt, report, committed_tables(committed))
+    assert not report.ok
+    text = "\n".join(report.lines())
+    assert "  DIFFERENT changed.csv: 4 bytes committed, 4 rebuilt" in text
+    assert "  NOT REBUILT gone.csv" in text and text.endswith("replay: FAILED")
+
+
+def test_without_published_answers_the_replay_says_so_and_builds_nothing(tmp_path) -> None:
+    report = replay_published("smoke", committed_root=tmp_path)
+    assert report.ok and report.build is None and not report.published_exists
+    assert report.lines() == [
+        f"replay: no published results for smoke ({tmp_path}/results/smoke/responses.jsonl.gz)"
+    ]
