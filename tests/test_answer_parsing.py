@@ -19,14 +19,8 @@ CASES = [
     ('{"answer": "Bartosz Wierzbicki"}', B),
     ('```json\n{"choice": "Adaeze Onyekachi"}\n```', A),
     ('{"answer": "Priya Raghunathan or Bartosz Wierzbicki"}', None),
-    # letters (A = first listed option)
-    ("B", B),
-    ("Option C", A),
-    ("The answer is (A).", P),
-    ("**Answer:** B", B),
-    ("Answer: C", A),
+    # a letter next to the option's name
     ("(B) Bartosz Wierzbicki", B),
-    ("The best choice is D.", None),
     # the final explicit choice wins over earlier mentions
     (
         "After weighing the evidence, Bartosz Wierzbicki has strong pipeline skills, but Priya"
@@ -99,6 +93,27 @@ def test_parse_choice_reads_chat_model_answers(text, expected):
 
 def test_enough_realistic_answers():
     assert len(CASES) >= 30
+
+
+LETTER_CASES = [
+    ("B", B),
+    ("Option C", A),
+    ("The answer is (A).", P),
+    ("**Answer:** B", B),
+    ("Answer: C", A),
+    ("The best choice is D.", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LETTER_CASES)
+def test_letters_name_positions_when_the_prompt_showed_letters(text, expected):
+    assert parse_choice(text, HIRING, letters_shown=True) == expected
+
+
+@pytest.mark.parametrize(("text", "_"), LETTER_CASES)
+def test_letters_name_nothing_when_the_prompt_showed_none(text, _):
+    # The project's prompts list options by name: "Option A" names nothing the model saw.
+    assert parse_choice(text, HIRING) is None
 
 
 CANDIDATES = ["Candidate B", "Candidate D", "Candidate A", "Candidate C"]

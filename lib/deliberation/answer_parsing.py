@@ -64,12 +64,16 @@ def _name_pattern(name: str) -> str:
     return r"(?<![\w])" + r"\s+".join(re.escape(p) for p in name.split()) + r"(?![\w])"
 
 
-def _letter_option(letter: str, options: Sequence[str]) -> str | None:
-    """A bare letter names the option whose name ends in that letter ("Candidate C"), else
-    the option in that position of the list (A = first)."""
-    for option in options:
-        if re.search(rf"\s{re.escape(letter)}$", option):
-            return option
+def _letter_option(letter: str, options: Sequence[str], letters_shown: bool) -> str | None:
+    """The option a bare letter names: the one whose name holds that letter as a label
+    ("Candidate C", "Site A (Library)", "Deep Jungle Site (A)"), else, only when the prompt
+    showed letters before the options, the option in that position (A = first). A prompt that
+    showed none gives a letter no position: "Option A" there names nothing the model was shown."""
+    labelled = [o for o in options if re.search(rf"(?<![\w'’.]){re.escape(letter)}(?![\w'’])", o)]
+    if len(labelled) == 1:
+        return labelled[0]
+    if not letters_shown:
+        return None
     position = ord(letter) - ord("A")
     return options[position] if 0 <= position < len(options) else None
 
@@ -90,7 +94,7 @@ def _aliases(options: Sequence[str]) -> dict[str, str]:
     }
 
 
-def _mentions(text: str, options: Sequence[str]) -> list[_Mention]:
+def _mentions(text: str, options: Sequence[str], letters_shown: bool) -> list[_Mention]:
     """Every mention of an option in ``text`` (full names first, longest first; then unique
     name words; then "Option B" / "(B)" letter references), non-overlapping, in text order."""
     taken: list[_Mention] = []
@@ -108,18 +112,18 @@ def _mentions(text: str, options: Sequence[str]) -> list[_Mention]:
                 taken.append(_Mention(*match.span(), option))
     for pattern in (r"(?i:\boption)\s*\(?([A-Z])\)?(?![\w])", r"\(([A-Z])\)"):
         for match in re.finditer(pattern, text):
-            option = _letter_option(match.group(1), options)
+            option = _letter_option(match.group(1), options, letters_shown)
             if option is not None and free(*match.span()):
                 taken.append(_Mention(*match.span(), option))
     return sorted(taken, key=lambda m: m.start)
 
 
-def _bare_letter(text: str, options: Sequence[str]) -> str | None:
+def _bare_letter(text: str, options: Sequence[str], letters_shown: bool) -> str | None:
     """A clause that is just a letter: "B", "(B)", "B.", "B) because ..."."""
     match = re.match(r"\s*\(?([A-Z])(?:\)|\.|:|,)?(?:\s|$)", text)
     if match is None:
         return None
-    return _letter_option(match.group(1), options)
+    return _letter_option(match.group(1), options, letters_shown)
 
 
 def _clause_end(text: str, start: int, mentions: list[_Mention]) -> int:
@@ -132,13 +136,18 @@ def _clause_end(text: str, start: int, mentions: list[_Mention]) -> int:
 
 
 def _clause_choice(
-    text: str, start: int, end: int, mentions: list[_Mention], options: Sequence[str]
+    text: str,
+    start: int,
+    end: int,
+    mentions: list[_Mention],
+    options: Sequence[str],
+    letters_shown: bool,
 ) -> str | None | Literal[False]:
     """The option a clause gives: one option, ``False`` for two options joined as one answer
     ("A or B"), None for no option."""
     inside = [m for m in mentions if start <= m.start and m.end <= end]
     if not inside:
-        return _bare_letter(text[start:end], options)
+        return _bare_letter(text[start:end], options, letters_shown)
     distinct = list(dict.fromkeys(m.option for m in inside))
     if len(distinct) == 1:
         return distinct[0]
@@ -158,7 +167,9 @@ def _negated(text: str, start: int, *, weak: bool) -> bool:
     return weak and bool(_HYPOTHETICAL.search(window))
 
 
-def _from_json(text: str, options: Sequence[str]) -> str | None | Literal[False]:
+def _from_json(
+    text: str, options: Sequence[str], letters_shown: bool
+) -> str | None | Literal[False]:
     stripped = text.strip()
     fenced = re.match(r"^```\w*\s*(.*?)\s*```$", stripped, re.DOTALL)
     try:
@@ -168,14 +179,16 @@ def _from_json(text: str, options: Sequence[str]) -> str | None | Literal[False]
     if isinstance(value, dict):
         for key in _JSON_KEYS:
             if isinstance(value.get(key), str):
-                return parse_choice(value[key], options) or False
+                return parse_choice(value[key], options, letters_shown=letters_shown) or False
         return False
     if isinstance(value, str):
-        return parse_choice(value, options) or False
+        return parse_choice(value, options, letters_shown=letters_shown) or False
     return False
 
 
-def parse_choice(text: str | None, options: Sequence[str]) -> str | None:
+def parse_choice(
+    text: str | None, options: Sequence[str], *, letters_shown: bool = False
+) -> str | None:
     """The option a free-text answer chooses, or None when it chooses none or several.
 
     Reads, in order: a JSON object with an ``answer``/``choice``-like field; a bare option or
@@ -190,7 +203,7 @@ def parse_choice(text: str | None, options: Sequence[str]) -> str | None:
     if text is None or not text.strip() or not options:
         return None
     options = list(options)
-    from_json = _from_json(text, options)
+    from_json = _from_json(text, options, letters_shown)
     if from_json is not False and from_json is not None:
         return from_json
     if from_json is False:
@@ -201,11 +214,11 @@ def parse_choice(text: str | None, options: Sequence[str]) -> str | None:
         if bare.casefold() == option.casefold():
             return option
     if re.fullmatch(r"\(?[A-Z]\)?\.?", bare):
-        return _bare_letter(bare, options)
-    mentions = _mentions(clean, options)
+        return _bare_letter(bare, options, letters_shown)
+    mentions = _mentions(clean, options, letters_shown)
 
-    strong = _marked_choices(clean, _STRONG, mentions, options, weak=False)
-    weak = _marked_choices(clean, _WEAK, mentions, options, weak=True)
+    strong = _marked_choices(clean, _STRONG, mentions, options, letters_shown, weak=False)
+    weak = _marked_choices(clean, _WEAK, mentions, options, letters_shown, weak=True)
     for match in _POSTFIX.finditer(clean):
         start = max(clean.rfind(".", 0, match.start()), clean.rfind("\n", 0, match.start()))
         before = [m for m in mentions if start < m.start and m.end <= match.start()]
@@ -227,7 +240,7 @@ def parse_choice(text: str | None, options: Sequence[str]) -> str | None:
     else:
         first_line = clean.splitlines()[0].strip(" .!:")
         if re.fullmatch(r"\(?[A-Z]\)?", first_line):
-            return _bare_letter(first_line, options)
+            return _bare_letter(first_line, options, letters_shown)
     distinct = list(dict.fromkeys(m.option for m in mentions))
     return distinct[0] if len(distinct) == 1 else None
 
@@ -237,6 +250,7 @@ def _marked_choices(
     marker: re.Pattern[str],
     mentions: list[_Mention],
     options: Sequence[str],
+    letters_shown: bool,
     *,
     weak: bool,
 ) -> list[tuple[int, str | Literal[False]]]:
@@ -247,13 +261,15 @@ def _marked_choices(
         if _negated(text, match.start(), weak=weak):
             continue
         end = _clause_end(text, match.end(), mentions)
-        choice = _clause_choice(text, match.end(), end, mentions, options)
+        choice = _clause_choice(text, match.end(), end, mentions, options, letters_shown)
         if choice is not None:
             found.append((match.start(), choice))
     return found
 
 
-def mentioned_options(text: str, options: Sequence[str]) -> list[str]:
-    """The distinct options ``text`` names (full names, unique name words, "Option B"), in
-    order of first mention."""
-    return list(dict.fromkeys(m.option for m in _mentions(text, list(options))))
+def mentioned_options(
+    text: str, options: Sequence[str], *, letters_shown: bool = False
+) -> list[str]:
+    """The distinct options ``text`` names (full names, unique name words, "Option B" where
+    the letter names an option), in order of first mention."""
+    return list(dict.fromkeys(m.option for m in _mentions(text, list(options), letters_shown)))
