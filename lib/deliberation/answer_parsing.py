@@ -40,11 +40,50 @@ _WEAK = re.compile(
     r"|hire|fund|award\s+(?:the\s+contract\s+)?to|evacuate\s+to)\b",
     re.IGNORECASE,
 )
-# "<option> is the best choice": the option comes before the marker.
-_POSTFIX = re.compile(
-    r"\b(?:is|remains|would\s+be|seems|appears)\s+(?:to\s+be\s+)?(?:clearly\s+|probably\s+|likely\s+"
-    r"|therefore\s+|thus\s+)?(?:the\s+)?(?:best|strongest|right|correct|most\s+suitable"
-    r"|optimal|ideal|wisest|safest|preferred|recommended|better|stronger|more\s+suitable|top)\b",
+# What may stand before an option named as an answer: list marks, an agent tag, a letter label,
+# "the", "option", a hedge, and one capitalised word (a misspelt first word of the name).
+_ANSWER_LEAD = re.compile(
+    r"""^[\s*•>"'“‘(\[-]*
+    (?:\d+[.)]\s*)?
+    (?:\[[^\]\n]*\]\s*)?
+    (?:(?-i:[A-Z])[.)]\s+)?
+    (?:(?:probably|likely|definitely|clearly|certainly|indeed|actually|simply|obviously
+        |i\s+think|i\s+believe)\s*,?\s+)?
+    (?:(?:the|option|candidate|choice)\s+)*
+    (?P<misspelt>(?-i:[A-Z])[\w'’-]*\s+)?
+    [\s"'“‘*]*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+# An evaluation that makes the option before it a choice: "is the best option", "is the only
+# one that meets ...", "should be chosen" (never "is not ...": a negation breaks the match).
+_VERDICT = (
+    r"(?:is|seems|appears|remains|looks|would\s+be|will\s+be|should\s+be|must\s+be)\s+"
+    r"(?:to\s+be\s+)?(?:clearly\s+|probably\s+|likely\s+|therefore\s+|thus\s+|indeed\s+"
+    r"|definitely\s+|also\s+)?(?:(?:the|a|an|our|my|your)\s+)?(?:most\s+|more\s+|clear\s+"
+    r"|obvious\s+|only\s+|very\s+)?(?:best|better|right|correct|ideal|optimal|good|great|strong"
+    r"|stronger|strongest|safest|safer|wisest|preferred|recommended|suitable|appropriate|top"
+    r"|winner|option|choice|pick|answer|candidate|one|fit|chosen|selected|hired|picked|funded"
+    r"|awarded)\b"
+    r"|(?:should|must|would|will|ought\s+to)\s+(?:be\s+)?(?:chosen|selected|picked|hired"
+    r"|preferred|funded|recommended|appointed|awarded)\b"
+)
+# What may follow an option named as an answer: nothing, punctuation, a reason, a contrast, or
+# a verdict. Anything else ("'s debut novel", "requires in-person labs") restates a fact.
+_ANSWER_TAIL = re.compile(
+    r"^\s*(?:(?:option|candidate|choice)\b\s*)?"
+    r"(?:$|(?!['’]s\b)[.,;:!?)\]\"'*”’(—–-]"
+    r"|(?:because|since|as|given|due|over|rather|instead|but|though|although|while|whereas)\b"
+    r"|" + _VERDICT + ")",
+    re.IGNORECASE,
+)
+_VERDICT_ONLY = re.compile(r"^\s*(?:(?:option|candidate|choice)\b\s*)?(?:" + _VERDICT + ")", re.I)
+# "<subject> is <option>": a subject about the choice ("the option that should be chosen", "the
+# most suitable landing zone") makes the option after the copula the answer.
+_COPULA = re.compile(r"\b(?:is|would\s+be|will\s+be|should\s+be|must\s+be)\b(?:\s*:)?", re.I)
+_CHOICE_SUBJECT = re.compile(
+    r"\b(?:option|answer|choice|pick|decision|recommendation|verdict|best|suitable|appropriate"
+    r"|correct|right|ideal|preferred|chosen|winner|safest|strongest|optimal|recommended"
+    r"|choose|select|guilty|culprit|perpetrator|responsible|cause)\b",
     re.IGNORECASE,
 )
 _LIST_JOIN = re.compile(r"^[\s,;/&]*(?:(?:and|or|and/or|nor|vs\.?|versus)\b)?[\s,;/&]*$", re.I)
@@ -143,20 +182,67 @@ def _clause_choice(
     options: Sequence[str],
     letters_shown: bool,
 ) -> str | None | Literal[False]:
-    """The option a clause gives: one option, ``False`` for two options joined as one answer
-    ("A or B"), None for no option."""
+    """The option a clause gives as an answer: one option named as an answer (see
+    :func:`_names_as_answer`), ``False`` for two options joined as one answer ("A or B"), None
+    for no option or an option only mentioned in a restated fact."""
     inside = [m for m in mentions if start <= m.start and m.end <= end]
     if not inside:
         return _bare_letter(text[start:end], options, letters_shown)
     distinct = list(dict.fromkeys(m.option for m in inside))
-    if len(distinct) == 1:
-        return distinct[0]
-    second = next(m for m in inside if m.option != inside[0].option)
-    between = text[inside[0].end : second.start]
-    # "Priya or Bartosz", "Priya, Bartosz": two answers; "Priya over Bartosz": Priya.
-    if _LIST_JOIN.match(re.sub(r"\b(either|both)\b", "", between, flags=re.I)):
-        return False
+    if len(distinct) > 1:
+        second = next(m for m in inside if m.option != inside[0].option)
+        between = text[inside[0].end : second.start]
+        # "Priya or Bartosz", "Priya, Bartosz": two answers; "Priya over Bartosz": Priya.
+        if _LIST_JOIN.match(re.sub(r"\b(either|both)\b", "", between, flags=re.I)):
+            return False
+    if not _names_as_answer(text, start, end, inside):
+        return None
     return inside[0].option
+
+
+def _names_as_answer(
+    text: str, start: int, end: int, inside: list[_Mention], tail: re.Pattern[str] = _ANSWER_TAIL
+) -> bool:
+    """Whether the clause ``text[start:end]`` names its first option as an answer: only list
+    marks, a tag or a hedge before it, and after it (and the rest of its name) nothing, a
+    reason or a verdict. "Kwabena Asante's debut novel was longlisted" restates a fact."""
+    first = inside[0]
+    lead = _ANSWER_LEAD.match(text[start : first.start])
+    if not lead or not _respelt(lead.group("misspelt"), text[first.start : first.end], first):
+        return False
+    name_end = first.end
+    for mention in inside[1:]:  # "World Equity ETF": one name read as several name words
+        if mention.option != first.option or text[name_end : mention.start].strip(" -"):
+            break
+        name_end = mention.end
+    return bool(tail.match(text[name_end:end]))
+
+
+def _respelt(word: str | None, named: str, mention: _Mention) -> bool:
+    """Whether a capitalised ``word`` before a mention by one name word ("Fernald Analytics"
+    for "Ferrowind Analytics") is that name's own previous word misspelt: it must begin like
+    it. "Tamberlall Global Index Fund" names no option (a blend of two names)."""
+    if word is None:
+        return True
+    words = mention.option.split()
+    spoken = named.split()
+    if spoken == words or spoken[0] not in words:
+        return True  # the full name ("Answer Burley Mews"), or a letter reference
+    index = words.index(spoken[0])
+    return index > 0 and word[:3].casefold() == words[index - 1][:3].casefold()
+
+
+def _skip_marks(text: str, start: int) -> int:
+    """Past the whitespace, list marks and letter label that open an answer ("\n- X", "A. X"),
+    so the clause after a marker is the answer's line, not an empty one."""
+    match = re.match(r"[\s*•>-]*(?:\d+[.)]\s+|[A-Z][.)]\s+)?", text[start:])
+    return start + (match.end() if match else 0)
+
+
+def _segment_start(text: str, position: int) -> int:
+    """Start of the clause holding ``position``: after the last sentence end, comma, colon or
+    line break before it."""
+    return max(text.rfind(mark, 0, position) for mark in (".", "!", "?", ";", ",", ":", "\n")) + 1
 
 
 def _negated(text: str, start: int, *, weak: bool) -> bool:
@@ -218,31 +304,77 @@ def parse_choice(
     mentions = _mentions(clean, options, letters_shown)
 
     strong = _marked_choices(clean, _STRONG, mentions, options, letters_shown, weak=False)
+    strong += _copular_choices(clean, mentions, options, letters_shown)
+    strong += _field_choices(clean, options, letters_shown)
     weak = _marked_choices(clean, _WEAK, mentions, options, letters_shown, weak=True)
-    for match in _POSTFIX.finditer(clean):
-        start = max(clean.rfind(".", 0, match.start()), clean.rfind("\n", 0, match.start()))
-        before = [m for m in mentions if start < m.start and m.end <= match.start()]
-        if before and not _negated(clean, match.start(), weak=False):
-            weak.append((match.start(), before[-1].option))
+    for mention in mentions:  # "<option> is the best choice", "<option> should be chosen"
+        start = _segment_start(clean, mention.start)
+        end = _clause_end(clean, mention.start, mentions)
+        inside = [m for m in mentions if mention.start <= m.start and m.end <= end]
+        if _names_as_answer(clean, start, end, inside, _VERDICT_ONLY):
+            weak.append((mention.start, mention.option))
     for found in (strong, weak):
         if found:
             choice = max(found, key=lambda pair: pair[0])[1]
             return None if choice is False else choice
 
     if mentions:
-        # Answer first: the first option mentioned stands alone on its line ("**Priya**").
+        # Answer first: the reply opens with an option named as an answer ("East Town, since
+        # the tunnel is open."), or its first mention stands alone on its line ("**Priya**").
+        start = _skip_marks(clean, 0)
+        first_clause = _clause_choice(
+            clean, start, _clause_end(clean, start, mentions), mentions, options, letters_shown
+        )
+        if first_clause:
+            return first_clause
         first = mentions[0]
         line_start = clean.rfind("\n", 0, first.start) + 1
         line_end = clean.find("\n", first.end)
         line = clean[line_start : len(clean) if line_end < 0 else line_end]
-        if line.strip(" .!:-*\t") == clean[first.start : first.end]:
-            return first.option
-    else:
-        first_line = clean.splitlines()[0].strip(" .!:")
-        if re.fullmatch(r"\(?[A-Z]\)?", first_line):
-            return _bare_letter(first_line, options, letters_shown)
-    distinct = list(dict.fromkeys(m.option for m in mentions))
-    return distinct[0] if len(distinct) == 1 else None
+        before = clean[:line_start].strip().rsplit("\n", 1)[-1]
+        alone = line.strip(" .!:-*\t") == clean[first.start : first.end]
+        # "The only option that is not mentioned is:\n- X" says which option is not meant.
+        return first.option if alone and not _NEGATION.search(before) else None
+    first_line = clean.splitlines()[0].strip(" .!:")
+    if re.fullmatch(r"\(?[A-Z]\)?", first_line):
+        return _bare_letter(first_line, options, letters_shown)
+    return None
+
+
+def _copular_choices(
+    text: str, mentions: list[_Mention], options: Sequence[str], letters_shown: bool
+) -> list[tuple[int, str | Literal[False]]]:
+    """(position, choice) for "<subject about the choice> is <option>" ("The option that should
+    be chosen is X", "The most suitable landing zone is X"); a negated subject ("The only option
+    that is not mentioned is X") or one naming an option gives nothing."""
+    found: list[tuple[int, str | Literal[False]]] = []
+    for match in _COPULA.finditer(text):
+        sentence = max(text.rfind(mark, 0, match.start()) for mark in (".", "!", "?", "\n")) + 1
+        subject = text[sentence : match.start()]
+        if not _CHOICE_SUBJECT.search(subject) or _NEGATION.search(subject):
+            continue
+        if any(sentence <= m.start < match.start() for m in mentions):
+            continue
+        start = _skip_marks(text, match.end())
+        end = _clause_end(text, start, mentions)
+        choice = _clause_choice(text, start, end, mentions, options, letters_shown)
+        if choice is not None:
+            found.append((match.start(), choice))
+    return found
+
+
+def _field_choices(
+    text: str, options: Sequence[str], letters_shown: bool
+) -> list[tuple[int, str | Literal[False]]]:
+    """(position, choice) for an answer field of JSON that does not parse (cut at the token
+    limit, doubled braces): ``"vote": "X"`` chooses X when its value is an answer."""
+    keys = "|".join(_JSON_KEYS)
+    found: list[tuple[int, str | Literal[False]]] = []
+    for match in re.finditer(rf'"(?:{keys})"\s*:\s*"([^"\n]*)"', text, re.IGNORECASE):
+        choice = parse_choice(match.group(1), options, letters_shown=letters_shown)
+        if choice is not None:
+            found.append((match.start(), choice))
+    return found
 
 
 def _marked_choices(
@@ -260,8 +392,9 @@ def _marked_choices(
     for match in marker.finditer(text):
         if _negated(text, match.start(), weak=weak):
             continue
-        end = _clause_end(text, match.end(), mentions)
-        choice = _clause_choice(text, match.end(), end, mentions, options, letters_shown)
+        start = _skip_marks(text, match.end())
+        end = _clause_end(text, start, mentions)
+        choice = _clause_choice(text, start, end, mentions, options, letters_shown)
         if choice is not None:
             found.append((match.start(), choice))
     return found
