@@ -158,3 +158,109 @@ def test_names_with_abbreviations_and_nested_names(text, expected):
 )
 def test_place_names(text, expected):
     assert parse_choice(text, ["West City", "East Town", "North Hill"]) == expected
+
+
+# Rules learnt from SmolLM2-135M's free replies (tests/fixtures/choice_replies/): an option
+# counts only where the reply names it as its answer.
+SCHOOLS = ["Northbridge University", "Halden Online", "Cairnmoor College"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The 2024 timetable of Northbridge University sets compulsory group project meetings on"
+        " Tuesday evenings.",
+        "Halden Online is a ten-minute walk from the family's house.",
+        "The correct answer is:\nCairnmoor College's library closes at six on weekdays.",
+        "1. A 2024 survey at Halden Online found free tutoring for every student.",
+        "The bright orange goat that serves as mascot of Cairnmoor College is the only option to"
+        " choose from.",
+    ],
+)
+def test_a_restated_fact_that_names_an_option_chooses_nothing(text):
+    assert parse_choice(text, SCHOOLS) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["A1", "The correct answer is:\nA1, A2, A3", "The answer is: [A1, A3]", "The answer is: A4"],
+)
+def test_an_agent_tag_chooses_nothing(text):
+    assert parse_choice(text, SCHOOLS) is None
+
+
+def test_an_option_after_an_agent_tag_is_read():
+    assert parse_choice("The correct answer is:\n[A3] Halden Online.", SCHOOLS) == "Halden Online"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The only option that is not mentioned in the given information is Halden Online.",
+        "The option that is not mentioned in the group's discussion is:\n- Halden Online",
+        "Halden Online is not the best choice.",
+        "The most natural choice is not determined to be Halden Online.",
+    ],
+)
+def test_an_option_said_not_to_be_meant_chooses_nothing(text):
+    assert parse_choice(text, SCHOOLS) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The option that should be chosen is Cairnmoor College.",
+        "The only option that matches the criteria is Cairnmoor College.",
+        "The most suitable school for this student is indeed Cairnmoor College.",
+        "Cairnmoor College is the only option that meets all the criteria.",
+        "The Cairnmoor College option is the only one that meets the given criteria.",
+        "The most appropriate answer is:\nCairnmoor College should be chosen.",
+        "1. Cairnmoor College",
+        "The best answer is:\n- Cairnmoor College",
+        "The correct answer is:\nA. Cairnmoor College",
+    ],
+)
+def test_an_option_named_as_the_answer_is_read(text):
+    assert parse_choice(text, SCHOOLS) == "Cairnmoor College"
+
+
+FUNDS = ["Corvanta World Equity ETF", "Lindenmark Global Index Fund", "Tamberly All-World Tracker"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The correct answer is: Corative World Equity ETF.", FUNDS[0]),  # first word misspelt
+        ("The correct answer is:\n- Tamberlall Global Index Fund.", None),  # two names blended
+        ("The best option to choose from is Corative Global Index Fund.", None),
+    ],
+)
+def test_a_misspelt_name_is_read_only_when_it_begins_like_the_real_one(text, expected):
+    assert parse_choice(text, FUNDS) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"vote": "Halden Online", "rationale": "Its timetable fits shift work and',
+            "Halden Online",
+        ),
+        ('{{"vote": "Halden Online", "rationale": "It fits."}}', "Halden Online"),
+        ('{{"vote": "1", "rationale": "2"}, {"idle_choice": "3"}}', None),
+    ],
+)
+def test_an_answer_field_of_json_that_does_not_parse_is_read(text, expected):
+    assert parse_choice(text, SCHOOLS) == expected
+
+
+STARTUPS = ["Option C: Logistics software", "Option A: Biomedical startup", "Option B: AI hardware"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("Option A", STARTUPS[1]), ("B", STARTUPS[2]), ("The answer is (C).", STARTUPS[0])],
+)
+def test_a_letter_that_labels_an_option_in_its_name_is_read_wherever_it_is_listed(text, expected):
+    # HiddenBench's loader shuffles options named "Option A: ...": the letter, not the position.
+    assert parse_choice(text, STARTUPS) == expected
