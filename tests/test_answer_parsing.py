@@ -264,3 +264,15 @@ STARTUPS = ["Option C: Logistics software", "Option A: Biomedical startup", "Opt
 def test_a_letter_that_labels_an_option_in_its_name_is_read_wherever_it_is_listed(text, expected):
     # HiddenBench's loader shuffles options named "Option A: ...": the letter, not the position.
     assert parse_choice(text, STARTUPS) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1. Halden Online\n2. Cairnmoor College", None),
+        ("- Halden Online\n- Cairnmoor College\n- Northbridge University", None),
+        ("1. Halden Online", "Halden Online"),
+    ],
+)
+def test_a_list_of_several_options_chooses_none(text, expected):
+    assert parse_choice(text, SCHOOLS) == expected

@@ -79,7 +79,7 @@ _ANSWER_TAIL = re.compile(
 _VERDICT_ONLY = re.compile(r"^\s*(?:(?:option|candidate|choice)\b\s*)?(?:" + _VERDICT + ")", re.I)
 # "<subject> is <option>": a subject about the choice ("the option that should be chosen", "the
 # most suitable landing zone") makes the option after the copula the answer.
-_COPULA = re.compile(r"\b(?:is|would\s+be|will\s+be|should\s+be|must\s+be)\b(?:\s*:)?", re.I)
+_COPULA = re.compile(r"\b(?:is|was|would\s+be|will\s+be|should\s+be|must\s+be)\b(?:\s*:)?", re.I)
 _CHOICE_SUBJECT = re.compile(
     r"\b(?:option|answer|choice|pick|decision|recommendation|verdict|best|suitable|appropriate"
     r"|correct|right|ideal|preferred|chosen|winner|safest|strongest|optimal|recommended"
@@ -325,7 +325,7 @@ def parse_choice(
         first_clause = _clause_choice(
             clean, start, _clause_end(clean, start, mentions), mentions, options, letters_shown
         )
-        if first_clause:
+        if first_clause and len(_listed_options(clean, mentions)) < 2:
             return first_clause
         first = mentions[0]
         line_start = clean.rfind("\n", 0, first.start) + 1
@@ -339,6 +339,13 @@ def parse_choice(
     if re.fullmatch(r"\(?[A-Z]\)?", first_line):
         return _bare_letter(first_line, options, letters_shown)
     return None
+
+
+def _listed_options(text: str, mentions: list[_Mention]) -> set[str]:
+    """The options that open list items ("1. X", "- X"): a list of several options ranks or
+    restates them, it does not choose one."""
+    items = [m.end() for m in re.finditer(r"(?m)^[ \t]*(?:\d+[.)]|[-*•])[ \t]*", text)]
+    return {m.option for m in mentions if m.start in items}
 
 
 def _copular_choices(
