@@ -325,7 +325,9 @@ def parse_choice(
         first_clause = _clause_choice(
             clean, start, _clause_end(clean, start, mentions), mentions, options, letters_shown
         )
-        if first_clause and len(_listed_options(clean, mentions)) < 2:
+        if len(_listed_options(clean, mentions)) > 1:
+            return None
+        if first_clause:
             return first_clause
         first = mentions[0]
         line_start = clean.rfind("\n", 0, first.start) + 1
