@@ -276,3 +276,27 @@ def test_a_letter_that_labels_an_option_in_its_name_is_read_wherever_it_is_liste
 )
 def test_a_list_of_several_options_chooses_none(text, expected):
     assert parse_choice(text, SCHOOLS) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{{"vote": "1", "rationale": "The best option is to choose Halden Online."}}', None),
+        ('{"vote": "Halden Online", "rationale": "x"}, {"vote": "Cairnmoor College"', None),
+        ('{"vote": "Halden Online", "rationale": "not Cairnmoor College"', "Halden Online"),
+    ],
+)
+def test_an_answer_field_decides_over_the_rationale_beside_it(text, expected):
+    assert parse_choice(text, SCHOOLS) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The first option is:\n- Northbridge University",
+        "The first option is Northbridge University.",
+        "The options are:\n- Halden Online",
+    ],
+)
+def test_a_line_that_describes_the_options_chooses_none(text):
+    assert parse_choice(text, SCHOOLS) is None

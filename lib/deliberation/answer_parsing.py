@@ -80,6 +80,9 @@ _VERDICT_ONLY = re.compile(r"^\s*(?:(?:option|candidate|choice)\b\s*)?(?:" + _VE
 # "<subject> is <option>": a subject about the choice ("the option that should be chosen", "the
 # most suitable landing zone") makes the option after the copula the answer.
 _COPULA = re.compile(r"\b(?:is|was|would\s+be|will\s+be|should\s+be|must\s+be)\b(?:\s*:)?", re.I)
+_ORDINAL_OPTION = re.compile(
+    r"\b(?:first|second|third|fourth|last|other|next|another)\s+(?:option|choice)\b", re.I
+)
 _CHOICE_SUBJECT = re.compile(
     r"\b(?:option|answer|choice|pick|decision|recommendation|verdict|best|suitable|appropriate"
     r"|correct|right|ideal|preferred|chosen|winner|safest|strongest|optimal|recommended"
@@ -301,11 +304,13 @@ def parse_choice(
             return option
     if re.fullmatch(r"\(?[A-Z]\)?\.?", bare):
         return _bare_letter(bare, options, letters_shown)
+    field = _field_choice(clean, options, letters_shown)
+    if field is not False:
+        return field  # type: ignore[return-value]
     mentions = _mentions(clean, options, letters_shown)
 
     strong = _marked_choices(clean, _STRONG, mentions, options, letters_shown, weak=False)
     strong += _copular_choices(clean, mentions, options, letters_shown)
-    strong += _field_choices(clean, options, letters_shown)
     weak = _marked_choices(clean, _WEAK, mentions, options, letters_shown, weak=True)
     for mention in mentions:  # "<option> is the best choice", "<option> should be chosen"
         start = _segment_start(clean, mention.start)
@@ -335,8 +340,10 @@ def parse_choice(
         line = clean[line_start : len(clean) if line_end < 0 else line_end]
         before = clean[:line_start].strip().rsplit("\n", 1)[-1]
         alone = line.strip(" .!:-*\t") == clean[first.start : first.end]
-        # "The only option that is not mentioned is:\n- X" says which option is not meant.
-        return first.option if alone and not _NEGATION.search(before) else None
+        # A line that introduces it decides ("The only option that is not mentioned is:\n- X",
+        # "The first option is:\n- X"); an answer's introduction was read above.
+        introduced = before.endswith(":") or _NEGATION.search(before)
+        return first.option if alone and not introduced else None
     first_line = clean.splitlines()[0].strip(" .!:")
     if re.fullmatch(r"\(?[A-Z]\)?", first_line):
         return _bare_letter(first_line, options, letters_shown)
@@ -362,6 +369,8 @@ def _copular_choices(
         subject = text[sentence : match.start()]
         if not _CHOICE_SUBJECT.search(subject) or _NEGATION.search(subject):
             continue
+        if _ORDINAL_OPTION.search(subject):  # "The first option is X" describes the list
+            continue
         if any(sentence <= m.start < match.start() for m in mentions):
             continue
         start = _skip_marks(text, match.end())
@@ -372,18 +381,17 @@ def _copular_choices(
     return found
 
 
-def _field_choices(
-    text: str, options: Sequence[str], letters_shown: bool
-) -> list[tuple[int, str | Literal[False]]]:
-    """(position, choice) for an answer field of JSON that does not parse (cut at the token
-    limit, doubled braces): ``"vote": "X"`` chooses X when its value is an answer."""
+def _field_choice(text: str, options: Sequence[str], letters_shown: bool) -> str | None | bool:
+    """The answer of a reply that writes answer fields in JSON that does not parse (cut at the
+    token limit, doubled braces): ``"vote": "X"`` chooses X; fields that name no option, or
+    different ones, choose nothing (the rationale beside them is reasoning, not the vote).
+    ``False`` when the reply writes no answer field."""
     keys = "|".join(_JSON_KEYS)
-    found: list[tuple[int, str | Literal[False]]] = []
-    for match in re.finditer(rf'"(?:{keys})"\s*:\s*"([^"\n]*)"', text, re.IGNORECASE):
-        choice = parse_choice(match.group(1), options, letters_shown=letters_shown)
-        if choice is not None:
-            found.append((match.start(), choice))
-    return found
+    values = re.findall(rf'"(?:{keys})"\s*:\s*"([^"\n]*)"', text, re.IGNORECASE)
+    if not values:
+        return False
+    choices = {parse_choice(v, options, letters_shown=letters_shown) for v in values}
+    return choices.pop() if len(choices) == 1 else None
 
 
 def _marked_choices(
