@@ -300,3 +300,22 @@ def test_an_answer_field_decides_over_the_rationale_beside_it(text, expected):
 )
 def test_a_line_that_describes_the_options_chooses_none(text):
     assert parse_choice(text, SCHOOLS) is None
+
+
+SITES = [
+    "Site A (Open field with tent)",
+    "Site B (Community sports center)",
+    "Site C (Hilltop park)",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The only option that works safely is Site C, located in a hilltop park.", SITES[2]),
+        ("Site B is the best choice.", SITES[1]),
+        ("Site", None),
+    ],
+)
+def test_a_name_is_read_by_its_part_before_the_description(text, expected):
+    assert parse_choice(text, SITES) == expected

@@ -136,9 +136,22 @@ def _aliases(options: Sequence[str]) -> dict[str, str]:
     }
 
 
+def _short_names(options: Sequence[str]) -> dict[str, str]:
+    """The part of a name before its description, when no other option shares it: "Site C"
+    for "Site C (Hilltop park)", "Option A" for "Option A: Biomedical startup"."""
+    shorts: dict[str, list[str]] = {}
+    for option in options:
+        short = re.split(r"\s*[(:]", option, maxsplit=1)[0].strip()
+        if short and short != option:
+            shorts.setdefault(short, []).append(option)
+    full = {o.casefold() for o in options}
+    return {s: o[0] for s, o in shorts.items() if len(o) == 1 and s.casefold() not in full}
+
+
 def _mentions(text: str, options: Sequence[str], letters_shown: bool) -> list[_Mention]:
-    """Every mention of an option in ``text`` (full names first, longest first; then unique
-    name words; then "Option B" / "(B)" letter references), non-overlapping, in text order."""
+    """Every mention of an option in ``text`` (full names first, longest first; then short
+    names; then unique name words; then "Option B" / "(B)" letter references),
+    non-overlapping, in text order."""
     taken: list[_Mention] = []
 
     def free(start: int, end: int) -> bool:
@@ -146,6 +159,10 @@ def _mentions(text: str, options: Sequence[str], letters_shown: bool) -> list[_M
 
     for option in sorted(options, key=len, reverse=True):
         for match in re.finditer(_name_pattern(option), text, re.IGNORECASE):
+            if free(*match.span()):
+                taken.append(_Mention(*match.span(), option))
+    for short, option in _short_names(options).items():
+        for match in re.finditer(_name_pattern(short), text, re.IGNORECASE):
             if free(*match.span()):
                 taken.append(_Mention(*match.span(), option))
     for word, option in _aliases(options).items():
