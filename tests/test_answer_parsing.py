@@ -319,3 +319,18 @@ SITES = [
 )
 def test_a_name_is_read_by_its_part_before_the_description(text, expected):
     assert parse_choice(text, SITES) == expected
+
+
+ROUTES = ["Forest Trail", "River Route", "Mountain Pass"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Forest Trail is the most viable option, as it avoids the river.", ROUTES[0]),
+        ("The only safe and reachable route is Mountain Pass.", ROUTES[2]),
+        ("The answer is:\nRiver Route' information: Mountain Pass", None),  # a possessive
+    ],
+)
+def test_verdicts_and_subjects_about_the_choice(text, expected):
+    assert parse_choice(text, ROUTES) == expected

@@ -64,6 +64,7 @@ _VERDICT = (
     r"|stronger|strongest|safest|safer|wisest|preferred|recommended|suitable|appropriate|top"
     r"|winner|option|choice|pick|answer|candidate|one|fit|chosen|selected|hired|picked|funded"
     r"|awarded)\b"
+    r"|(?:is|would\s+be)\s+(?:the\s+)?most\s+\w+\s+(?:option|choice|candidate|answer|pick)\b"
     r"|(?:should|must|would|will|ought\s+to)\s+(?:be\s+)?(?:chosen|selected|picked|hired"
     r"|preferred|funded|recommended|appointed|awarded)\b"
 )
@@ -71,7 +72,7 @@ _VERDICT = (
 # a verdict. Anything else ("'s debut novel", "requires in-person labs") restates a fact.
 _ANSWER_TAIL = re.compile(
     r"^\s*(?:(?:option|candidate|choice)\b\s*)?"
-    r"(?:$|(?!['’]s\b)[.,;:!?)\]\"'*”’(—–-]"
+    r"(?:$|(?!['’](?:s\b|\s+(?!is\b|was\b|should\b|would\b)[a-z]))[.,;:!?)\]\"'*”’(—–-]"
     r"|(?:because|since|as|given|due|over|rather|instead|but|though|although|while|whereas)\b"
     r"|" + _VERDICT + ")",
     re.IGNORECASE,
@@ -86,7 +87,7 @@ _ORDINAL_OPTION = re.compile(
 _CHOICE_SUBJECT = re.compile(
     r"\b(?:option|answer|choice|pick|decision|recommendation|verdict|best|suitable|appropriate"
     r"|correct|right|ideal|preferred|chosen|winner|safest|strongest|optimal|recommended"
-    r"|choose|select|guilty|culprit|perpetrator|responsible|cause)\b",
+    r"|choose|select|safe|viable|feasible|guilty|culprit|perpetrator|responsible|cause)\b",
     re.IGNORECASE,
 )
 _LIST_JOIN = re.compile(r"^[\s,;/&]*(?:(?:and|or|and/or|nor|vs\.?|versus)\b)?[\s,;/&]*$", re.I)
