@@ -12,6 +12,9 @@ from deliberation.params import load_profile
 from deliberation.results import choice_corpus as corpus
 
 FIXTURE = Path(__file__).parent / "fixtures" / "choice_replies" / "replies.jsonl"
+# A little under the recall measured when the corpus was labelled (0.967, README), so a parser
+# change that loses real choices fails here.
+RECALL_FLOOR = 0.94
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +37,6 @@ def test_parse_choice_is_precise_on_real_replies(records):
     false_parses = [(r["source"], got) for r, got in wrong if got is not None]
     assert score.precision >= 0.98, false_parses
     assert score.recall >= RECALL_FLOOR, score
-
-
-# A little under the recall measured when the corpus was labelled (README), so a parser
-# change that loses real choices fails here.
-RECALL_FLOOR = 0.0
 
 
 def test_measure_counts_precision_over_parses_and_recall_over_labelled_choices():
