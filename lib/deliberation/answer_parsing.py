@@ -3,7 +3,10 @@
 The answer is requested as structured output (a choice among the options) where the backend
 can enforce it; :func:`parse_choice` also reads free text as real models write it when no
 structure was enforced (JSON objects, "Final answer: X", "I would choose X", option letters,
-negations and hedges). An answer that names no single option is invalid: recorded with
+negations and hedges), counting an option only where the reply names it as its answer (a small
+model's free replies mostly restate a note, which names an option without choosing it; precision
+and recall on hand-labelled real replies: ``tests/fixtures/choice_replies/``). An answer that
+names no single option is invalid: recorded with
 ``valid = 0`` and counted as wrong, never dropped. :func:`mentioned_options` lists the options a
 text names (the sim reads votes with it).
 """
@@ -298,14 +301,18 @@ def parse_choice(
 ) -> str | None:
     """The option a free-text answer chooses, or None when it chooses none or several.
 
-    Reads, in order: a JSON object with an ``answer``/``choice``-like field; a bare option or
-    letter; the clause after the last explicit answer marker ("Final answer:", "My choice
-    is", "**Answer:**"), else after the last first-person choice verb ("I would choose",
-    "we should go with", not negated or hypothetical) or before "... is the best choice";
-    an answer-first first line; else the only option mentioned. The final explicit choice
-    wins; two options given as the final answer ("A or B") are invalid. Letters ("B",
-    "Option B", "(B)") name the option whose name ends in that letter, else the option at that
-    position in the list.
+    Reads, in order: a JSON object with an ``answer``/``choice``-like field (or such fields in
+    JSON that does not parse: they decide); a bare option or letter; the clause after the last
+    explicit answer marker ("Final answer:", "The correct answer is:") or choice subject ("The
+    option that should be chosen is"), else after the last first-person choice verb ("I would
+    choose", not negated or hypothetical) or before a verdict ("X is the best choice", "X should
+    be chosen"); else an answer-first reply ("East Town, since ...", "1. X"). An option counts
+    only where it is named as the answer (see :func:`_names_as_answer`): a mention in a restated
+    fact, an option said not to be meant, an agent tag and a list of several options choose
+    nothing. Two options given as the final answer ("A or B") are invalid. A letter ("B",
+    "Option B", "(B)") names the option whose name holds it ("Candidate B"), else, only when
+    ``letters_shown`` (the prompt labelled its options with letters), the option at that
+    position. Measured on real replies: ``tests/fixtures/choice_replies/README.md``.
     """
     if text is None or not text.strip() or not options:
         return None
