@@ -334,3 +334,8 @@ ROUTES = ["Forest Trail", "River Route", "Mountain Pass"]
 )
 def test_verdicts_and_subjects_about_the_choice(text, expected):
     assert parse_choice(text, ROUTES) == expected
+
+
+def test_two_quoted_options_joined_as_the_answer_are_a_list():
+    text = 'The only option that can be chosen is "Halden Online" and "Cairnmoor College."'
+    assert parse_choice(text, SCHOOLS) is None

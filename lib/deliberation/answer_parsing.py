@@ -93,7 +93,9 @@ _CHOICE_SUBJECT = re.compile(
     r"|choose|select|safe|viable|feasible|guilty|culprit|perpetrator|responsible|cause)\b",
     re.IGNORECASE,
 )
-_LIST_JOIN = re.compile(r"^[\s,;/&]*(?:(?:and|or|and/or|nor|vs\.?|versus)\b)?[\s,;/&]*$", re.I)
+_LIST_JOIN = re.compile(
+    r"^[\s,;/&\"'“”‘’]*(?:(?:and|or|and/or|nor|vs\.?|versus)\b)?[\s,;/&\"'“”‘’]*$", re.I
+)
 _CLAUSE_END = re.compile(r"[.!?;](?=\s|$)|\n")
 _MARKDOWN = re.compile(r"\*\*|__|`|^\s*#+\s*|^\s*>\s*", re.MULTILINE)
 _ALIAS_STOP = {"The", "And", "Inc", "Ltd", "LLC", "Option", "Candidate", "Company", "Group"}

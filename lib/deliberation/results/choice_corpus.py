@@ -158,7 +158,7 @@ def corpus_prompts(
     *,
     crossprofile_templates: int | None = None,
     hiddenbench_tasks: int | None = None,
-    vote_tasks: int | None = 20,
+    vote_tasks: int | None = 24,
     seed: int = 0,
 ) -> list[CorpusPrompt]:
     """The corpus's prompts: one ownership variant per CrossProfile template (cycling over the

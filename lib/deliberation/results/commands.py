@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     collect.add_argument("--labels", type=Path, help="labelled corpus to keep labels from")
     collect.add_argument("--templates", type=int, help="CrossProfile templates (default all)")
     collect.add_argument("--hiddenbench", type=int, help="HiddenBench tasks (default all)")
-    collect.add_argument("--vote-tasks", type=int, default=20, help="tasks voted on (default 20)")
+    collect.add_argument("--vote-tasks", type=int, default=24, help="tasks voted on (default 24)")
     collect.set_defaults(func=_collect_corpus)
     score = actions.add_parser("score", help="parse_choice against the labels")
     score.add_argument("corpus", type=Path, help="a labelled corpus (JSONL)")
