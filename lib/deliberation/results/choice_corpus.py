@@ -12,7 +12,7 @@ it; :func:`measure` scores the parser against those labels. Re-collecting keeps 
 replies that did not change and leaves new replies unlabelled (``label`` absent), so nothing is
 ever labelled by the parser itself.
 
-    deliberation replies corpus --profile smollm2-135m-llamacpp-free \\
+    deliberation parse-corpus collect --profile smollm2-135m-llamacpp-free \\
         --out tests/fixtures/choice_replies/replies.jsonl
 """
 
