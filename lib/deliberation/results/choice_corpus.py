@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation import natural_prompts
 from deliberation.answer_parsing import parse_choice
 from deliberation.atomic import atomic_path
-from deliberation.decision import render_decision_prompt
 from deliberation.discussion import memory_candidates, scripted_discussion
+from deliberation.experiments.memory.decision import render_decision_prompt
+from deliberation.experiments.natural import prompts as natural_prompts
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.memory import Capacity, MemoryPool, budget_tokens, build_memory
@@ -121,7 +121,7 @@ def vote_prompts(
 ) -> list[CorpusPrompt]:
     """Initial and final votes of the first ``agents`` agents of every task; the final vote
     reads a scripted discussion (each agent's message states the facts it holds)."""
-    from deliberation.discussion.natural import briefing
+    from deliberation.experiments.natural.discussion import briefing
 
     out = []
     for task in tasks:
@@ -163,8 +163,8 @@ def corpus_prompts(
 ) -> list[CorpusPrompt]:
     """The corpus's prompts: one ownership variant per CrossProfile template (cycling over the
     eight), the HiddenBench tasks, and votes on CrossProfile and HiddenBench tasks."""
+    from deliberation.experiments.memory.benchmarks.crossprofile import crossprofile_tasks
     from deliberation.hiddenbench import load_hiddenbench
-    from deliberation.memory_runs.runs import crossprofile_tasks
 
     by_template: dict[str, list[Any]] = {}
     for task in crossprofile_tasks("all", seed=seed):

@@ -222,3 +222,13 @@ def test_a_problem_limit_that_is_not_positive_is_refused_not_read_as_100(limit):
     with pytest.raises(ValueError, match="limit: must be a positive count"):
         load_problems(synthetic.BENCHMARK, limit)
     assert len(load_problems(synthetic.BENCHMARK, 3)) == 3
+
+
+def test_the_recruiter_has_room_for_five_roles_whatever_the_profile_caps_free_text_at():
+    from deliberation.experiments.dhd.protocol import RECRUITER, RECRUITER_MAX_TOKENS
+    from deliberation.inference.generation import stage_request
+
+    profile = load_profile("smollm2-135m-llamacpp")
+    assert profile.sampling.max_tokens < RECRUITER_MAX_TOKENS
+    request = stage_request(profile, RECRUITER, "Recruit five roles.")
+    assert request.max_tokens == RECRUITER_MAX_TOKENS

@@ -54,3 +54,13 @@ def test_loo_by_k_has_integer_ticks_wilson_intervals_and_a_title_apart_from_the_
     zero = intervals[(intervals["k"] == "2") & (intervals["proposal"] == "correct")].iloc[0]
     assert zero["helpful_low"] == 0 and zero["helpful_high"] > 0
     plt.close("all")
+
+
+def test_six_cells_of_a_run_without_any_replay_is_an_empty_table_with_its_columns():
+    """A real model whose every recruiter reply failed has no pool, so no replay: the notebook
+    writes an empty six-cells table instead of stopping."""
+    empty = pd.DataFrame(columns=["problem", "benchmark", "design", "k", "message", "effect",
+                                  "category", "proposal", "proposal_correct"])  # fmt: skip
+    table = report.cells_table(empty)
+    assert table.empty
+    assert list(table.columns[:3]) == ["design", "benchmark", "proposal"]

@@ -184,3 +184,14 @@ def test_the_command_writes_rows_and_disclosure(tmp_path, capsys):
     assert "initial" in printed and "final" in printed  # the votes' accuracy
     assert main(["run", "natural", "--profile", "smoke", "--benchmarks", "nope",
                  "--out", str(out)]) == 2  # fmt: skip
+
+
+def test_vote_prompts_show_the_json_answer_with_single_braces():
+    """The vote texts are not format strings: doubled braces reached the model, which copied
+    them, and its vote JSON then failed to parse."""
+    for prompt in (
+        natural_prompts.vote_prompt("Pick.", ["cost"], ["A", "B"], "A1", 2, ["fact"]),
+        natural_prompts.vote_prompt("Pick.", ["cost"], ["A", "B"], "A1", 2, ["fact"], []),
+    ):
+        assert ' {"vote": "<one option name>"' in prompt
+        assert "{{" not in prompt and "}}" not in prompt

@@ -88,8 +88,14 @@ _FINAL_LINE = re.compile(r"final answer\s*[:=]\s*(.+)", re.IGNORECASE)
 
 # What each stage fixes about its requests; the profile supplies the rest (max_tokens, top_p,
 # seed). The recruiter's structured output is its JSON schema.
+# Five roles with a sentence each need room whatever the profile caps free text at (at 128
+# tokens every SmolLM2-135M recruiter reply was cut inside its fourth role).
+RECRUITER_MAX_TOKENS = 512
 RECRUITER = StageSettings(
-    RECRUITER_STAGE, temperature=0.0, structured=StructuredOutput(json_schema=RECRUITER_SCHEMA)
+    RECRUITER_STAGE,
+    temperature=0.0,
+    structured=StructuredOutput(json_schema=RECRUITER_SCHEMA),
+    max_tokens=RECRUITER_MAX_TOKENS,
 )
 HYPOTHESIZER = StageSettings(HYPOTHESIZER_STAGE, temperature=0.7)
 INTEGRATOR = StageSettings(INTEGRATOR_STAGE, temperature=0.0)

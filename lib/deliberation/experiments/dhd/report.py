@@ -48,8 +48,10 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
         proposals = rows[["problem", "message", "proposal_correct"]].drop_duplicates()
         cells = six_cells(rows.drop(columns=["proposal", "proposal_correct"]), proposals)
         tables.append(cells.assign(design=design))
-    table = pd.concat(tables, ignore_index=True)
-    return table[["design", "benchmark", "proposal", *CATEGORIES, "unscored"]]
+    columns = ["design", "benchmark", "proposal", *CATEGORIES, "unscored"]
+    if not tables:  # no replay at all (e.g. every recruiter reply failed): an empty table
+        return pd.DataFrame(columns=columns)
+    return pd.concat(tables, ignore_index=True)[columns]
 
 
 def flip_share_table(

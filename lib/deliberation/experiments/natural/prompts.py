@@ -36,11 +36,11 @@ SETTING = (
 )
 VOTE_INITIAL = (
     "Before the discussion, which option do you favour? Answer in JSON:"
-    ' {{"vote": "<one option name>", "rationale": "<one or two sentences>"}}.'
+    ' {"vote": "<one option name>", "rationale": "<one or two sentences>"}.'
 )
 VOTE_FINAL = (
     "The discussion is over. Which option do you now favour? Answer in JSON:"
-    ' {{"vote": "<one option name>", "rationale": "<one or two sentences>"}}.'
+    ' {"vote": "<one option name>", "rationale": "<one or two sentences>"}.'
 )
 SPEAK = {
     "plain": (
