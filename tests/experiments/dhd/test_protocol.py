@@ -65,6 +65,23 @@ def test_pools_are_built_once_and_a_second_run_sends_nothing(tmp_path):
     assert len({m.role.name for m in pools[items[0].id].messages}) == 5
 
 
+def test_a_pool_drawn_by_other_requests_is_refused_naming_its_file(tmp_path):
+    """A stored pool outlives no change to what drew it: another hypothesizer cap (or profile,
+    or prompt) means other requests, so the stored pool is refused, never silently reused."""
+    from deliberation.experiments.dhd.protocol import StalePoolError
+
+    client = _client(tmp_path)
+    items = synthetic.synthetic_bank(2, seed=3)
+    store = PoolStore(tmp_path / "pools")
+    build_pools(client, PROFILE, items, store)
+    build_pools(client, PROFILE, items, store)  # the same requests: reused
+    capped = PROFILE.model_copy(
+        update={"sampling": PROFILE.sampling.model_copy(update={"max_tokens": 64})}
+    )
+    with pytest.raises(StalePoolError, match=str(store.path("synthetic", items[0].id))):
+        build_pools(client, capped, items, store)
+
+
 def test_unparseable_replies_are_kept_as_they_came_back_and_counted(tmp_path):
     client = _client(tmp_path, dhd_format_error=1.0)
     items = synthetic.synthetic_bank(3, seed=2)

@@ -110,6 +110,52 @@ def problem_text(item: Item) -> str:
     return datasets.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
 
 
+def recruiter_request(profile: Profile, item: Item) -> ChatRequest:
+    """The recruiter's call for ``item`` under ``profile``."""
+    return stage_request(
+        profile,
+        RECRUITER,
+        RECRUITER_USER.format(problem=problem_text(item)),
+        system=RECRUITER_SYSTEM,
+    )
+
+
+def hypothesizer_request(profile: Profile, item: Item, index: int, role: Role) -> ChatRequest:
+    """Hypothesizer ``index``'s call (playing ``role``) for ``item`` under ``profile``."""
+    return stage_request(
+        profile,
+        HYPOTHESIZER,
+        HYPOTHESIZER_USER.format(problem=problem_text(item)),
+        system=HYPOTHESIZER_SYSTEM.format(role=role.name, focus=role.focus),
+        seed=hypothesizer_seed(profile.seed, item.id, index),
+    )
+
+
+class StalePoolError(ValueError):
+    """A stored pool was drawn by other requests than this run would send."""
+
+
+def check_drawn_as_now(
+    pool: Pool, client: Client, profile: Profile, item: Item, store: PoolStore
+) -> None:
+    """Refuse a stored pool whose recruiter or hypothesizer calls differ from the ones this run
+    would send (the profile, a stage's settings or a prompt changed since it was drawn): the
+    cache key is what is sent, and a pool must not outlive the requests that drew it. Pools are
+    never edited, so the error names the file to delete."""
+    expected = [client.key(recruiter_request(profile, item))]
+    expected += [
+        client.key(hypothesizer_request(profile, item, m.index, m.role)) for m in pool.messages
+    ]
+    stored = [pool.recruiter_key, *(m.key for m in pool.messages)]
+    if stored != expected:
+        raise StalePoolError(
+            f"{store.path(item.benchmark, item.id)}: this pool was drawn with other requests than"
+            " this run sends (the profile, a DHD stage's settings or its prompts changed since);"
+            " pools are never edited: delete the file (or the profile's dhd-pools folder) to"
+            " draw it again"
+        )
+
+
 def parse_roles(response: ChatResponse) -> tuple[list[Role] | None, str | None]:
     """The recruiter's five roles, or why they cannot be used."""
     if not response.ok:
@@ -154,18 +200,11 @@ def build_pools(
     for item in items:
         stored = store.get(item.benchmark, item.id)
         if stored is not None and not stored.failed_calls:
+            check_drawn_as_now(stored, client, profile, item, store)
             pools[item.id] = stored
         else:
             todo.append(item)
-    recruit_requests = [
-        stage_request(
-            profile,
-            RECRUITER,
-            RECRUITER_USER.format(problem=problem_text(item)),
-            system=RECRUITER_SYSTEM,
-        )
-        for item in todo
-    ]
+    recruit_requests = [recruiter_request(profile, item) for item in todo]
     recruit_responses, recruit_keys = send(client, recruit_requests, RECRUITER_STAGE, counts)
     hyp_requests: list[ChatRequest] = []
     plans: list[tuple[Item, str, list[Role] | None, str | None]] = []
@@ -173,15 +212,7 @@ def build_pools(
         roles, error = parse_roles(response)
         plans.append((item, key, roles, error))
         for index, role in enumerate(roles or [], start=1):
-            hyp_requests.append(
-                stage_request(
-                    profile,
-                    HYPOTHESIZER,
-                    HYPOTHESIZER_USER.format(problem=problem_text(item)),
-                    system=HYPOTHESIZER_SYSTEM.format(role=role.name, focus=role.focus),
-                    seed=hypothesizer_seed(profile.seed, item.id, index),
-                )
-            )
+            hyp_requests.append(hypothesizer_request(profile, item, index, role))
     hyp_answers, hyp_keys = send(client, hyp_requests, HYPOTHESIZER_STAGE, counts)
     hyp_responses = iter(zip(hyp_keys, hyp_answers, strict=True))
     for item, recruiter_key, roles, error in plans:
