@@ -64,3 +64,37 @@ def test_six_cells_of_a_run_without_any_replay_is_an_empty_table_with_its_column
     table = report.cells_table(empty)
     assert table.empty
     assert list(table.columns[:3]) == ["design", "benchmark", "proposal"]
+
+
+def test_every_analysis_of_notebooks_07_and_08_gives_an_empty_table_when_no_pool_was_drawn(
+    tmp_path, monkeypatch
+):
+    """A small real model may give no usable recruiter reply at all (SmolLM2-135M copies the
+    JSON template, so its five role names repeat): no pool, no replay. The notebooks must still
+    finish, with empty tables, and not stop at the first concatenation of nothing."""
+    from deliberation.experiments.dhd import masking, selection
+    from deliberation.experiments.dhd.labels import trajectory_values
+    from deliberation.experiments.dhd.run import run_profile
+    from deliberation.inference import open_run
+    from deliberation.params import load_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path / "out"))
+    settings, client = open_run(load_profile("smoke"))
+    results = run_profile(client, settings)
+    assert len(results.replays)  # the columns of a real run, then no row
+    replays, proposals = results.replays.iloc[0:0], results.proposals.iloc[0:0]
+    effects = report.labelled_effects(replays, proposals)
+    assert report.cells_table(effects).empty
+    shares = report.flip_share_table(effects, n_resamples=20)
+    assert shares.empty and "helpful_share" in shares
+    plt.close(report.plot_flip_shares(shares, "empty"))
+    assert report.loo_rate_intervals(report.loo_by_k_table(effects)).empty
+    messages, summary = report.repeated_table(replays, proposals, n_permutations=20)
+    assert messages.empty and summary.empty and "repeatable" in summary
+    values = trajectory_values(replays)
+    assert masking.choose_cases(values, proposals, per_cell=1).empty
+    per_fold = selection.cross_fitted_selection(replays, proposals)
+    assert per_fold.empty and "held_out_block" in per_fold
+    assert selection.policy_accuracy(per_fold, n_resamples=20).empty
+    assert selection.selector_gains(per_fold, n_resamples=20).empty

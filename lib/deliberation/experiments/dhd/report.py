@@ -54,6 +54,12 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)[columns]
 
 
+FLIP_SHARE_COLUMNS = [
+    "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
+    "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high",
+]  # fmt: skip
+
+
 def flip_share_table(
     effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
 ) -> pd.DataFrame:
@@ -96,7 +102,7 @@ def flip_share_table(
                     "wilson_high": record["share_high"],
                 }
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
 
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
@@ -129,6 +135,14 @@ def repeated_table(
     blocks), the within-block max-statistic test and the problem's BH q-value; and a summary of
     repeatable effects (problem q < threshold, message's own adjusted p < threshold) by
     proposal correctness and direction."""
+    columns = ["problem", "benchmark", "message", "proposal", "value", "blocks", "effect"]
+    columns += ["p_raw", "p_adjusted", "q_problem", "repeatable", "direction"]
+    summary_columns = ["benchmark", "proposal", "direction", "messages", "repeatable"]
+    if "block" in rows and rows["block"].isna().all() or rows.empty:  # no repeated replay
+        return (
+            pd.DataFrame(columns=columns),
+            pd.DataFrame(columns=[*summary_columns, "problems_tested"]),
+        )
     values = trajectory_values(rows)
     tests = repeated_tests(rows, n_permutations=n_permutations, seed=seed)
     messages = with_proposals(values.merge(tests, on=["problem", "message"], how="left"), proposals)
@@ -143,8 +157,6 @@ def repeated_table(
         .reset_index()
     )
     summary["problems_tested"] = messages["problem"].nunique()
-    columns = ["problem", "benchmark", "message", "proposal", "value", "blocks", "effect"]
-    columns += ["p_raw", "p_adjusted", "q_problem", "repeatable", "direction"]
     return messages[columns], summary
 
 
@@ -152,7 +164,8 @@ def plot_flip_shares(shares: pd.DataFrame, title: str) -> Figure:
     """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
     than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
     by side, single-message and leave-one-out in two panels, problem-bootstrap intervals."""
-    designs = [d for d in ("single", "loo") if d in set(shares["design"])]
+    # Without any flip (e.g. no pool could be drawn), both panels are drawn empty.
+    designs = [d for d in ("single", "loo") if d in set(shares["design"])] or ["single", "loo"]
     fig, axes = plt.subplots(
         1, len(designs), figsize=(5 * len(designs), 3.8), squeeze=False, layout="constrained"
     )

@@ -163,6 +163,8 @@ def cross_fitted_selection(
     that many folds. Action values come only from the training blocks of each fold
     (:func:`deliberation.stats.cross_fit` guarantees the held-out block is not among them).
     """
+    if rows.empty:  # no replay at all (e.g. no pool could be drawn): nothing to select from
+        return pd.DataFrame(columns=[*PER_FOLD_COLUMNS, "fold"])
     outcomes = block_outcomes(rows)
     if outcomes.empty:
         raise ValueError("cross-fitted selection: no repeated-replay rows (no block ids)")
@@ -275,7 +277,8 @@ def _groups(per_fold: pd.DataFrame, by: Sequence[str]):
         labels = dict(zip(split, key, strict=True))
         for benchmark, rows in part.groupby("benchmark", sort=True):
             yield {**labels, "benchmark": benchmark}, rows
-        yield {**labels, "benchmark": "pooled"}, part
+        if not part.empty:  # no fold at all (no replay): no group, an empty table
+            yield {**labels, "benchmark": "pooled"}, part
 
 
 def policy_accuracy(
