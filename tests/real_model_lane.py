@@ -223,6 +223,11 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     _, cut = constrained_answers(client, "dhd.recruiter")
     if results.pool_counts.recruiter_failures and cut:
         pytest.xfail(f"the recruiter's roles were cut at max_tokens={MAX_TOKENS} (a 135M model)")
+    errors = [p.recruiter_error for p in results.pools.values() if p.recruiter_error]
+    if errors and all("distinct" in error for error in errors):
+        # The constraint guarantees the schema, not five different names: SmolLM2-135M copies
+        # the prompt's "<role name>" placeholder (the committed paper run: 2 of 4 problems).
+        pytest.xfail(f"the recruiter's reply fits the schema but: {errors[0]} (a 135M model)")
     assert results.pool_counts.recruiter_failures == 0  # the roles parsed against the schema
     assert results.pool_counts.messages == 5 and results.pool_counts.call_failures == 0
     assert list(results.proposals.columns) == PROPOSAL_COLUMNS

@@ -231,3 +231,13 @@ def test_a_caveat_of_the_mapping_is_footnoted_beside_its_row(tmp_path):
         "Helpful share (%) [1]",
     ]
     assert "[1] Helpful share: the model is unnamed" in comparison.notes
+
+
+def test_a_table_written_without_any_column_reads_as_missing_not_an_error(tmp_path, monkeypatch):
+    from deliberation.results.side_by_side import OurNumber, read_our_number
+
+    monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path))
+    (tmp_path / "tables" / "p").mkdir(parents=True)
+    (tmp_path / "tables" / "p" / "t.csv").write_text("\n")
+    where = OurNumber(table="t", row={"arm": "x"}, value="v", low="l", high="h", scale="points")
+    assert read_our_number("p", where).text() == "missing (empty table)"

@@ -148,7 +148,10 @@ def _load(profile: str, table: str) -> pd.DataFrame | None:
     path = paths.output_root() / "tables" / profile / f"{table}.csv"
     if not path.is_file():
         return None
-    header = pd.read_csv(path, nrows=0)
+    try:
+        header = pd.read_csv(path, nrows=0)
+    except pd.errors.EmptyDataError:  # a table written with no column at all
+        return pd.DataFrame()
     if not any(str(c).endswith("low") for c in header.columns):
         return header
     return pd.read_csv(path, dtype=str, keep_default_na=False)

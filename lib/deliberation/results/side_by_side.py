@@ -209,7 +209,10 @@ def read_our_number(profile: str, where: OurNumber) -> OurCell:
     path = paths.output_root() / "tables" / profile / f"{where.table}.csv"
     if not path.is_file():
         return OurCell(missing="no table")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:  # a table written with no column at all
+        return OurCell(missing="empty table")
     wanted = [*where.row, where.value, *(c for c in (where.low, where.high) if c)]
     absent = [c for c in wanted if c not in frame.columns]
     if absent:

@@ -293,3 +293,12 @@ def test_masking_table_compares_each_arm_with_full_on_the_cases_that_ran_it():
     assert table.loc["masking-reasoning", "success"] == pytest.approx(0.5)
     assert table.loc["masking-reasoning", "minus_full"] == pytest.approx(-0.5)
     assert table.loc["masking-full", "condition"] == "full"
+
+
+def test_the_masking_table_of_no_case_keeps_its_header():
+    """No masking case (no pool drawn): a table with its columns, never a file without any."""
+    from deliberation.experiments.dhd.masking import MASKING_TABLE_COLUMNS, masking_table
+
+    rows = pd.DataFrame(columns=["arm", "valid", "correct", "problem", "message", "cell"])
+    table = masking_table(rows, n_resamples=20)
+    assert table.empty and list(table.columns) == MASKING_TABLE_COLUMNS

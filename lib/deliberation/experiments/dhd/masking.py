@@ -272,6 +272,12 @@ def with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+MASKING_TABLE_COLUMNS = [
+    "cell", "arm", "condition", "cases", "events", "invalid", "success", "low", "high",
+    "minus_full", "minus_full_low", "minus_full_high", "p_value",
+]  # fmt: skip
+
+
 def masking_table(
     rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, cell: str = "cell"
 ) -> pd.DataFrame:
@@ -328,7 +334,7 @@ def masking_table(
                     **difference,
                 }
             )
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=MASKING_TABLE_COLUMNS)  # no case at all: header only
 
 
 def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:
