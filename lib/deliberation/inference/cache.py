@@ -680,27 +680,38 @@ class ResponseCache:
         if not response.ok:
             raise ValueError("failed responses go to record_failure, not put")
         with self._writing("store an answer"):
-            self._conn.execute(
-                "INSERT INTO responses (key, profile, backend, model, stage, request,"
-                " response, prompt_tokens, completion_tokens, latency_s, attempts, hits, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(key) DO NOTHING",
-                (
-                    key,
-                    profile,
-                    identity.backend,
-                    identity.model,
-                    request.stage,
-                    _request_record(request),
-                    response.to_json(),
-                    response.prompt_tokens,
-                    response.completion_tokens,
-                    response.latency_s,
-                    response.attempts,
-                    time.time(),
-                ),
-            )
-            self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+            self._insert_answer(key, request, response, profile, identity)
             self._conn.execute("DELETE FROM leases WHERE key = ?", (key,))
+
+    def _insert_answer(
+        self,
+        key: str,
+        request: ChatRequest,
+        response: ChatResponse,
+        profile: str,
+        identity: BackendIdentity,
+    ) -> None:
+        """One answer row (the first stored for a key stays), and the key's failures go."""
+        self._conn.execute(
+            "INSERT INTO responses (key, profile, backend, model, stage, request,"
+            " response, prompt_tokens, completion_tokens, latency_s, attempts, hits, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(key) DO NOTHING",
+            (
+                key,
+                profile,
+                identity.backend,
+                identity.model,
+                request.stage,
+                _request_record(request),
+                response.to_json(),
+                response.prompt_tokens,
+                response.completion_tokens,
+                response.latency_s,
+                response.attempts,
+                time.time(),
+            ),
+        )
+        self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
 
     def put_all_or_none(
         self,
@@ -728,26 +739,7 @@ class ResponseCache:
                         f"key {key} (stage {request.stage}) already holds another answer;"
                         " nothing was imported",
                     )
-                self._conn.execute(
-                    "INSERT INTO responses (key, profile, backend, model, stage, request,"
-                    " response, prompt_tokens, completion_tokens, latency_s, attempts, hits,"
-                    " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-                    (
-                        key,
-                        profile,
-                        identity.backend,
-                        identity.model,
-                        request.stage,
-                        _request_record(request),
-                        response.to_json(),
-                        response.prompt_tokens,
-                        response.completion_tokens,
-                        response.latency_s,
-                        response.attempts,
-                        time.time(),
-                    ),
-                )
-                self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+                self._insert_answer(key, request, response, profile, identity)
                 added += 1
         return added, present
 
