@@ -24,9 +24,6 @@ DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = {
     # (generation.py), serve-sim, and inference/commands.py. Breaking it means splitting the
     # profile model (a backend-facing core inside inference, experiments' sections outside).
     ("deliberation.inference", "deliberation.params"),
-    # results/compare.py reads the build's report and paper/report.py reads results/replies;
-    # both files are being changed on other branches, so the move waits for them.
-    ("deliberation.results", "deliberation.paper"),
 }
 
 # Module edges allowed to close a cycle: none remain.

@@ -14,7 +14,7 @@ import pytest
 from deliberation import paths
 from deliberation.cli import main
 from deliberation.paper.outputs import expected_outputs
-from deliberation.paper.report import build_report, write_papers_page
+from deliberation.paper.report import build_report
 from deliberation.results.side_by_side import (
     PAPERS_COLUMN,
     README_BEGIN,
@@ -24,6 +24,7 @@ from deliberation.results.side_by_side import (
     load_paper_numbers,
     side_by_side,
     to_points,
+    write_papers_page,
     write_readme_section,
 )
 

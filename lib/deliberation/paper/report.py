@@ -15,86 +15,13 @@ from __future__ import annotations
 import html
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from deliberation import paths
 from deliberation.atomic import atomic_write_text
-from deliberation.params import load_profile
-from deliberation.provenance import SYNTHETIC_LABEL
-
-if TYPE_CHECKING:
-    from deliberation.results.side_by_side import PapersComparison
-
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 0 1.5em 3em; }
-.banner { position: sticky; top: 0; padding: .6em 1em; margin: 0 -1.5em 1em; font-weight: 600; }
-.banner.synthetic { background: #fff3cd; border-bottom: 2px solid #b58100; }
-.banner.model { background: #d9f2e3; border-bottom: 2px solid #1b7f45; }
-table { border-collapse: collapse; margin: .5em 0; font-size: 90%; }
-th, td { border: 1px solid #ccc; padding: .25em .5em; text-align: right; }
-img { max-width: 100%; }
-.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 1em; }
-.figures figure { margin: 0; border: 1px solid #ddd; padding: .5em; }
-pre { overflow-x: auto; background: #f6f8fa; padding: .5em; }
-.failed { color: #a00; }
-.cell-input { border-left: 3px solid #8aa; padding-left: .5em; margin-top: 1em; }
-details { border: 1px solid #ddd; margin: .4em 0; padding: .3em .6em; }
-details.invalid summary, details.failed summary { color: #a00; }
-pre { white-space: pre-wrap; }
-"""
-
-
-@dataclass(frozen=True)
-class RunLabel:
-    profile: str
-    synthetic: bool
-    text: str
-
-    def banner(self) -> str:
-        kind = "synthetic" if self.synthetic else "model"
-        return (
-            f'<div class="banner {kind}" id="provenance">Profile <code>{html.escape(self.profile)}'
-            f"</code> · {html.escape(self.text)}</div>"
-        )
-
-
-def run_label(profile_arg: str) -> RunLabel:
-    """Synthetic when the profile is, or when any output's sidecar says so (a real-model
-    profile served by serve-sim)."""
-    profile = load_profile(profile_arg)
-    synthetic = profile.synthetic
-    for sidecar in _sidecars(profile.name):
-        record = json.loads(sidecar.read_text())
-        synthetic = synthetic or bool(record.get("synthetic"))
-    if synthetic:
-        return RunLabel(profile.name, True, f"{SYNTHETIC_LABEL}: not model results")
-    return RunLabel(profile.name, False, f"model output ({profile.backend}): {profile.label}")
-
-
-def _sidecars(profile: str) -> list[Path]:
-    root = paths.output_root()
-    return sorted(
-        p
-        for kind in ("figures", "tables")
-        for p in (root / kind / profile).glob("*.provenance.json")
-    )
-
-
-def _page(title: str, label: RunLabel, body: str, *, up: str | None = None) -> str:
-    """A page with the provenance banner; ``up`` is the way back to the index (None: this is
-    the index)."""
-    back = f'<p><a href="{up}index.html">← index</a></p>' if up is not None else ""
-    up = up or ""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)} · {html.escape(label.profile)}</title>"
-        f'<link rel="stylesheet" href="{up}style.css"></head><body>'
-        f"{label.banner()}{back}<h1>{html.escape(title)}</h1>{body}</body></html>\n"
-    )
+from deliberation.pages import CSS, page, run_label
 
 
 def _notebook_body(path: Path) -> str:
@@ -189,35 +116,15 @@ def _replies_body(profile_arg: str) -> tuple[str, list[str]]:
     return "".join(sections), links
 
 
-def papers_label(comparison: PapersComparison) -> RunLabel:
-    """The banner of a papers page: synthetic when any column is."""
-    kinds = ", ".join(
-        f"{p}: {SYNTHETIC_LABEL if comparison.synthetic[p] else 'model output'}"
-        for p in comparison.profiles
-    )
-    profiles = ", ".join(comparison.profiles)
-    return RunLabel(f"papers vs {profiles}", any(comparison.synthetic.values()), kinds)
-
-
 def _papers_page(profile: str) -> str:
     """The papers' headline numbers beside the sim's and this profile's, one row per headline
     (``deliberation compare --papers``): what a reader of a run asks first."""
-    from deliberation.results.side_by_side import compare_with_papers
+    from deliberation.results.side_by_side import compare_with_papers, papers_label
 
     profiles = list(dict.fromkeys(["sim", profile]))
     synthetic = {p: run_label(p).synthetic for p in profiles}
     comparison = compare_with_papers(profiles, synthetic)
-    return _page("Papers side by side", papers_label(comparison), comparison.html(), up="")
-
-
-def write_papers_page(comparison: PapersComparison, out: Path | None = None) -> Path:
-    """``build/report/papers-<P1>-<P2>.../index.html`` (self-contained, like the report)."""
-    folder = out or paths.build_dir() / "report" / ("papers-" + "-".join(comparison.profiles))
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / "style.css", _CSS)
-    page = _page("Papers side by side", papers_label(comparison), comparison.html(), up=None)
-    atomic_write_text(folder / "index.html", page)
-    return folder / "index.html"
+    return page("Papers side by side", papers_label(comparison), comparison.html(), up="")
 
 
 def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
@@ -232,7 +139,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     for sub in ("notebooks", "figures", "tables"):
         (staging / sub).mkdir(parents=True)
-    (staging / "style.css").write_text(_CSS + _highlight_css())
+    (staging / "style.css").write_text(CSS + _highlight_css())
 
     notebooks = sorted(p for p in executed.glob("*.ipynb") if not p.name.startswith(".tmp-"))
     notebook_items = []
@@ -240,10 +147,10 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     for path in notebooks:
         failed = path.name.startswith("FAILED-")
         name = path.stem
-        page = staging / "notebooks" / f"{name}.html"
+        notebook_page = staging / "notebooks" / f"{name}.html"
         incomplete = "" if failed else _incomplete(executed / f"{name}.inputs.json")
         warning = f'<p class="failed"><b>{html.escape(incomplete)}</b></p>' if incomplete else ""
-        page.write_text(_page(name, label, warning + _notebook_body(path), up="../"))
+        notebook_page.write_text(page(name, label, warning + _notebook_body(path), up="../"))
         state = ' <span class="failed">(failed: partial run)</span>' if failed else ""
         if incomplete:
             state = f' <span class="failed">({html.escape(incomplete)})</span>'
@@ -281,7 +188,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
         body = f"<p>{html.escape(caption)}</p><p>files: {' · '.join(links)}</p>" + frame.to_html(
             index=False, na_rep="", border=0
         )
-        (staging / "tables" / f"{stem}.html").write_text(_page(stem, label, body, up="../"))
+        (staging / "tables" / f"{stem}.html").write_text(page(stem, label, body, up="../"))
         table_items.append(
             f'<li><a href="tables/{stem}.html">{html.escape(stem)}</a> — {html.escape(caption)}</li>'
         )
@@ -289,7 +196,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     (staging / "papers.html").write_text(_papers_page(profile))
 
     replies_body, reply_items = _replies_body(profile_arg)
-    (staging / "replies.html").write_text(_page("Replies", label, replies_body, up=""))
+    (staging / "replies.html").write_text(page("Replies", label, replies_body, up=""))
 
     def section(title: str, items: list[str], wrap: str = "ul") -> str:
         content = "".join(items) if items else "<li>none</li>"
@@ -306,7 +213,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
             " final. The next <code>make paper</code> reruns them, sending only the failed"
             f" calls.</p><ul>{''.join(incomplete_notes)}</ul></div>"
         )
-    index = _page(
+    index = page(
         f"Paper build: {profile}",
         label,
         alert

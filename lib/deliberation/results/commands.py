@@ -137,11 +137,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compare_with_papers(args: argparse.Namespace) -> int:
-    from deliberation.paper.report import write_papers_page
     from deliberation.results.compare import _synthetic as profile_is_synthetic
     from deliberation.results.side_by_side import (
         PaperNumbersError,
         compare_with_papers,
+        write_papers_page,
         write_readme_section,
     )
 

@@ -176,7 +176,7 @@ def _synthetic(profile: str) -> bool:
     machine), from their provenance sidecars."""
     import json
 
-    from deliberation.paper.report import run_label
+    from deliberation.pages import run_label
     from deliberation.params import ProfileError
 
     try:
@@ -241,7 +241,7 @@ def comparison_html(comparison: Comparison) -> str:
 def write_comparison_page(comparison: Comparison, out: Path | None = None) -> Path:
     """``build/report/compare-<P1>-<P2>.../index.html`` (self-contained, like ``make report``)."""
     from deliberation.atomic import atomic_write_text
-    from deliberation.paper.report import _CSS, RunLabel, _page
+    from deliberation.pages import CSS, RunLabel, page
 
     folder = out or paths.build_dir() / "report" / ("compare-" + "-".join(comparison.profiles))
     folder.mkdir(parents=True, exist_ok=True)
@@ -250,7 +250,7 @@ def write_comparison_page(comparison: Comparison, out: Path | None = None) -> Pa
         for p in comparison.profiles
     )
     label = RunLabel(" vs ".join(comparison.profiles), any(comparison.synthetic.values()), kinds)
-    atomic_write_text(folder / "style.css", _CSS)
-    page = _page("Profiles side by side", label, comparison_html(comparison), up=None)
-    atomic_write_text(folder / "index.html", page)
+    atomic_write_text(folder / "style.css", CSS)
+    text = page("Profiles side by side", label, comparison_html(comparison), up=None)
+    atomic_write_text(folder / "index.html", text)
     return folder / "index.html"

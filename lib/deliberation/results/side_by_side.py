@@ -32,6 +32,9 @@ from pydantic import (
 )
 
 from deliberation import paths
+from deliberation.atomic import atomic_write_text
+from deliberation.pages import CSS, RunLabel, page
+from deliberation.provenance import SYNTHETIC_LABEL
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
 SCALES = {"points": 1.0, "share": 100.0}  # to points: percent / percentage points
@@ -367,7 +370,6 @@ def readme_section(comparison: PapersComparison) -> str:
 def write_readme_section(comparison: PapersComparison, readme: Path | None = None) -> Path:
     """Replace the text between the markers in ``README.md`` (atomically); the markers must be
     there, once each, so a misplaced section is an error rather than a duplicate."""
-    from deliberation.atomic import atomic_write_text
 
     readme = readme or paths.repo_root() / "README.md"
     text = readme.read_text(encoding="utf-8")
@@ -376,3 +378,23 @@ def write_readme_section(comparison: PapersComparison, readme: Path | None = Non
     pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.DOTALL)
     atomic_write_text(readme, pattern.sub(lambda _: readme_section(comparison), text))
     return readme
+
+
+def papers_label(comparison: PapersComparison) -> RunLabel:
+    """The banner of a papers page: synthetic when any column is."""
+    kinds = ", ".join(
+        f"{p}: {SYNTHETIC_LABEL if comparison.synthetic[p] else 'model output'}"
+        for p in comparison.profiles
+    )
+    profiles = ", ".join(comparison.profiles)
+    return RunLabel(f"papers vs {profiles}", any(comparison.synthetic.values()), kinds)
+
+
+def write_papers_page(comparison: PapersComparison, out: Path | None = None) -> Path:
+    """``build/report/papers-<P1>-<P2>.../index.html`` (self-contained, like the report)."""
+    folder = out or paths.build_dir() / "report" / ("papers-" + "-".join(comparison.profiles))
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "style.css", CSS)
+    text = page("Papers side by side", papers_label(comparison), comparison.html(), up=None)
+    atomic_write_text(folder / "index.html", text)
+    return folder / "index.html"
