@@ -1,4 +1,4 @@
-"""What the project holds its shipped profiles to (tests/test_paper_plan.py and
+"""What the project holds its shipped profiles to (tests/paper/test_paper_plan.py and
 tests/test_scaling_profiles.py check the shipped ones; tests/test_params.py checks that a user's
 own profile in params/ leaves these checks passing)."""
 

@@ -1,6 +1,6 @@
 """The paper build (deliberation.paper.build) executing tiny throwaway notebooks: skip what is
 current, rerun what changed and say why, FORCE, a failure naming notebook and cell, outputs
-missing after a run. (The build's logic without executing a notebook: tests/test_paper_build.py.)"""
+missing after a run. (The build's logic without executing a notebook: tests/paper/test_paper_build.py.)"""
 
 from __future__ import annotations
 

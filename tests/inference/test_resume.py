@@ -18,7 +18,7 @@ from helpers.serve_sim import arithmetic_prompt, cached_prompts, wait_until
 
 from deliberation.inference.testing import running_sim_server
 
-FIXTURE = Path(__file__).parent / "helpers" / "serve_sim.py"
+FIXTURE = Path(__file__).parents[1] / "helpers" / "serve_sim.py"
 COUNT = 300
 CONCURRENCY = 8
 LATENCY_MS = 40  # 300 requests / 8 in flight x 40 ms: about 1.5 s per run, time enough to kill

@@ -19,7 +19,7 @@ from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.serve_sim import running_sim_server
 
-FIXTURE = Path(__file__).parent / "helpers" / "serve_sim.py"
+FIXTURE = Path(__file__).parents[1] / "helpers" / "serve_sim.py"
 
 
 def _client(cache, backend):

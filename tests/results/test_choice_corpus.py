@@ -11,7 +11,7 @@ from deliberation.inference.base import ChatResponse
 from deliberation.params import load_profile
 from deliberation.results import choice_corpus as corpus
 
-FIXTURE = Path(__file__).parent / "fixtures" / "choice_replies" / "replies.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "choice_replies" / "replies.jsonl"
 # A little under the recall measured when the corpus was labelled (0.960, README), so a parser
 # change that loses real choices fails here.
 RECALL_FLOOR = 0.94
