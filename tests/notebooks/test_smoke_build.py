@@ -76,7 +76,10 @@ def test_report_opens_in_chromium_with_every_image_link_and_banner(
     assert tables and all(f"tables/{t}.html" in pages for t in tables)
     figures = sorted((site.parent / "figures").glob("*.png"))
     assert check.images >= len(figures) >= 1
-    assert check.banners == {"Profile smoke · synthetic (sim backend): not model results"}
+    # Every page carries the run's banner, except papers.html, which sets the papers beside
+    # the sim and this profile (both synthetic here) and says so.
+    papers = "Profile papers vs sim, smoke · sim: synthetic (sim backend), smoke: synthetic (sim backend)"
+    assert check.banners == {"Profile smoke · synthetic (sim backend): not model results", papers}
     header = shot.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", header[16:24])
