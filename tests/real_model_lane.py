@@ -206,6 +206,7 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     lane, scratch
 ) -> None:
     from deliberation.experiments.dhd.judge import judge_request
+    from deliberation.experiments.dhd.pool import PoolStore
     from deliberation.experiments.dhd.prompts import JUDGE_CHOICES
     from deliberation.experiments.dhd.protocol import PROPOSAL_COLUMNS, REPLAY_COLUMNS
     from deliberation.experiments.dhd.run import load_problems, run_dhd
@@ -223,7 +224,8 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     _, cut = constrained_answers(client, "dhd.recruiter")
     if results.pool_counts.recruiter_failures and cut:
         pytest.xfail(f"the recruiter's roles were cut at max_tokens={MAX_TOKENS} (a 135M model)")
-    errors = [p.recruiter_error for p in results.pools.values() if p.recruiter_error]
+    # Pools without roles are stored (their reply is final) but not among the usable ones.
+    errors = [p.recruiter_error for p in PoolStore(pools) if p.recruiter_error]
     if errors and all("distinct" in error for error in errors):
         # The constraint guarantees the schema, not five different names: SmolLM2-135M copies
         # the prompt's "<role name>" placeholder (the committed paper run: 2 of 4 problems).
