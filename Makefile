@@ -22,7 +22,7 @@ help:
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
-	@echo "make test-real            every experiment's stages on the real model (one server, ~5 min)"
+	@echo "make test-real            every experiment's stages on the real model (one server, ~2 min)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
