@@ -26,8 +26,8 @@ from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.testing import running_sim_server
 from deliberation.paper.bench import BenchRow, write_rows
+from deliberation.testing import running_sim_server
 
 SPEEDUP_GOAL = 15.0
 

@@ -23,8 +23,8 @@ from deliberation.inference.base import ChatRequest
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.serve_sim import running_sim_server
 from deliberation.paper.bench import BenchRow, write_rows
+from deliberation.testing import running_sim_server
 
 
 def batch(count: int) -> list[ChatRequest]:

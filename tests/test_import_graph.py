@@ -1,6 +1,5 @@
-"""The library has no import cycles: between modules none at all, between its top-level packages
-(each experiment package counting as one) none but through the two imports listed below, each
-with the reason it stays; and ``inference/`` imports no experiment.
+"""The library has no import cycles: none between modules, none between its top-level packages
+(each experiment package counting as one); and ``inference/`` imports no experiment.
 
 Every import counts, also one inside a function: a lazy import hides a cycle from Python but not
 from a reader, who still cannot understand either module without the other.
@@ -16,15 +15,8 @@ import deliberation
 
 ROOT = Path(deliberation.__file__).parent
 
-# The two imports between top-level packages that still close a package cycle (no module cycle
-# remains): each names why it stays.
-DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = {
-    # The profile (params) validates each backend's options and the server section through
-    # inference's registries, and inference reads profiles: make_client, stage settings
-    # (generation.py), serve-sim, and inference/commands.py. Breaking it means splitting the
-    # profile model (a backend-facing core inside inference, experiments' sections outside).
-    ("deliberation.inference", "deliberation.params"),
-}
+# Imports between top-level packages allowed to close a package cycle: none remain.
+DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = set()
 
 # Module edges allowed to close a cycle: none remain.
 DEFERRED_MODULE_EDGES: set[tuple[str, str]] = set()

@@ -217,8 +217,8 @@ def test_the_synthetic_marker_cannot_be_set_or_cleared_from_yaml(tmp_path):
 
 def test_a_real_model_profile_pointed_at_serve_sim_is_labelled_synthetic(tmp_path):
     from deliberation.inference import open_run
-    from deliberation.inference.testing import sim_server_in_thread
     from deliberation.provenance import output_label
+    from deliberation.testing import sim_server_in_thread
 
     with sim_server_in_thread() as server:
         path = _write(

@@ -15,7 +15,7 @@ import sys
 
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
 COMMAND_MODULES = [
-    "deliberation.inference.commands",
+    "deliberation.inference_commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
     "deliberation.experiments.memory.commands",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from deliberation.inference.base import STAGE_HEADER
-from deliberation.inference.testing import sim_server_in_thread
+from deliberation.testing import sim_server_in_thread
 
 
 @dataclass

@@ -31,8 +31,8 @@ from deliberation.inference.published import (
     published_path,
     read_published,
 )
-from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import load_profile
+from deliberation.testing import sim_server_in_thread
 
 REQUESTS = [
     *arithmetic_requests(3),

@@ -17,7 +17,7 @@ from helpers.serve_sim import arithmetic_prompt
 from deliberation.inference.base import ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.inference.serve_sim import running_sim_server
+from deliberation.testing import running_sim_server
 
 FIXTURE = Path(__file__).parents[1] / "helpers" / "serve_sim.py"
 

@@ -16,7 +16,7 @@ from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.interrupts import run_batch
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.serve_sim import sim_server_in_thread
+from deliberation.testing import sim_server_in_thread
 
 LATENCY_MS = 100
 CONCURRENCY = 8

@@ -11,8 +11,8 @@ from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest, InvalidRequestError
 from deliberation.inference.cache import request_key
 from deliberation.inference.sim import SimBackend
-from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import load_profile
+from deliberation.testing import sim_server_in_thread
 
 BROKEN = "What is 1 + \ud83d?"  # half of a surrogate pair: str holds it, UTF-8 cannot
 

@@ -30,8 +30,8 @@ from deliberation.inference.model_server import (
     model_server,
 )
 from deliberation.inference.openai_api import OpenAIBackend, PreflightError
-from deliberation.inference.testing import sim_server_in_thread
 from deliberation.params import Profile, ProfileError, load_profile
+from deliberation.testing import sim_server_in_thread
 
 SERVE_SIM = ("{python}", "-m", "deliberation", "serve-sim", "--port", "{port}")
 

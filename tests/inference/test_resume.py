@@ -16,7 +16,7 @@ from pathlib import Path
 
 from helpers.serve_sim import arithmetic_prompt, cached_prompts, wait_until
 
-from deliberation.inference.testing import running_sim_server
+from deliberation.testing import running_sim_server
 
 FIXTURE = Path(__file__).parents[1] / "helpers" / "serve_sim.py"
 COUNT = 300

@@ -14,7 +14,7 @@ from helpers.serve_sim import arithmetic_requests, openai_profile
 from deliberation.inference import openai_api
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.openai_api import OpenAIBackend, OpenAIOptions, RetryPolicy
-from deliberation.inference.testing import sim_server_in_thread
+from deliberation.testing import sim_server_in_thread
 
 
 def test_the_cap_defaults_to_a_few_minutes() -> None:

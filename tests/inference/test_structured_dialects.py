@@ -16,7 +16,7 @@ from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.inference.structured import CHOICE_WRAPPER_TOKENS, choice_grammar, choice_schema
 from deliberation.inference.structured_answers import parse_structured_text
-from deliberation.inference.testing import sim_server_in_thread
+from deliberation.testing import sim_server_in_thread
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 CHOICES = ("Ashgrove Academy", "Birchwood College", 'the "other" one')

@@ -24,7 +24,7 @@ def test_a_planted_api_key_reaches_no_output_cache_or_executed_notebook(tmp_path
 
     from helpers.serve_sim import SIM_MODEL
 
-    from deliberation.inference.testing import sim_server_in_thread
+    from deliberation.testing import sim_server_in_thread
 
     key = f"sk-planted-{uuid.uuid4().hex}"
     monkeypatch.setenv("DELIB_PLANTED_KEY", key)

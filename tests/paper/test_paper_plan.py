@@ -107,7 +107,7 @@ def test_an_openai_profile_planned_then_run_over_http_against_serve_sim(monkeypa
     so serve-sim answers exactly as the plan's in-process sim; with `json_object` (DeepSeek)
     the wire drops the schema, answers differ, and so may the later stages' prompts: that is
     the estimate the plan warns about."""
-    from deliberation.inference.testing import sim_server_in_thread
+    from deliberation.testing import sim_server_in_thread
 
     profile = smoke_sized("vllm-serve-local")
     plan = plan_calls(profile)

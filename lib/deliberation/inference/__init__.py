@@ -8,7 +8,6 @@ and build each stage's requests with :mod:`deliberation.inference.generation`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from deliberation import paths
 from deliberation.inference.base import (
@@ -18,6 +17,7 @@ from deliberation.inference.base import (
     ChatRequest,
     ChatResponse,
     Message,
+    RunProfile,
     StructuredOutput,
     backend_class,
     register_backend,
@@ -26,9 +26,6 @@ from deliberation.inference.base import (
 )
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import CachedClient
-
-if TYPE_CHECKING:
-    from deliberation.params import Profile
 
 __all__ = [
     "Backend",
@@ -51,7 +48,7 @@ __all__ = [
 ]
 
 
-def build_backend(profile: Profile) -> Backend:
+def build_backend(profile: RunProfile) -> Backend:
     """Construct the backend a profile names (imported on first use; it reads its own options).
     A backend whose optional dependency is missing fails naming the profile, in one paragraph."""
     try:
@@ -61,7 +58,7 @@ def build_backend(profile: Profile) -> Backend:
         raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
 
 
-def require_backend(profile: Profile) -> None:
+def require_backend(profile: RunProfile) -> None:
     """Fail at once, in one paragraph naming the profile, when this machine cannot run the
     profile's backend (``make paper PROFILE=<a vLLM profile>`` without vLLM)."""
     try:
@@ -71,12 +68,12 @@ def require_backend(profile: Profile) -> None:
         raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
 
 
-def cache_path(profile: Profile) -> Path:
+def cache_path(profile: RunProfile) -> Path:
     return paths.cache_dir() / f"{profile.name}.sqlite"
 
 
 def make_client(
-    profile: Profile, *, cache_file: str | Path | None = None, progress: bool = True
+    profile: RunProfile, *, cache_file: str | Path | None = None, progress: bool = True
 ) -> CachedClient:
     backend = build_backend(profile)
     cache = ResponseCache(cache_file or cache_path(profile))
@@ -84,8 +81,8 @@ def make_client(
 
 
 def open_run(
-    profile: Profile, *, cache_file: str | Path | None = None, progress: bool = True
-) -> tuple[Profile, CachedClient]:
+    profile: RunProfile, *, cache_file: str | Path | None = None, progress: bool = True
+) -> tuple[RunProfile, CachedClient]:
     """The client for a run and the profile its outputs must carry: marked synthetic
     (``served_by_sim``) when the server says it is serve-sim, whatever the profile says.
     Notebooks call this, then pass the returned profile to ``write_table``/``save_figure``.

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
@@ -206,6 +206,27 @@ class ChatResponse:
 
 
 OnResponse = Callable[[int, ChatResponse], None]
+
+
+class RunProfile(Protocol):
+    """What the inference layer reads of a profile (:class:`deliberation.params.Profile` is
+    one). Named here rather than imported: the profile loader validates a profile's backend and
+    server sections through this package's registries, so this package never imports it."""
+
+    name: str
+    backend: str
+    model: str
+    revision: str
+    seed: int
+    source: str
+    sampling: Any  # temperature, top_p, max_tokens
+    options: Any  # the backend's own options model
+    server: Any  # the model server section, or None
+
+    @property
+    def synthetic(self) -> bool: ...
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)

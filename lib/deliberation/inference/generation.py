@@ -19,12 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from deliberation.inference.base import ChatRequest, Message, StructuredOutput
-
-if TYPE_CHECKING:
-    from deliberation.params import Profile
+from deliberation.inference.base import ChatRequest, Message, RunProfile, StructuredOutput
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ class StageSettings:
 
 
 def generation_settings(
-    profile: Profile, stage: StageSettings, *, seed: int | None = None
+    profile: RunProfile, stage: StageSettings, *, seed: int | None = None
 ) -> dict[str, Any]:
     """The ``ChatRequest`` keyword arguments for ``stage`` under ``profile`` (precedence in the
     module docstring): ``stage``, ``temperature``, ``top_p``, ``max_tokens``, ``seed``,
@@ -74,7 +71,7 @@ def generation_settings(
 
 
 def stage_request(
-    profile: Profile,
+    profile: RunProfile,
     stage: StageSettings,
     prompt: str | Sequence[Message],
     *,

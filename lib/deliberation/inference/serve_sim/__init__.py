@@ -12,26 +12,13 @@ hung responses, malformed bodies), and it counts what arrives: ``GET /stats``
 Modules: :mod:`.faults` (what is injected), :mod:`.wire` (body -> request; structured output
 is decoded in ``inference/structured.py`` beside its encoder), :mod:`.server` (HTTP),
 :mod:`.cli` (the command). Tests and benchmarks start a server with
-:func:`deliberation.inference.testing.running_sim_server` (a subprocess) or
-:func:`~deliberation.inference.testing.sim_server_in_thread` (in-process).
+:func:`deliberation.testing.running_sim_server` (a subprocess) or
+:func:`~deliberation.testing.sim_server_in_thread` (in-process).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from deliberation.inference.serve_sim.faults import FaultOptions
 from deliberation.inference.serve_sim.server import SimServer, SimServerState, check_loopback
 
 __all__ = ["FaultOptions", "SimServer", "SimServerState", "check_loopback"]
-
-# The launchers moved to deliberation.inference.testing; these names keep older imports working.
-_MOVED_TO_TESTING = ("running_sim_server", "sim_server_in_thread", "SimServerHandle")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_TESTING:
-        from deliberation.inference import testing
-
-        return getattr(testing, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,6 +6,8 @@ import argparse
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from deliberation.inference.secrets import MissingAPIKeyError
 from deliberation.inference.serve_sim.faults import FaultOptions
@@ -30,8 +32,10 @@ def port_number(text: str) -> int:
     return port
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``deliberation serve-sim``."""
+def add_arguments(parser: argparse.ArgumentParser, load_profile: Callable[[str], Any]) -> None:
+    """Options of ``deliberation serve-sim``; ``load_profile`` turns ``--profile`` into the
+    profile whose sim parameters are served (the caller's loader: ``deliberation.params``)."""
+    parser.set_defaults(load_profile=load_profile)
     parser.add_argument("--port", type=port_number, default=8001, help="port (0: pick a free one)")
     parser.add_argument(
         "--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1, ::1, localhost)"
@@ -100,8 +104,10 @@ def faults_from_args(args: argparse.Namespace) -> FaultOptions:
 def server_from_args(args: argparse.Namespace) -> SimServer:
     """The (not yet started) server the parsed options describe."""
     check_loopback(args.host)
+    # The command's parser carries the profile loader (set_defaults(load_profile=...)).
+    profile = args.load_profile(args.profile) if args.profile else None
     state = build_state(
-        profile=args.profile,
+        profile=profile,
         faults=faults_from_args(args),
         served_model=args.served_model_name,
         api_key_env=args.require_key_env,

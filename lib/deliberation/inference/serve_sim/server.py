@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from deliberation.inference.base import STAGE_HEADER
+from deliberation.inference.base import STAGE_HEADER, RunProfile
 from deliberation.inference.secrets import read_api_key
 from deliberation.inference.serve_sim.faults import FAULT_KINDS, MALFORMED_BODY, FaultOptions
 from deliberation.inference.serve_sim.wire import WireFormatError, last_user_text, request_from_body
@@ -559,7 +559,7 @@ class SimServer:
 
 def build_state(
     *,
-    profile: str | None = "sim",
+    profile: RunProfile | None = None,
     faults: FaultOptions | None = None,
     served_model: str | None = None,
     api_key_env: str | None = None,
@@ -568,13 +568,10 @@ def build_state(
     head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S,
     max_connections: int | None = None,
 ) -> SimServerState:
-    """The server's state from a profile name/path (``None``: the sim's built-in defaults)."""
-    if profile is None:
-        backend = SimBackend()
-    else:
-        from deliberation.params import load_profile
-
-        backend = SimBackend.from_profile(load_profile(profile))
+    """The server's state for a loaded profile (``None``: the sim's built-in defaults); the
+    command line loads it (``inference/`` reads profiles but does not load them: the profile
+    loader validates its sections through inference's registries)."""
+    backend = SimBackend() if profile is None else SimBackend.from_profile(profile)
     api_key = None
     if api_key_env is not None:
         api_key = read_api_key(api_key_env, field="--require-key-env")

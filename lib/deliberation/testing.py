@@ -19,6 +19,7 @@ from typing import Any
 
 from deliberation.inference.serve_sim.cli import add_arguments, server_from_args
 from deliberation.inference.serve_sim.server import SimServerState
+from deliberation.params import load_profile
 
 _PORT_LINE = re.compile(r"http://[^\s/]+:(\d+)/v1")
 
@@ -120,7 +121,7 @@ def sim_server_in_thread(**options: Any) -> Iterator[SimServerHandle]:
     """The same server on a background thread of this process (fast unit tests); ``options``
     are spelled as for :func:`running_sim_server`. The handle also carries ``.state``."""
     parser = argparse.ArgumentParser(prog="serve-sim")
-    add_arguments(parser)
+    add_arguments(parser, load_profile)
     args = parser.parse_args(["--port", "0", *_cli_options(options)])
     server = server_from_args(args).start()
     try:

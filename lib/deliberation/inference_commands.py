@@ -1,5 +1,7 @@
 """CLI: ``deliberation serve-sim``, ``deliberation cache stats|export|import``,
-``deliberation models`` and ``deliberation serve``."""
+``deliberation models`` and ``deliberation serve``: the inference layer's commands. They load
+profiles by name, and the profile loader validates a profile's sections through inference's
+registries, so these commands live beside ``inference/``, not in it."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.inference.serve_sim import cli as serve_sim
 
     serve = add_command(subparsers, "serve-sim")
-    serve_sim.add_arguments(serve)
+    from deliberation.params import load_profile
+
+    serve_sim.add_arguments(serve, load_profile)
     serve.set_defaults(func=serve_sim.run_from_args)
 
     cache = add_command(subparsers, "cache")
