@@ -899,6 +899,17 @@ class ResponseCache:
                 self._conn,
             )
 
+    def completion_means(self, profile: str, *, min_calls: int = 1) -> dict[str, float]:
+        """Mean completion tokens per stage of ``profile``'s stored answers, for stages with at
+        least ``min_calls`` of them (one aggregate query: no record is decoded)."""
+        with self._reading():
+            rows = self._conn.execute(
+                "SELECT stage, AVG(completion_tokens) FROM responses WHERE profile = ?"
+                " GROUP BY stage HAVING COUNT(*) >= ?",
+                (profile, min_calls),
+            ).fetchall()
+        return {stage: float(mean) for stage, mean in rows}
+
     def stats(self) -> pd.DataFrame:
         """Calls (paid), hits, tokens, latency and outstanding failures (requests still without
         an answer) by profile and stage. ``prompt_tokens`` is what the backend reported (a real

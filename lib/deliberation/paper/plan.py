@@ -178,14 +178,7 @@ MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean leng
 def observed_completion_means(cache: ResponseCache, profile: str) -> dict[str, float]:
     """Mean completion tokens per stage of ``profile``'s answers in ``cache`` (stages with at
     least :data:`MIN_OBSERVED_CALLS` answers): how long this model's answers really run."""
-    stats = cache.stats()
-    stats = stats[(stats["profile"] == profile) & (stats["calls"] >= MIN_OBSERVED_CALLS)]
-    return {
-        stage: completion / calls
-        for stage, completion, calls in zip(
-            stats["stage"], stats["completion_tokens"], stats["calls"], strict=True
-        )
-    }
+    return cache.completion_means(profile, min_calls=MIN_OBSERVED_CALLS)
 
 
 def _prompt_text(request: ChatRequest) -> str:
