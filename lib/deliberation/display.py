@@ -26,6 +26,7 @@ from deliberation.experiments.memory.decision import (
     render_decision_prompt,
     shuffle_rng,
 )
+from deliberation.provenance import SYNTHETIC_LABEL
 
 ROLE_COLOURS = {"support": "#d9f2d9", "decoy": "#f9d6d5", "irrelevant": "#e6e6e6"}
 UNKNOWN_COLOUR = "#f4f4f4"
@@ -90,7 +91,7 @@ def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryVi
         budget = f"no budget ({memory.kept_tokens} tokens)"
     answer = decision.answer or "(invalid: names no single option)"
     verdict = "right" if decision.answer == task.correct else "wrong"
-    label = " · synthetic (sim backend)" if synthetic else ""
+    label = f" · {SYNTHETIC_LABEL}" if synthetic else ""
     header = (
         f"<b>{html.escape(task.id)}</b> · policy <b>{html.escape(decision.cell.policy)}</b> · "
         f"tags {decision.tags} · {html.escape(budget)}<br>answer: <b>{html.escape(answer)}</b> "
