@@ -20,11 +20,13 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from deliberation import exit_codes
+
 log = logging.getLogger(__name__)
 
 # `deliberation run ...` exits with this when any call failed (after writing what it could);
-# 2 stays "bad arguments", 1 "error".
-EXIT_FAILED_CALLS = 3
+# the other outcomes are in deliberation.exit_codes.
+EXIT_FAILED_CALLS = exit_codes.CALLS_FAILED
 LOG_ENV = "DELIBERATION_FAILED_CALLS_LOG"
 
 

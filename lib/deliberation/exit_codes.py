@@ -1,0 +1,29 @@
+"""One exit code per outcome of a command, so a script (or `make`) can tell them apart.
+
+The README's exit-code table is generated from :data:`EXIT_CODES`; every command returns one of
+these names' values, never a bare number.
+"""
+
+from __future__ import annotations
+
+OK = 0
+ERROR = 1  # an unexpected error (a bug): the traceback is shown
+BAD_INPUT = 2  # bad arguments, profile, template or input file: the message names file and field
+CALLS_FAILED = 3  # some model calls got no usable reply: rerun the same command to retry them
+SERVER_UNREACHABLE = 4  # the model server could not be reached or started
+PREFLIGHT_REFUSED = 5  # the server refused or ignored the profile's structured-output mode
+MODEL_MISMATCH = 6  # the server serves (or replied as) another model than the profile names
+OUTPUT_UNWRITABLE = 7  # an output or the response cache could not be written (e.g. disk full)
+INTERRUPTED = 130  # Ctrl-C / SIGTERM: every received answer is kept, rerun to resume
+
+EXIT_CODES: dict[int, str] = {
+    OK: "success",
+    ERROR: "unexpected error (a bug: please report the traceback)",
+    BAD_INPUT: "bad arguments or input (the message names the file and field)",
+    CALLS_FAILED: "some model calls failed (no usable reply); rerun the same command to retry them",
+    SERVER_UNREACHABLE: "the model server could not be reached or started",
+    PREFLIGHT_REFUSED: "the server refused or ignored the structured-output mode (pre-flight)",
+    MODEL_MISMATCH: "the server serves another model than the profile names",
+    OUTPUT_UNWRITABLE: "an output or the response cache could not be written (disk full?)",
+    INTERRUPTED: "interrupted; every received answer is kept: rerun the same command to resume",
+}
