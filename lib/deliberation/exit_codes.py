@@ -1,7 +1,9 @@
 """One exit code per outcome of a command, so a script (or `make`) can tell them apart.
 
 The README's exit-code table is generated from :data:`EXIT_CODES`; every command returns one of
-these names' values, never a bare number.
+these names' values, never a bare number. An exception that should end a command with a given
+code carries it as an ``exit_code`` attribute (:class:`CommandError` or any class with one): the
+CLI prints its message on one line, without a traceback, and exits with that code.
 """
 
 from __future__ import annotations
@@ -27,3 +29,14 @@ EXIT_CODES: dict[int, str] = {
     OUTPUT_UNWRITABLE: "an output or the response cache could not be written (disk full?)",
     INTERRUPTED: "interrupted; every received answer is kept: rerun the same command to resume",
 }
+
+
+class CommandError(Exception):
+    """An outcome a command ends on, with its message for the user and its exit code."""
+
+    exit_code: int = ERROR
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
