@@ -153,6 +153,9 @@ class Profile(Strict):
     revision: str = ""
     seed: int = 0
     smoke: bool = False
+    min_interval_clusters: int = Field(
+        5, ge=1, description="no interval in a table from fewer clusters (templates, problems)"
+    )
     sampling: Sampling = Sampling()
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
