@@ -424,6 +424,13 @@ def _non_finite(value: Any, path: str = "") -> str | None:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
+    if not isinstance(name_or_path, str | Path) or isinstance(name_or_path, bool):
+        # A notebook parameter arrives as papermill parsed it: `-p profile 123` gives an int.
+        raise ProfileError(
+            f"profile: expected a profile name or a path to a profile file, got"
+            f" {type(name_or_path).__name__} {name_or_path!r} (with papermill, `-r profile NAME`"
+            " passes the name as text)"
+        )
     candidate = _profile_path(name_or_path)
     data = _resolve(candidate)
     if "served_by_sim" in data or "options" in data:
