@@ -62,3 +62,11 @@ def test_a_bug_keeps_its_traceback(monkeypatch) -> None:
     monkeypatch.setattr(inference_commands, "_cache_stats", buggy)
     with pytest.raises(ZeroDivisionError):
         cli.main(["cache", "stats"])
+
+
+def test_the_readme_table_lists_every_code() -> None:
+    from deliberation import paths
+
+    readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
+    for code in exit_codes.EXIT_CODES:
+        assert f"\n| {code} | " in readme, f"README's exit-code table lacks {code}"

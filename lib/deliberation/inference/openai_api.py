@@ -24,7 +24,7 @@ honour ``Retry-After`` exactly:
   length`` (cut: invalid when it does not parse);
 * a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
   name excepted) fails that call, unless ``openai.allow_model_alias`` is true (then a warning once
-  per run, and :attr:`OpenAIBackend.served_as` holds the names it answered as);
+  per run, and the backend's ``served_as`` holds the names it answered as);
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
   ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
