@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.cost import amount, estimate
+from deliberation.cost import amount, duration_warning, estimate
 from deliberation.inference import cache_path
 from deliberation.inference.base import (
     Backend,
@@ -366,6 +366,9 @@ def format_plan(plan: Plan) -> list[str]:
             )
         lines += cost.lines()
         lines.append(ESTIMATE_NOTE)
+        warning = duration_warning(profile.cost, cost, totals["to_send"])
+        if warning:
+            lines.append(warning)
     return lines
 
 
@@ -384,7 +387,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
         money = "none (sim, CPU)"
     elif cost.gpu_hours is not None:
         money = (
-            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} GPU h"
+            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} {cost.device} h"
             f" (at most {amount(cost.gpu_hours_ceiling)})"
         )
     elif cost.money is not None:
