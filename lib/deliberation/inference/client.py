@@ -142,11 +142,14 @@ class CachedClient:
             if key is not None and key not in results and key not in pending:
                 pending[key] = request
         miss_requests = list(pending.values())
+        # Counted as the stage's summary counts them (runs.StageCounts): distinct prompts, so the
+        # "already cached" here and there is one number.
         log.info(
-            "%s: %d requests, %d cached, %d to send",
+            "%s: %d requests, %d unique prompts, %d already cached, %d to send",
             desc or "generate",
             len(requests),
-            sum(k is not None and k not in pending for k in keys),
+            len(results) + len(miss_requests),
+            len(results),
             len(miss_requests),
         )
         calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid

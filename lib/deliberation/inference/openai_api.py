@@ -106,6 +106,13 @@ from deliberation.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
 
+# The modes the pre-flight tries when the profile's is refused or ignored, strongest constraint
+# first (JSON mode alone, which constrains no field, last), so it names the one to set.
+DISCOVERY_ORDER = (
+    "structured_outputs", "guided", "response_format", "json_object_schema", "grammar",
+    "json_object",
+)  # fmt: skip
+
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 # The circuit breaker (module docstring): identical failures in a row before any success.
 BREAKER_ATTEMPTS = 8
@@ -619,11 +626,42 @@ class OpenAIBackend(Backend):
                 warnings.append(
                     f"the server at {self.base_url} answered the pre-flight request outside its"
                     f" constraint ({text!r} is not one of {list(PREFLIGHT_CHOICES)}): it may"
-                    f" ignore openai.structured_output={self.structured_output!r}; see the"
-                    " modes in README (llama-cpp-python: json_object_schema, llama-server:"
-                    " grammar, vLLM: structured_outputs)"
+                    f" ignore openai.structured_output={self.structured_output!r}; "
+                    + self._mode_advice()
                 )
         return warnings
+
+    def working_structured_mode(self) -> str | None:
+        """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
+        server answers the pre-flight request inside its constraint, or None: the dialect the
+        server speaks, found by asking it (one small request per mode tried)."""
+        request = self.preflight_request()
+        assert request.structured is not None
+        base = {k: v for k, v in self.request_body(request).items()
+                if k in ("model", "messages", "temperature", "top_p", "seed")}  # fmt: skip
+        for mode in DISCOVERY_ORDER:
+            if mode == self.structured_output:
+                continue
+            body = {
+                **base,
+                "max_tokens": wire_max_tokens(request.structured, mode, request.max_tokens),
+                **openai_structured_extra_body(request.structured, mode),
+            }
+            status, reply = self._http("POST", "/chat/completions", body)
+            text = _reply_text(reply) if status == 200 else None
+            if text is not None and parse_structured_text(request.structured, text) is not None:
+                return mode
+        return None
+
+    def _mode_advice(self) -> str:
+        """What to set instead of the profile's structured-output mode, from asking the server."""
+        mode = self.working_structured_mode()
+        if mode is None:
+            return (
+                f"none of the modes {list(DISCOVERY_ORDER)} kept its answer inside the"
+                " constraint: set openai.structured_output: none (free text, read by the parser)"
+            )
+        return f"the server keeps to the constraint with it: set openai.structured_output: {mode}"
 
     def _other_model(self, problem: str, warnings: list[str]) -> None:
         """Another model name than the profile's: a stop, or with ``allow_model_alias`` a
@@ -653,10 +691,11 @@ class OpenAIBackend(Backend):
                            "true"))  # fmt: skip
         for key, trial, value in trials:
             if self._http("POST", "/chat/completions", trial)[0] == 200:
+                advice = "; " + self._mode_advice() if key == "openai.structured_output" else ""
                 return (
                     f"the server at {self.base_url} refused the pre-flight request (HTTP {status}:"
                     f" {said}) and accepts it without what {key}={value} adds: change {key} in"
-                    " the profile"
+                    f" the profile{advice}"
                 )
         hint = ""
         if status == 404 or "model" in said.lower():
