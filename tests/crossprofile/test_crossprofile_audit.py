@@ -5,7 +5,7 @@ is fixed by the design (v1's decoy and irrelevant placement make the correct opt
 least-named and shortest in each of these templates, uniquely), and every template is audited
 in all three option rotations so that position plays no part. Its accuracy is then 1.0 for
 two templates as for sixty; the balanced v2 fixture scores exactly 1/3 (a three-way tie).
-The v2 test works the same way: bank v2's single role layout puts four facts on the stated
+The v2 and v3 tests work the same way: bank v2's single role layout puts four facts on the stated
 criteria on the two-decoy option and two on each other option, so a reader that counts facts
 sharing a word with the criteria excludes a wrong option in every such template.
 """
@@ -32,6 +32,7 @@ from deliberation.crossprofile.schema import Template
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "crossprofile"
 V1 = FIXTURES / "bank_v1"
 V2 = FIXTURES / "bank_v2"
+V3 = FIXTURES / "bank_v3"
 
 
 def _load(directory: Path) -> list[Template]:
@@ -92,6 +93,26 @@ def test_audit_fails_on_two_templates_of_bank_v2():
         two_decoy = max(set(decoys), key=decoys.count)
         assert max(scores, key=scores.get) == two_decoy
         assert sorted(scores.values())[-1] > sorted(scores.values())[-2]
+
+
+def test_audit_fails_on_two_templates_of_bank_v3():
+    """Issue 32: in v3 the key's facts are the longest in characters (long words), so the
+    option with the longest single fact and the longest mean fact is the key, in every
+    rotation of these two templates; the word and token lengths the v3 audit read miss it."""
+    v3 = _load(V3)
+    assert len(v3) == 2 and {t.domain for t in v3} == {"education", "hiring"}
+    report = audit(_in_every_rotation(v3))
+    assert not report.ok, format_audit(report)
+    failing = set(report.failures["heuristic"])
+    names = ("highest fact characters (max)", "highest fact characters (mean)")
+    assert set(names) <= failing
+    for name in names:
+        assert _row(report, name)["accuracy"] == 1.0
+        reader = next(h for h in readers() if h.name == name)
+        for t in v3:  # a unique pick, not a tie
+            scores = reader.scores(t)
+            assert max(scores, key=scores.get) == t.correct
+            assert sorted(scores.values())[-1] > sorted(scores.values())[-2]
 
 
 def test_every_reader_is_role_blind():
