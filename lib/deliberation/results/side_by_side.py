@@ -35,7 +35,7 @@ from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.pages import CSS, RunLabel, page
 from deliberation.provenance import SYNTHETIC_LABEL
-from deliberation.stats.small_samples import NOTE_COLUMN
+from deliberation.stats.small_samples import MIN_CLUSTERS, NOTE_COLUMN
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
 SCALES = {"points": 1.0, "share": 100.0}  # to points: percent / percentage points
@@ -292,7 +292,12 @@ def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, 
         "seed file are in `lib/deliberation/results/paper_numbers.yaml`. Ours are read from "
         "`tables/<profile>/` as `make paper` wrote them, nothing recomputed; all in points "
         "(percent, or percentage points for differences), shares (0-1) multiplied by 100; "
-        "intervals are 95% bootstrap intervals over templates, tasks or problems.",
+        "intervals are 95% bootstrap intervals over templates, tasks or problems. A row resting "
+        f'on fewer than {MIN_CLUSTERS} of them shows its estimate with "n = k clusters, no '
+        'interval": a bootstrap over one template has width zero and over two only three '
+        "outcomes, so it is no 95% interval; one cluster is one template (or task, or problem), "
+        "and at temperature 0 its rows often repeat one model call (the tables count `n_rows` "
+        "beside `n_clusters`).",
     ]
     if any(synthetic.values()):
         notes.append(
