@@ -141,3 +141,68 @@ def test_failures_after_a_success_do_not_trip_the_breaker(tmp_path) -> None:
 def test_the_hint_names_the_profile_key(complaint, key) -> None:
     assert f"`{key}`" in profile_hint(complaint)
     assert profile_hint("Internal Server Error") == ""
+
+
+def _choice_completion(message: dict, finish: str = "stop", choices: bool = True) -> bytes:
+    body = {
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                     "finish_reason": finish}] if choices else [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+    }  # fmt: skip
+    return json.dumps(body).encode()
+
+
+NO_ANSWER = {
+    "tool call": (
+        _choice_completion(
+            {
+                "content": None,
+                "tool_calls": [
+                    {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            "tool_calls",
+        ),  # fmt: skip
+        "tool call",
+    ),
+    "refusal": (_choice_completion({"content": None, "refusal": "I can't help"}), "refused"),
+    "content filter": (_choice_completion({"content": ""}, "content_filter"), "content filter"),
+    "null content": (_choice_completion({"content": None}), "no content"),
+    "empty choices": (_choice_completion({}, choices=False), "choices"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NO_ANSWER))
+def test_a_reply_without_usable_content_is_failed_not_cached_and_retried_next_run(
+    kind, tmp_path
+) -> None:
+    raw, reason = NO_ANSWER[kind]
+    bad = arithmetic_prompt(1)
+    cache_file = tmp_path / "c.sqlite"
+    with failing_server() as server:
+        server.raw = raw
+        server.fail = lambda stage, body: _prompt_of(body) == bad
+        client = _client(server.base_url, cache_file)
+        responses = client.generate(arithmetic_requests(4))
+        assert [r.ok for r in responses] == [True, False, True, True]
+        assert reason in responses[1].error
+        assert len(client.failed) == 1 and reason in client.failed.first.error
+        with ResponseCache(cache_file) as cache:
+            assert int(cache.stats()["calls"].sum()) == 3  # never cached as an answer
+            assert len(cache.failures()) == 1  # counted apart, with its reason
+            assert reason in cache.failures()["reason"].iloc[0]
+        server.fail = lambda stage, body: False
+        server.reset()
+        again = _client(server.base_url, cache_file).generate(arithmetic_requests(4))
+        assert server.total_posts == 1  # the rerun sends exactly the failed call
+    assert all(r.ok for r in again) and again[1].text
+
+
+def test_a_cut_off_reply_stays_an_answer_counted_invalid(tmp_path) -> None:
+    bad = arithmetic_prompt(1)
+    with failing_server() as server:
+        server.raw = _choice_completion({"content": "Answer: "}, "length")
+        server.fail = lambda stage, body: _prompt_of(body) == bad
+        responses = _client(server.base_url, tmp_path / "c.sqlite").generate(arithmetic_requests(3))
+    assert responses[1].ok and responses[1].finish_reason == "length"

@@ -18,6 +18,9 @@ honour ``Retry-After`` exactly:
   ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped;
 * one malformed reply (a body that is not JSON, ``choices: []``, usage counts that are not
   non-negative integers such as NaN, 1e999, ``"x"`` or a list) fails that call alone;
+* a reply with no usable content (null content, a tool call, a refusal, ``finish_reason:
+  content_filter``) fails that call alone, not retried in the run (:func:`no_usable_content`);
+  the next run sends it again (docs/outcomes.md);
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
   ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
@@ -311,6 +314,27 @@ async def _cap_reply(response: Any) -> None:
         raise ReplyTooLarge(int(declared), limit)
     library = importlib.import_module(type(response).__module__.partition(".")[0])
     response.stream = _capped_stream(response.stream, limit, library.AsyncByteStream)
+
+
+def no_usable_content(choice: Any) -> str | None:
+    """Why a reply's first choice holds no answer, or None when it does (docs/outcomes.md).
+
+    A tool call, a refusal, a content filter or a null content is not an answer of the model's
+    choosing: the call fails (recorded with this reason, retried by the next run), it is never
+    cached as an empty text counted wrong. ``finish_reason: length`` keeps its text: a cut-off
+    answer is answered-but-invalid, as the paper counts it."""
+    message = getattr(choice, "message", None)
+    finish = getattr(choice, "finish_reason", None)
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        return f"the server refused to answer (refusal: {str(refusal)[:200]!r})"
+    if finish == "content_filter":
+        return "the server's content filter withheld the answer (finish_reason: content_filter)"
+    if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
+        return "the reply is a tool call, not an answer (content null, tool_calls set)"
+    if getattr(message, "content", None) is None:
+        return f"the reply has no content (content: null, finish_reason: {finish!r})"
+    return None
 
 
 def _token_count(usage: Any, field: str) -> int:
@@ -861,7 +885,10 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 "malformed", "response choice has no message content", retryable=True
             )
-        text = content or ""
+        no_answer = no_usable_content(choice)
+        if no_answer is not None:
+            raise _AttemptFailed("no-content", no_answer, retryable=False)
+        text = content
         if limit is not None and len(text.encode("utf-8", "surrogatepass")) > limit:
             raise _AttemptFailed(  # a compressed body can decode past the wire bound
                 "too-large",
