@@ -91,6 +91,7 @@ def test_a_disk_that_stays_full_gives_an_error_naming_the_file_with_the_answers(
         with pytest.raises(CacheWriteError, match=rf"{path}: 10 received answers") as caught:
             client.generate(requests_for(PROMPTS))
         assert caught.value.disk_full
+        assert "MiB free on its disk; storing them needs about" in str(caught.value)
         assert [r.text for _, r in caught.value.unwritten] == [p.upper() for p in PROMPTS]
         # Nothing was half-written, and the answers can still be stored by hand.
         assert cache.keys() == set()
