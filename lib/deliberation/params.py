@@ -48,7 +48,7 @@ from deliberation.cost import CostModel
 
 # The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
 # known before a profile's sim.parameters are checked.
-from deliberation.experiments import experiment_options
+from deliberation.experiments import experiment_options, experiment_smoke_sizes
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
 from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
@@ -103,7 +103,7 @@ def distinct_values(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
 class ExperimentOptions(Strict):
     """The profile's ``experiments:`` section: sizes that differ between a full run and a smoke
     run, and one section per registered experiment (``crossprofile``, ``hiddenbench``,
-    ``natural``, ``dhd``: see ``deliberation.experiments.OPTIONS``), each validated by the
+    ``natural``, ``dhd``: see ``deliberation.experiments.experiment_options``), each validated by the
     options model its experiment package registered. :func:`experiment_options_model` adds
     those sections as fields."""
 
@@ -360,6 +360,9 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
             raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
         inherited = _resolve(parent_path, (*seen, path))
         inherited.pop("name", None)
+        if data.get("smoke") is True and inherited.get("smoke") is not True:
+            # The first smoke profile runs each experiment at its record's smoke size.
+            inherited = _deep_merge(inherited, {"experiments": experiment_smoke_sizes()})
         merged = _deep_merge(inherited, data)
     backend = merged.get("backend")
     for key in data:
