@@ -8,7 +8,7 @@ import pytest
 
 import deliberation.stats as stats
 from deliberation.crossprofile.variants import OwnershipVariant
-from deliberation.stats.simulate import (
+from deliberation.crossprofile.simulate import (
     population_value,
     simulate_results_frame,
 )
