@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deliberation.stats import cluster_bootstrap_many, difference_statistic, interaction_statistic
 from deliberation.crossprofile.simulate import population_value, simulate_results_frame
+from deliberation.stats import cluster_bootstrap_many, difference_statistic, interaction_statistic
 
 POLICIES = ("R1", "B4")
 N_DATA_SETS = 2000
