@@ -416,6 +416,26 @@ def smallest_n(
     return best
 
 
+def _cached_power(cache, design, effect, spread, alpha, replicates, seed, family):
+    """power(n) for the search, each n simulated once (``cache`` keeps the curve)."""
+
+    def power_at(n: int) -> float:
+        if n not in cache:
+            cache[n] = estimate_power(
+                design,
+                effect,
+                n,
+                spread,
+                alpha=alpha,
+                replicates=replicates,
+                seed=seed,
+                family=family,
+            ).power
+        return cache[n]
+
+    return power_at
+
+
 def power_table(
     experiments: object,
     effects: Mapping[str, tuple[float, str]],
@@ -442,18 +462,6 @@ def power_table(
         ]
         n_now = grid_size(design, experiments)
 
-        def power_at(n: int, reps: int = search_replicates) -> float:
-            return estimate_power(
-                design_m,
-                effect,
-                n,
-                spread,
-                alpha=alpha,
-                replicates=reps,
-                seed=seed,
-                family=family,
-            ).power
-
         if n_now is None:
             now = PowerEstimate(float("nan"), float("nan"))
         else:
@@ -468,13 +476,10 @@ def power_table(
                 family=family,
             )
         cache: dict[int, float] = {}
-
-        def cached(n: int) -> float:
-            if n not in cache:
-                cache[n] = power_at(n)
-            return cache[n]
-
-        recommended, at = smallest_n(cached, target, n_now or 8)
+        search = _cached_power(
+            cache, design_m, effect, spread, alpha, search_replicates, seed, family
+        )
+        recommended, at = smallest_n(search, target, n_now or 8)
         bank_short = 0
         if recommended is not None and design.bank is not None and recommended > design.bank:
             bank_short = recommended - design.bank
