@@ -36,7 +36,7 @@ def default_effects(
     names = {d.name for d in designs()}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise SystemExit(
+        raise ValueError(
             f"deliberation power: --effect names no test: {', '.join(unknown)}"
             f" (tests: {', '.join(sorted(names))})"
         )
@@ -68,7 +68,7 @@ def parse_effects(items: Sequence[str]) -> dict[str, float]:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise SystemExit(f"deliberation power: --effect {item!r}: expected TEST=POINTS")
+            raise ValueError(f"deliberation power: --effect {item!r}: expected TEST=POINTS")
     return out
 
 
@@ -181,6 +181,13 @@ def run_power(
             f"- {row.design.name}: {row.effect_points:.2f} points from {row.effect_source};"
             f" at {row.n} {row.design.dimension}; SDs {row.spread_source}"
         )
+    few = [r.design.name for r in rows if 0 < r.n < 5]
+    if few:
+        lines.append(
+            "fewer than 5 clusters at this grid (" + ", ".join(few) + "): there the cluster"
+            " bootstrap rejects a true null far more often than alpha, so a high power is not"
+            " evidence; recommendations start at 5"
+        )
     short = [r for r in rows if r.bank_short]
     for row in short:
         lines.append(
@@ -197,13 +204,18 @@ def run_power(
 def _power(args: argparse.Namespace) -> int:
     from deliberation.atomic import atomic_write_text
 
-    rows, frame, lines = run_power(
-        args.profile,
-        parse_effects(args.effect),
-        target=args.power,
-        alpha=args.alpha,
-        plan=not args.no_plan,
-    )
+    import sys
+
+    from deliberation.exit_codes import BAD_INPUT
+
+    try:
+        effects = parse_effects(args.effect)
+        rows, frame, lines = run_power(
+            args.profile, effects, target=args.power, alpha=args.alpha, plan=not args.no_plan
+        )
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return BAD_INPUT
     for line in lines:
         print(line)
     if args.csv:

@@ -398,7 +398,8 @@ def smallest_n(
     power_at, target: float, start: int, cap: int = SEARCH_CAP
 ) -> tuple[int | None, float]:
     """The smallest n with power_at(n) >= target: doubling from ``start``, then bisection."""
-    low, high = 1, max(2, start)
+    # below 5 clusters the percentile bootstrap rejects a true null far more often than alpha
+    low, high = MIN_CLUSTERS_TO_ESTIMATE - 1, max(MIN_CLUSTERS_TO_ESTIMATE, start)
     value = power_at(high)
     while value < target:
         if high >= cap:
