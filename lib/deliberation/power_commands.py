@@ -202,10 +202,9 @@ def run_power(
 
 
 def _power(args: argparse.Namespace) -> int:
-    from deliberation.atomic import atomic_write_text
-
     import sys
 
+    from deliberation.atomic import atomic_write_text
     from deliberation.exit_codes import BAD_INPUT
 
     try:
