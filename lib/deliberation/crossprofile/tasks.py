@@ -4,7 +4,11 @@ A task is what a run needs: the decision (description, criteria, options in pres
 order, the key) and the 12 facts with the agents that hold them.
 
 Facts are presented in a seeded order, never in the template's role order (support, decoy,
-irrelevant), which put the correct option first in 43 of 60 old templates. The order depends
+irrelevant), which put the correct option first in 43 of 60 old templates. Nothing a task
+derives reads the file's order either (its first fact is on the correct option in most
+templates): every draw below starts from the facts sorted by a hash of their text
+(:func:`canonical_order`), so the same facts listed in another order, or under other ids,
+give the same task, and fact ids are never sent to a model. The order depends
 on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
 read the same sequence and differ only in who holds what (a paired design, like the holders).
 
@@ -155,14 +159,25 @@ class Task:
         )
 
 
+def canonical_order(template: Template) -> list[int]:
+    """Indices into ``template.facts`` sorted by a hash of each fact's text (ties by text):
+    the order every draw starts from, so nothing derived depends on the file's order."""
+    facts = template.facts
+    return sorted(
+        range(len(facts)),
+        key=lambda i: (stable_seed("crossprofile-fact", facts[i].text), facts[i].text),
+    )
+
+
 def assign_holders(
     template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[str, ...]]:
     """Holders of every fact (by fact id) under ``variant``: all agents for a shared group,
     one agent per fact for a private group (deterministic in template id, group and seed)."""
     holders: dict[str, tuple[str, ...]] = {}
+    ordered = [template.facts[i] for i in canonical_order(template)]
     for group in GROUPS:
-        facts = template.facts_with_role(group)
+        facts = [f for f in ordered if f.role == group]
         if variant.ownership(group) == "shared":
             holders.update({f.id: AGENTS for f in facts})
         else:
@@ -208,7 +223,7 @@ def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[in
     (:func:`opens_with_correct`, :func:`closes_with_correct`), each drawn uniformly among
     those facts, and the other facts uniformly shuffled between them."""
     rng = fact_order_rng(template.id, seed)
-    indices = list(range(len(template.facts)))
+    indices = canonical_order(template)
 
     def pick(on_correct: bool, taken: tuple[int, ...]) -> int:
         free = [i for i in indices if i not in taken]
