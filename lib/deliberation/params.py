@@ -153,6 +153,9 @@ class Profile(Strict):
     revision: str = ""
     seed: int = 0
     smoke: bool = False
+    min_interval_clusters: int = Field(
+        5, ge=1, description="no interval in a table from fewer clusters (templates, problems)"
+    )
     sampling: Sampling = Sampling()
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
@@ -421,6 +424,13 @@ def _non_finite(value: Any, path: str = "") -> str | None:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
+    if not isinstance(name_or_path, str | Path) or isinstance(name_or_path, bool):
+        # A notebook parameter arrives as papermill parsed it: `-p profile 123` gives an int.
+        raise ProfileError(
+            f"profile: expected a profile name or a path to a profile file, got"
+            f" {type(name_or_path).__name__} {name_or_path!r} (with papermill, `-r profile NAME`"
+            " passes the name as text)"
+        )
     candidate = _profile_path(name_or_path)
     data = _resolve(candidate)
     if "served_by_sim" in data or "options" in data:

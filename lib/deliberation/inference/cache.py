@@ -58,6 +58,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from deliberation import exit_codes
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -114,6 +115,10 @@ CREATE TABLE IF NOT EXISTS leases (
 """
 
 
+# Answers this process committed as they arrived (what an interrupted command says it kept).
+ANSWERS_STORED = 0
+
+
 class CacheError(RuntimeError):
     """A problem with one cache file; the message names the file."""
 
@@ -141,6 +146,8 @@ def _same_answer(stored: dict, new: dict) -> bool:
 
 class CacheWriteError(CacheError):
     """A write did not reach the file (disk full, read-only); the caller still holds the data."""
+
+    exit_code = exit_codes.OUTPUT_UNWRITABLE
 
     def __init__(self, path: Path, problem: str, *, disk_full: bool = False) -> None:
         super().__init__(path, problem)
@@ -682,6 +689,8 @@ class ResponseCache:
         with self._writing("store an answer"):
             self._insert_answer(key, request, response, profile, identity)
             self._conn.execute("DELETE FROM leases WHERE key = ?", (key,))
+        global ANSWERS_STORED
+        ANSWERS_STORED += 1
 
     def _insert_answer(
         self,

@@ -35,6 +35,7 @@ from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.pages import CSS, RunLabel, page
 from deliberation.provenance import SYNTHETIC_LABEL
+from deliberation.stats.small_samples import NOTE_COLUMN
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
 SCALES = {"points": 1.0, "share": 100.0}  # to points: percent / percentage points
@@ -190,6 +191,7 @@ class OurCell:
     low: float | None = None
     high: float | None = None
     missing: str = ""  # "no table", "no row ...", ...
+    note: str = ""  # why the table gives no interval ("n = 1 cluster, no interval")
 
     def text(self) -> str:
         if self.missing:
@@ -197,7 +199,7 @@ class OurCell:
         if self.value is None:
             return "-"
         if self.low is None or self.high is None:
-            return f"{self.value:.1f}"
+            return f"{self.value:.1f} ({self.note})" if self.note else f"{self.value:.1f}"
         return f"{self.value:.1f} [{self.low:.1f}, {self.high:.1f}]"
 
 
@@ -232,7 +234,8 @@ def read_our_number(profile: str, where: OurNumber) -> OurCell:
         number = _number(record[column]) if column else None
         return None if number is None else to_points(number, where.scale)
 
-    return OurCell(points(where.value), points(where.low), points(where.high))
+    note = str(record.get(NOTE_COLUMN, "")).strip()
+    return OurCell(points(where.value), points(where.low), points(where.high), note=note)
 
 
 def profile_column(profile: str, synthetic: bool) -> str:
