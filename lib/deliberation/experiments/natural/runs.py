@@ -485,7 +485,9 @@ def run_natural_experiment(
 
 def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
     """The tasks the profile's ``experiments.natural`` section selects."""
-    return memory_benchmark(benchmark).tasks(seed, templates=options.templates, limit=options.limit)
+    return memory_benchmark(benchmark).tasks(
+        seed, templates=options.templates, limit=options.limit, option_order=options.option_order
+    )
 
 
 def runnable_benchmarks(benchmarks: Sequence[str]) -> tuple[list[str], list[str]]:
