@@ -156,10 +156,10 @@ def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> Non
 
 
 def test_hiddenbench_decisions_if_its_data_is_there(lane) -> None:
-    from deliberation.datasets import DatasetNotFoundError
+    from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
+    from deliberation.benchmarks.problems import DatasetNotFoundError
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.runs import HIDDENBENCH_COLUMNS, run_memory_experiment
-    from deliberation.hiddenbench import load_hiddenbench
 
     try:
         tasks = load_hiddenbench(seed=lane.profile.seed)[:1]

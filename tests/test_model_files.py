@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from deliberation import model_files
-from deliberation.datasets.fetch import ChecksumMismatch, FetchError
+from deliberation.benchmarks.problems.fetch import ChecksumMismatch, FetchError
 from deliberation.model_files import MODELS, PinnedModel, fetch_model, is_present, model_path
 
 CONTENT = b"GGUF" + bytes(range(256)) * 64

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from deliberation import paths
-from deliberation.crossprofile import CLASSIC
+from deliberation.benchmarks.crossprofile import CLASSIC
 from deliberation.experiments.memory import run_from_profile
 from deliberation.params import load_profile
 

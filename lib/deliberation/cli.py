@@ -18,8 +18,8 @@ from deliberation import exit_codes
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
 COMMAND_MODULES = [
     "deliberation.inference_commands",
-    "deliberation.crossprofile.commands",
-    "deliberation.datasets.commands",
+    "deliberation.benchmarks.crossprofile.commands",
+    "deliberation.benchmarks.problems.commands",
     "deliberation.experiments.run_command",
     "deliberation.paper.commands",
     "deliberation.results.commands",

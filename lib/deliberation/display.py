@@ -130,8 +130,8 @@ def _profile_and_client(profile: Any, client: Any) -> tuple[Any, Any]:
 def find_task(task_id: str, seed: int = 0) -> Any:
     """A CrossProfile task by id, ``<template>/<variant>`` (``education-01/SP-DS-IP``), or a
     template id alone (its classic cell: support private, decoys shared, irrelevant private)."""
-    from deliberation.crossprofile import derive_task, load_bank
-    from deliberation.crossprofile.variants import OwnershipVariant
+    from deliberation.benchmarks.crossprofile import derive_task, load_bank
+    from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 
     template_id, _, variant = task_id.partition("/")
     for template in load_bank():
@@ -156,7 +156,7 @@ def show_memory(
     through the cache, and show the prompt as the model saw it. ``task`` is a task of the
     registered memory ``benchmark`` (or a CrossProfile task id); ``profile`` (a profile or its
     name) and ``client`` default as the module says."""
-    from deliberation.experiments.memory.benchmarks import memory_benchmark
+    from deliberation.benchmarks import memory_benchmark
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
     from deliberation.memory import PRIMARY_FRACTION, policy_spec

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from deliberation import paths
 from deliberation.atomic import atomic_path
-from deliberation.datasets.fetch import ChecksumMismatch, FetchError, sha256_of
+from deliberation.benchmarks.problems.fetch import ChecksumMismatch, FetchError, sha256_of
 
 log = logging.getLogger(__name__)
 

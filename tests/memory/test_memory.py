@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers.memory_task import CANDIDATES, OPTIONS, TOKENS, TRUTH, pool
 
-from deliberation.crossprofile.scoring import net_evidence_lead
+from deliberation.benchmarks.crossprofile.scoring import net_evidence_lead
 from deliberation.discussion.transcript import MemoryCandidate
 from deliberation.memory import (
     BalanceLabel,

@@ -67,9 +67,9 @@ def test_a_schema_that_is_not_valid_is_still_an_error_every_time():
 def test_the_bank_is_verified_once_and_again_when_a_template_changes(tmp_path, monkeypatch):
     import shutil
 
-    import deliberation.crossprofile as crossprofile
+    import deliberation.benchmarks.crossprofile as crossprofile
     from deliberation import paths
-    from deliberation.crossprofile.errors import TemplateError
+    from deliberation.benchmarks.crossprofile.errors import TemplateError
     from deliberation.experiments.memory.runs import crossprofile_tasks, verified_bank
 
     shutil.copytree(paths.templates_dir() / "crossprofile", tmp_path / "crossprofile")

@@ -163,8 +163,8 @@ def corpus_prompts(
 ) -> list[CorpusPrompt]:
     """The corpus's prompts: one ownership variant per CrossProfile template (cycling over the
     eight), the HiddenBench tasks, and votes on CrossProfile and HiddenBench tasks."""
-    from deliberation.experiments.memory.benchmarks.crossprofile import crossprofile_tasks
-    from deliberation.hiddenbench import load_hiddenbench
+    from deliberation.benchmarks.crossprofile.memory import crossprofile_tasks
+    from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
 
     by_template: dict[str, list[Any]] = {}
     for task in crossprofile_tasks("all", seed=seed):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation.datasets import load
+from deliberation.benchmarks.problems import load
 from deliberation.experiments.dhd import judge, prompts
 from deliberation.inference.base import ChatRequest
 from deliberation.paths import shared_data_dir

@@ -96,7 +96,7 @@ def test_released_rows_missing_a_policy_column_name_file_and_column(tmp_path):
 
 
 def test_released_rows_are_labelled_with_the_authors_models_repository_and_commit():
-    from deliberation.datasets.sources import source
+    from deliberation.benchmarks.problems.sources import source
 
     flips = reference.flip_direction(ROOT)
     assert set(zip(flips["model"], flips["model_name"], strict=True)) == {

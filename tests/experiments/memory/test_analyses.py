@@ -8,8 +8,8 @@ import itertools
 import pandas as pd
 import pytest
 
-from deliberation.crossprofile import CLASSIC, derive_task, load_bank
-from deliberation.crossprofile.audit import audit
+from deliberation.benchmarks.crossprofile import CLASSIC, derive_task, load_bank
+from deliberation.benchmarks.crossprofile.audit import audit
 from deliberation.discussion import memory_candidates, scripted_discussion
 from deliberation.display import ROLE_COLOURS, memory_html
 from deliberation.experiments.memory.analyses import accuracy, crossprofile, evidence, tags

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 
 from deliberation import paths
+from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks.memory_rows import common_row, typed_frame
 from deliberation.experiments.memory import benchmarks, needs, prompts
-from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import Decision
-from deliberation.experiments.memory.rows import common_row, typed_frame
 from deliberation.experiments.memory.runs import run_from_profile, run_memory_experiment
 from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache

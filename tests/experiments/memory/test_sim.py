@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from deliberation.crossprofile import load_bank
-from deliberation.crossprofile.scoring import score_options
+from deliberation.benchmarks.crossprofile import load_bank
+from deliberation.benchmarks.crossprofile.scoring import score_options
+from deliberation.benchmarks.hiddenbench.sim import read_statement
 from deliberation.experiments.memory import prompts
-from deliberation.experiments.memory.sim.hiddenbench import read_statement
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.sim import SimBackend
 
@@ -156,8 +156,8 @@ def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
     """Rewriting every template's key and relabelling roles leaves the sim's knowledge as is."""
     import yaml
 
-    from deliberation.crossprofile.loader import bank_dir
-    from deliberation.experiments.memory.sim.crossprofile import world_knowledge
+    from deliberation.benchmarks.crossprofile.loader import bank_dir
+    from deliberation.benchmarks.crossprofile.sim import world_knowledge
 
     for path in sorted(bank_dir().glob("*.yaml"))[:5]:
         data = yaml.safe_load(path.read_text())

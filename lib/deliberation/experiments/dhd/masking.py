@@ -41,8 +41,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from deliberation.datasets import Item
-from deliberation.datasets.extract import normalize_numeric_text
+from deliberation.benchmarks.problems import Item
+from deliberation.benchmarks.problems.extract import normalize_numeric_text
 from deliberation.experiments.dhd.messages import COMPONENTS, LABELS, Hypothesis
 from deliberation.experiments.dhd.pool import Pool
 from deliberation.experiments.dhd.protocol import run_replays

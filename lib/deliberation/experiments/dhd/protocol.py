@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation import datasets
-from deliberation.datasets import Item
+from deliberation.benchmarks import problems
+from deliberation.benchmarks.problems import Item
 from deliberation.experiments.dhd import synthetic
 from deliberation.experiments.dhd.judge import JudgeReplyError, judge_request, parse_judge_reply
 from deliberation.experiments.dhd.pool import (
@@ -107,7 +107,7 @@ def hypothesizer_seed(seed: int, problem_id: str, index: int) -> int:
 
 
 def problem_text(item: Item) -> str:
-    return datasets.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
+    return problems.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
 
 
 def recruiter_request(profile: Profile, item: Item) -> ChatRequest:
@@ -256,7 +256,7 @@ def grade_reply(item: Item, reply: str) -> Outcome:
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
         return Outcome(int(synthetic.grade(item, reply) == 1.0), None)
-    graded = datasets.grade(item, reply)
+    graded = problems.grade(item, reply)
     if graded.failed:
         return Outcome(None, f"grading failed: {graded.failure}")
     # Partial credit (JEEBench multiple-answer) counts as not fully correct in the 0/1 label.
@@ -292,7 +292,7 @@ def run_replays(
             continue
         try:
             grades.append(grade_reply(item, response.text))
-        except datasets.omnimath.JudgeRequired:
+        except problems.omnimath.JudgeRequired:
             grades.append(None)
             judge_needed.append((position, judge_request(item, response.text)))
     if judge_needed:
@@ -345,7 +345,7 @@ def proposal_rows(items: Mapping[str, Item], pools: Mapping[str, Pool]) -> pd.Da
             if answer is not None:
                 try:
                     correct = grade_reply(item, f"Final answer: {answer}").correct
-                except datasets.omnimath.JudgeRequired:
+                except problems.omnimath.JudgeRequired:
                     correct = None
             rows.append(
                 {

@@ -62,8 +62,8 @@ def model_name(label: str) -> str:
 
 def released_source(*files: Path) -> ReleasedSource:
     """Who made the released rows behind an output: the authors' models, their repository and
-    the commit this companion pins (:mod:`deliberation.datasets.sources`), and ``files``."""
-    from deliberation.datasets.sources import source
+    the commit this companion pins (:mod:`deliberation.benchmarks.problems.sources`), and ``files``."""
+    from deliberation.benchmarks.problems.sources import source
 
     pinned = source("dhd_reference")
     return ReleasedSource(

@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from deliberation import datasets, paths
+from deliberation import paths
 from deliberation.atomic import atomic_write_text
-from deliberation.datasets import Item
+from deliberation.benchmarks import problems as problem_sets
+from deliberation.benchmarks.problems import Item
 from deliberation.experiments.dhd import synthetic
 from deliberation.experiments.dhd.pool import Pool, PoolStore
 from deliberation.experiments.dhd.protocol import (
@@ -79,7 +80,7 @@ def load_problems(
     check_limit(limit)
     if benchmark == synthetic.BENCHMARK:
         return synthetic.synthetic_bank(100 if limit is None else limit, seed=seed)
-    return stratified_sample(datasets.load(benchmark, root), limit, seed)
+    return stratified_sample(problem_sets.load(benchmark, root), limit, seed)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from deliberation.experiments.memory.benchmarks import memory_benchmark, memory_benchmarks
+from deliberation.benchmarks import memory_benchmark, memory_benchmarks
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:

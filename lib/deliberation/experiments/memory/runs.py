@@ -55,8 +55,8 @@ from typing import Any
 import pandas as pd
 
 from deliberation.atomic import atomic_path
-from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
-from deliberation.experiments.memory.benchmarks.crossprofile import (
+from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks.crossprofile.memory import (
     CROSSPROFILE_COLUMNS,
     TemplateSet,
     crossprofile_rows,
@@ -64,14 +64,14 @@ from deliberation.experiments.memory.benchmarks.crossprofile import (
     decoy_option,
     verified_bank,
 )
-from deliberation.experiments.memory.benchmarks.hiddenbench import (
+from deliberation.benchmarks.hiddenbench.memory import (
     HIDDENBENCH_COLUMNS,
     hiddenbench_rows,
 )
+from deliberation.benchmarks.memory_rows import failed_rows
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
-from deliberation.experiments.memory.rows import failed_rows
 from deliberation.inference.client import Client
 from deliberation.params import check_limit
 

@@ -42,8 +42,8 @@ EXPERIMENT = Experiment(
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    from deliberation.benchmarks import memory_benchmarks
     from deliberation.cli import positive_int
-    from deliberation.experiments.memory.benchmarks import memory_benchmarks
 
     parser.add_argument(
         "--benchmarks",

@@ -40,8 +40,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from deliberation.answer_parsing import parse_choice
+from deliberation.benchmarks.crossprofile import sim as crossprofile
+from deliberation.benchmarks.hiddenbench import sim as hiddenbench
 from deliberation.discussion.statements import normalize, sentences
-from deliberation.experiments.memory.sim import crossprofile, hiddenbench
 from deliberation.experiments.memory.sim.mechanism import (
     Reader,
     choose,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from deliberation.crossprofile import CLASSIC
+from deliberation.benchmarks.crossprofile import CLASSIC
 from deliberation.experiments.memory.analyses.accuracy import accuracy_table, answered
 from deliberation.memory import PRIMARY_FRACTION
 from deliberation.stats import (

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from deliberation.benchmarks import memory_benchmark
 from deliberation.experiments.memory import run_from_profile
 from deliberation.experiments.memory.analyses.accuracy import with_capacity
 from deliberation.experiments.memory.analyses.settings import AnalysisSettings
-from deliberation.experiments.memory.benchmarks import memory_benchmark
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
