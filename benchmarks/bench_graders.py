@@ -40,8 +40,8 @@ import numpy as np
 
 from deliberation import datasets
 from deliberation.datasets import AnswerType, symbolic
+from deliberation.io.paths import shared_data_dir
 from deliberation.paper.bench import BenchRow, write_rows
-from deliberation.paths import shared_data_dir
 
 N_REPLIES = 10_000
 LIMIT_S = 1.0

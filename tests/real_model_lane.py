@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from deliberation.inference import make_client
+from deliberation.inference.model_files import MODELS, is_present
 from deliberation.inference.model_server import model_server
-from deliberation.model_files import MODELS, is_present
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 # The real profile the lane runs (a name in params/ or a path): the shipped one by default.
 PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")

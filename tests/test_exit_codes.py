@@ -65,7 +65,7 @@ def test_a_bug_keeps_its_traceback(monkeypatch) -> None:
 
 
 def test_the_readme_table_lists_every_code() -> None:
-    from deliberation import paths
+    from deliberation.io import paths
 
     readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
     for code in exit_codes.EXIT_CODES:

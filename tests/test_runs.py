@@ -10,8 +10,8 @@ from helpers.serve_sim import arithmetic_prompt
 
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
-from deliberation.runs import send
+from deliberation.inference.batch import send
+from deliberation.profiles.profile import load_profile
 
 
 def _requests(n: int) -> list[ChatRequest]:

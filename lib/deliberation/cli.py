@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     # HTTP client libraries log one INFO line per request; keep them for --verbose only.
     for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    from deliberation.urls import install_log_redaction
+    from deliberation.inference.urls import install_log_redaction
 
     install_log_redaction()  # no URL credentials in any log line, the HTTP libraries' included
     try:

@@ -75,7 +75,7 @@ def parse_effects(items: Sequence[str]) -> dict[str, float]:
 def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | None, str]]:
     """Calls and cost of each row's recommended grid: the plan's calls of the test's notebook
     scaled by recommended / current size (calls grow linearly with clusters and replays)."""
-    from deliberation.cost import amount, estimate
+    from deliberation.profiles.cost import amount, estimate
 
     if plan is None:
         return [(None, "not planned (--no-plan)") for _ in rows]
@@ -146,8 +146,8 @@ def run_power(
     replicates: int = 400,
 ):
     """(rows, table, lines): the power rows, the CSV table and the lines the command prints."""
-    from deliberation.params import load_profile
-    from deliberation.paths import output_root
+    from deliberation.io.paths import output_root
+    from deliberation.profiles.profile import load_profile
     from deliberation.stats.power import power_table
 
     profile = load_profile(profile_name)
@@ -204,8 +204,8 @@ def run_power(
 def _power(args: argparse.Namespace) -> int:
     import sys
 
-    from deliberation.atomic import atomic_write_text
     from deliberation.exit_codes import BAD_INPUT
+    from deliberation.io.atomic import atomic_write_text
 
     try:
         effects = parse_effects(args.effect)

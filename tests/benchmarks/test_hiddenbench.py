@@ -7,7 +7,6 @@ from collections import Counter
 
 import pytest
 
-from deliberation import paths
 from deliberation.benchmarks.hiddenbench.tasks import (
     build_task,
     load_hiddenbench,
@@ -16,6 +15,7 @@ from deliberation.benchmarks.hiddenbench.tasks import (
 )
 from deliberation.benchmarks.problems.items import DatasetFormatError
 from deliberation.discussion import memory_candidates, scripted_discussion
+from deliberation.io import paths
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ CELL = """\
 import pandas as pd
 from deliberation.inference import open_run
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
-from deliberation.tables import write_table
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.tables import write_table
 settings = load_profile(profile)
 _, client = open_run(load_profile({profile_file!r}), cache_file={cache!r}, progress=False)
 prompts = ["What is 1 + 2?", "What is 2 + 5?"]

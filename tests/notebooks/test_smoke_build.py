@@ -15,8 +15,8 @@ from deliberation.inference.cache import ResponseCache
 from deliberation.paper import browser, outputs, report
 from deliberation.paper.build import build_paper
 from deliberation.paper.plan import plan_calls
-from deliberation.params import load_profile
-from deliberation.plots import save_figure
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.plots import save_figure
 
 
 def test_the_plan_printed_first_equals_what_the_notebooks_sent(in_smoke_build):

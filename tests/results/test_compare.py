@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from deliberation import paths
 from deliberation.cli import main
+from deliberation.io import paths
 from deliberation.results.compare import compare_profiles, headline_tables, interval_layout
 
 

@@ -9,10 +9,10 @@ import re
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.cli import main
 from deliberation.inference.base import BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
+from deliberation.io import paths
 from deliberation.results.replies import find_replies
 
 CHOICES = ("Ashgrove", "Kingsmere")
@@ -117,7 +117,7 @@ def test_the_report_links_a_sample_of_replies_per_stage_invalid_first(tmp_path):
     from deliberation.inference import make_client
     from deliberation.inference.cache import request_key
     from deliberation.paper.report import REPLIES_PER_STAGE, build_report
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     client = make_client(load_profile("smoke"), progress=False)
     sums = [

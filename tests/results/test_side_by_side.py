@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.cli import main
+from deliberation.io import paths
 from deliberation.paper.outputs import expected_outputs
 from deliberation.paper.report import build_report
 from deliberation.results.side_by_side import (

@@ -9,7 +9,7 @@ Each package owns its options, tasks, runs, prompts, analyses and sim behaviour,
 :class:`~.record.Experiment` record naming them. :data:`REGISTRY` names each record by import
 path (the way ``inference/base.py`` names backends), so ``inference/`` imports no experiment.
 From the records come each profile section's options model (:func:`experiment_options`, which
-the profile loader ``deliberation.params`` validates with), the sim behaviour modules (given to
+the profile loader ``deliberation.profiles.profile`` validates with), the sim behaviour modules (given to
 ``inference/sim_registry.py``, which imports them on first lookup), ``deliberation run <name>``
 (:mod:`.run_command`), and the notebooks' experiment calls (``paper/manifest.py``). A new
 experiment is one folder and one line: :data:`REGISTRY` or :func:`register_experiment`.

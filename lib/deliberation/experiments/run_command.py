@@ -52,7 +52,7 @@ def run_command(args: argparse.Namespace) -> int:
     :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed and
     :data:`~deliberation.exit_codes.BAD_INPUT` when the options or the data do not fit."""
     from deliberation.inference.model_server import model_server
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile(args.profile)
     with model_server(profile):  # starts the profile's server if a call must be sent
@@ -60,9 +60,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, loaded) -> int:
-    from deliberation import paths
     from deliberation.exit_codes import BAD_INPUT, CALLS_FAILED, OK, CommandError
     from deliberation.inference import open_run
+    from deliberation.io import paths
 
     record = experiment(args.experiment)
     command = f"deliberation run {record.name}"

@@ -43,8 +43,8 @@ from deliberation.inference.base import (
     sending_forbidden,
 )
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
+from deliberation.inference.call_progress import calls_done, progress_bar
 from deliberation.inference.failures import FailedCall, FailedCalls
-from deliberation.progress import calls_done, progress_bar
 
 log = logging.getLogger(__name__)
 

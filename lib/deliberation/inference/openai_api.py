@@ -102,7 +102,7 @@ from deliberation.inference.structured import (
     wire_max_tokens,
 )
 from deliberation.inference.structured_answers import parse_structured_text
-from deliberation.urls import check_base_url, install_log_redaction
+from deliberation.inference.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
 

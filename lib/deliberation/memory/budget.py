@@ -1,6 +1,6 @@
 """The memory budget: what an item costs and how much fits.
 
-An item costs the token count of its statement text (``deliberation.tokens``, the project's one
+An item costs the token count of its statement text (``deliberation.inference.tokens``, the project's one
 counter); holder tags are not counted, so a tag mode never changes which items are kept. The
 token budget is ``floor(r x tokens of all unique statement texts)``. The fixed-item-count
 control counts items instead of tokens (the first 7 of a policy's order).

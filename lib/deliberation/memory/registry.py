@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from deliberation.discussion.transcript import MemoryCandidate
+from deliberation.inference.tokens import count_tokens, truncate_tokens
 from deliberation.memory.budget import Capacity
-from deliberation.tokens import count_tokens, truncate_tokens
 
 # What a policy reads besides the candidates: "relevance", "balance", "summary" (pool fields the
 # memory runs fill from model calls), "truth" (the benchmark's true roles), or the name of any

@@ -52,7 +52,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """Errors that name a file and field: printed as one line, never as a traceback."""
     from deliberation.paper.manifest import ManifestError
     from deliberation.paper.outputs import OutputListError
-    from deliberation.params import ProfileError
+    from deliberation.profiles.profile import ProfileError
 
     return (ManifestError, OutputListError, ProfileError)
 
@@ -74,7 +74,7 @@ def _reported(command):
 def _paper(args: argparse.Namespace) -> int:
     from deliberation.inference import require_backend
     from deliberation.paper.build import build_paper
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     require_backend(load_profile(args.profile))  # before the plan: no vLLM, no notebook runs
     result = build_paper(
@@ -112,7 +112,7 @@ def _plan(args: argparse.Namespace) -> int:
         for line in format_plan(plan):
             print(line)
         if args.csv:
-            from deliberation.atomic import atomic_write_text
+            from deliberation.io.atomic import atomic_write_text
 
             atomic_write_text(args.csv, plan.table().to_csv(index=False))
     if rows:

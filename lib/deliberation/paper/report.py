@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
-from deliberation.atomic import atomic_write_text
-from deliberation.pages import CSS, page, run_label
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
+from deliberation.publish.pages import CSS, page, run_label
 
 
 def _notebook_body(path: Path) -> str:

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation.answer_parsing import parse_choice
-from deliberation.atomic import atomic_path
 from deliberation.discussion import memory_candidates, scripted_discussion
 from deliberation.experiments.memory.decision import render_decision_prompt
 from deliberation.experiments.natural import prompts as natural_prompts
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.generation import StageSettings, stage_request
+from deliberation.io.atomic import atomic_path
 from deliberation.memory import Capacity, MemoryPool, budget_tokens, build_memory
 
 # Cells per CrossProfile task: first-mention memories of growing budget share their prompt's

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deliberation.benchmarks.crossprofile.surface import STATISTICS, option_statistics
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 FACTS = [
     "Ashgrove Academy cannot offer places; it isn't near Kingsmere Road.",  # 10 words

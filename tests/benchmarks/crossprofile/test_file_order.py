@@ -14,7 +14,7 @@ from deliberation.benchmarks.crossprofile.tasks import derive_task
 from deliberation.benchmarks.crossprofile.variants import ALL_VARIANTS
 from deliberation.discussion.scripted import scripted_discussion
 from deliberation.experiments.memory import Grid, crossprofile_tasks, run_memory_experiment
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 def reordered(template, rotation: int):

@@ -16,7 +16,7 @@ from deliberation.benchmarks.hiddenbench.tasks import build_task
 from deliberation.experiments.memory import Grid, crossprofile_tasks, run_memory_experiment
 from deliberation.experiments.natural.runs import run_natural_experiment
 from deliberation.inference import make_client
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from deliberation.benchmarks.problems import (
     scibench,
     symbolic,
 )
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 # ------------------------------------------------------------------ fixtures
 

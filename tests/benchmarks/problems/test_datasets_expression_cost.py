@@ -6,7 +6,7 @@ import pytest
 
 from deliberation.benchmarks import problems
 from deliberation.benchmarks.problems.expression_cost import LIMITS, cost, too_costly
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 
 @pytest.mark.parametrize(

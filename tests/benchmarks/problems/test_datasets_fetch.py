@@ -14,16 +14,16 @@ import pytest
 
 from deliberation.benchmarks.problems import fetch as fetch_module
 from deliberation.benchmarks.problems import load
-from deliberation.benchmarks.problems.fetch import (
+from deliberation.benchmarks.problems.sources import SOURCES, BenchmarkSource, PinnedFile, source
+from deliberation.cli import main
+from deliberation.io.fetch import (
     ChecksumMismatch,
     FetchError,
     fetch,
     fetch_file,
     verify,
 )
-from deliberation.benchmarks.problems.sources import SOURCES, BenchmarkSource, PinnedFile, source
-from deliberation.cli import main
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.benchmarks import problems
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "dhd_replies" / "heldout_like.jsonl"
 

@@ -7,7 +7,7 @@ import pytest
 
 from deliberation.benchmarks import problems
 from deliberation.benchmarks.problems import labbench
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 REASONING = (
     "Let me work through this carefully.\n\n"

@@ -17,7 +17,7 @@ import pytest
 
 from deliberation.benchmarks import problems
 from deliberation.benchmarks.problems import Grade, labbench, symbolic
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")

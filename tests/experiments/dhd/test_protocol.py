@@ -14,7 +14,7 @@ from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PROFILE = load_profile("sim")
 
@@ -169,8 +169,8 @@ def test_an_integrator_that_ignores_reasoning_gets_no_help_from_wrong_messages(t
 def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, benchmark):
     """Loader, prompts, sim and grader together on three real items (the sim's answers to real
     problems are noise; only the plumbing is checked)."""
-    from deliberation import paths
     from deliberation.experiments.dhd.run import load_problems
+    from deliberation.io import paths
 
     shared = paths.shared_data_dir()
     if shared is None or not (shared / benchmark).exists():

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.experiments.dhd import reference
 from deliberation.experiments.dhd.selection import BASELINES, POLICY_VALUES
+from deliberation.io import paths
 
 SHARED = paths.shared_data_dir() or Path("/nonexistent")
 ROOT = SHARED / "dhd_reference"

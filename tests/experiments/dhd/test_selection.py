@@ -17,7 +17,7 @@ from deliberation.experiments.dhd.replay import repeated_design
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PROFILE = load_profile("sim")
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.benchmarks.memory_rows import common_row, typed_frame
 from deliberation.experiments.memory import benchmarks, needs, prompts
@@ -29,8 +28,9 @@ from deliberation.experiments.memory.runs import run_from_profile, run_memory_ex
 from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
+from deliberation.io import paths
 from deliberation.memory import MemoryPool, registry
-from deliberation.params import ProfileError, load_profile
+from deliberation.profiles.profile import ProfileError, load_profile
 
 # --- the toy benchmark: what README "Extending" asks for, as one module would hold it ---------
 

@@ -63,7 +63,7 @@ def test_unreadable_lines_add_nothing_and_ties_are_random(template):
 
 
 def test_invalid_rate_gives_answers_naming_no_single_option(template):
-    from deliberation.answer_parsing import parse_choice
+    from deliberation.inference.answer_parsing import parse_choice
 
     text = ask("crossprofile.decision", decision(template, []), invalid_rate=1.0)
     assert parse_choice(text, template.options) is None
@@ -111,7 +111,7 @@ def test_summarizer_keeps_widely_held_statements_first_within_the_limit(template
         template.description, template.criteria, template.options, turns, word_limit=60
     )
     summary = ask("crossprofile.summary", prompt).splitlines()
-    from deliberation.tokens import count_tokens
+    from deliberation.inference.tokens import count_tokens
 
     assert sum(count_tokens(line) for line in summary) <= 60
     shared = {f.text for f in facts[3:6]}

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from deliberation import paths
 from deliberation.benchmarks.crossprofile.errors import TemplateError, Violation
 from deliberation.benchmarks.crossprofile.schema import Template
-from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
+from deliberation.io import paths
+from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
 

@@ -20,7 +20,7 @@ from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 from deliberation.benchmarks.memory_rows import common_row, typed_frame
 from deliberation.experiments.memory.grid import CROSSPROFILE_POLICIES
 from deliberation.experiments.memory.pipeline import Decision
-from deliberation.params import check_limit
+from deliberation.profiles.profile import check_limit
 
 TemplateSet = Literal["main", "pilot", "all"]
 

@@ -127,7 +127,7 @@ def format_report(report: VerificationReport, *, details: bool = True) -> str:
             lines.append(f"\nwarnings (reported, not failed): {len(report.warnings)}")
             lines += [f"  {w}" for w in report.warnings]
         if report.lengths:
-            lines.append("\nfact length by role (words; tokens by deliberation.tokens):")
+            lines.append("\nfact length by role (words; tokens by deliberation.inference.tokens):")
             lines.append(length_by_role(report).to_string(index=False))
         if report.templates:
             lines.append("\nposition of the correct option in `options`:")

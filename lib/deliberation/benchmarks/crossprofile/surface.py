@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 NEGATIONS = frozenset(
     [

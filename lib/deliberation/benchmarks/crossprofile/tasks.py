@@ -48,7 +48,6 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from deliberation.atomic import atomic_path
 from deliberation.benchmarks.crossprofile.schema import (
     DOMAINS,
     MAIN_PER_DOMAIN,
@@ -63,6 +62,7 @@ from deliberation.benchmarks.crossprofile.variants import (
     group_rng,
     private_holders,
 )
+from deliberation.io.atomic import atomic_path
 from deliberation.seeds import stable_seed
 
 DEFAULT_SEED = 0

@@ -37,7 +37,7 @@ from deliberation.benchmarks.crossprofile.rules import (  # noqa: F401
     word_count,
 )
 from deliberation.benchmarks.crossprofile.schema import Template
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from deliberation.answer_parsing import mentioned_options
 from deliberation.experiments.memory.sim.mechanism import (
     Reading,
     decide,
@@ -29,6 +28,7 @@ from deliberation.experiments.memory.sim.mechanism import (
     order_free_request,
     summarize,
 )
+from deliberation.inference.answer_parsing import mentioned_options
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 
 UNFAVOURABLE = (

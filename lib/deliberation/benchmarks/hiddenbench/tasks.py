@@ -43,12 +43,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from deliberation import paths
 from deliberation.benchmarks.problems.items import (
     DatasetFormatError,
     DatasetNotFoundError,
     read_json,
 )
+from deliberation.io import paths
 from deliberation.seeds import stable_seed
 
 OptionOrder = Literal["rotate", "template"]

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from deliberation import paths
 from deliberation.benchmarks.problems import jeebench, labbench, mascqa, omnimath, scibench
 from deliberation.benchmarks.problems.items import (
     AnswerType,
@@ -25,6 +24,7 @@ from deliberation.benchmarks.problems.items import (
     Grade,
     Item,
 )
+from deliberation.io import paths
 
 BENCHMARKS: dict[str, ModuleType] = {
     module.NAME: module for module in (jeebench, scibench, mascqa, labbench, omnimath)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deliberation import paths
+from deliberation.io import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from deliberation.benchmarks.problems.fetch import FetchError, fetch
+    from deliberation.io.fetch import FetchError, fetch
 
     dest = args.dest or paths.external_data_dir()
     try:
@@ -55,7 +55,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from deliberation.benchmarks.problems.fetch import verify
+    from deliberation.io.fetch import verify
 
     try:
         results = verify(args.root or paths.external_data_dir(), args.only)

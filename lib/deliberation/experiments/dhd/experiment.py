@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.dhd.experiment"
 STAGES = ("pool", "replay", "repeated")  # the run's parts (dhd.run.STAGES)

@@ -48,7 +48,7 @@ from deliberation.experiments.dhd.pool import Pool
 from deliberation.experiments.dhd.protocol import run_replays
 from deliberation.experiments.dhd.replay import Replay, present_indices
 from deliberation.inference.client import Client
-from deliberation.params import Profile
+from deliberation.profiles.profile import Profile
 from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
 
 # Arm -> (authors' condition name, transform of the case message; None = left out).

@@ -50,10 +50,10 @@ from deliberation.experiments.dhd.prompts import (
 )
 from deliberation.experiments.dhd.replay import Replay, integrator_messages
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
+from deliberation.inference.batch import StageCounts, send
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.params import Profile
-from deliberation.runs import StageCounts, send
+from deliberation.profiles.profile import Profile
 from deliberation.seeds import stable_seed
 
 log = logging.getLogger(__name__)

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
 from deliberation.experiments.dhd.labels import wilson_interval
-from deliberation.provenance import ReleasedSource
+from deliberation.io import paths
+from deliberation.publish.provenance import ReleasedSource
 
 FLIP_DIRECTION = Path("figures/fig_correctness_flip_direction_source.csv")
 CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")

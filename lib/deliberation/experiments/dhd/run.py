@@ -25,8 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from deliberation import paths
-from deliberation.atomic import atomic_write_text
 from deliberation.benchmarks import problems as problem_sets
 from deliberation.benchmarks.problems import Item
 from deliberation.experiments.dhd import synthetic
@@ -44,9 +42,11 @@ from deliberation.experiments.dhd.replay import (
     repeated_design,
     single_message_design,
 )
+from deliberation.inference.batch import StageCounts
 from deliberation.inference.client import Client
-from deliberation.params import Profile, check_distinct, check_limit
-from deliberation.runs import StageCounts
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
+from deliberation.profiles.profile import Profile, check_distinct, check_limit
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from deliberation.benchmarks import memory_benchmark, memory_benchmarks
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.memory.experiment"
 _NOTEBOOK = "deliberation.experiments.memory.analyses.runs:notebook_experiment"

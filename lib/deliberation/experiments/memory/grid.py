@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from deliberation.experiments.memory.decision import TAG_MODES
 from deliberation.memory import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
-from deliberation.params import check_distinct
+from deliberation.profiles.profile import check_distinct
 
 CROSSPROFILE_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",

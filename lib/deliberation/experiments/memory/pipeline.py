@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deliberation import runs
-from deliberation.answer_parsing import parse_choice
 from deliberation.discussion import (
     MemoryCandidate,
     Transcript,
@@ -32,7 +30,11 @@ from deliberation.discussion import (
 from deliberation.experiments.memory.decision import render_decision_prompt
 from deliberation.experiments.memory.grid import Cell, Grid
 from deliberation.experiments.memory.needs import memory_needs
+from deliberation.inference import batch
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
+from deliberation.inference.batch import StageCounts
+from deliberation.inference.call_progress import progress_bar
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.memory import (
@@ -43,8 +45,6 @@ from deliberation.memory import (
     build_memory,
     policy_spec,
 )
-from deliberation.progress import progress_bar
-from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def send(
     client: Client, requests: Sequence[ChatRequest], stage: str, report: RunReport
 ) -> tuple[list[ChatResponse], list[str]]:
     """One batch through the cache; records the stage's counts in ``report``."""
-    return runs.send(client, requests, stage, report.stages)
+    return batch.send(client, requests, stage, report.stages)
 
 
 @dataclass

@@ -54,7 +54,6 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.atomic import atomic_path
 from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.benchmarks.crossprofile.memory import (
     CROSSPROFILE_COLUMNS,
@@ -73,7 +72,8 @@ from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
 from deliberation.inference.client import Client
-from deliberation.params import check_limit
+from deliberation.io.atomic import atomic_path
+from deliberation.profiles.profile import check_limit
 
 
 @dataclass(frozen=True)

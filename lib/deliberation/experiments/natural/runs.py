@@ -63,7 +63,6 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.answer_parsing import parse_choice
 from deliberation.benchmarks import memory_benchmark
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.statements import statement_candidates
@@ -83,10 +82,11 @@ from deliberation.experiments.natural.discussion import (
     NaturalDiscussion,
     hold_discussions,
 )
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
-from deliberation.params import check_distinct, check_limit
+from deliberation.profiles.profile import check_distinct, check_limit
 from deliberation.seeds import stable_seed
 
 Benchmark = str  # a registered memory benchmark's name (benchmarks)

@@ -39,7 +39,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deliberation.answer_parsing import parse_choice
 from deliberation.benchmarks.crossprofile import sim as crossprofile
 from deliberation.benchmarks.hiddenbench import sim as hiddenbench
 from deliberation.discussion.statements import normalize, sentences
@@ -55,6 +54,7 @@ from deliberation.experiments.memory.sim.mechanism import (
     summarize,
 )
 from deliberation.experiments.natural import prompts as text
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 from deliberation.seeds import stable_seed
 

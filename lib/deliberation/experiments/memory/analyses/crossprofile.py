@@ -27,7 +27,7 @@ from deliberation.stats import (
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
 VARIANT_ORDER = (

@@ -15,7 +15,7 @@ from deliberation.experiments.memory.analyses.settings import AnalysisSettings
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 
 def notebook_rows(

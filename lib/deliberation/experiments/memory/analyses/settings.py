@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deliberation.memory import PRIMARY_FRACTION
-from deliberation.params import Profile
+from deliberation.profiles.profile import Profile
 
 
 @dataclass(frozen=True)

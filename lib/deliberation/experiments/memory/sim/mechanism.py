@@ -54,7 +54,7 @@ from typing import Any
 from deliberation.experiments.memory import prompts
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim_registry import SimAnswer, SimContext
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 PARAMETERS = {
     "evidence_weight": 1.0,

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from deliberation.processes import HOST_TAG, process_alive
+from deliberation.io.processes import HOST_TAG, process_alive
 
 # .<target name>.<host>-<pid>-<token>.tmp (a file) or .set (a journal of renames)
 _TEMP = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}\.(?P<kind>tmp|set)$")

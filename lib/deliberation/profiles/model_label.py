@@ -5,7 +5,7 @@ quantisation, on which engine and version, and whether its grid is reduced, e.g.
 ``SmolLM2-135M-Instruct (Q4_1, llama.cpp via llama-cpp-python 0.3.36), reduced grid``.
 
 Everything comes from the repository, never from what is installed: the model and quantisation
-from the pinned model file the profile's server loads (:mod:`deliberation.model_files`), the
+from the pinned model file the profile's server loads (:mod:`deliberation.inference.model_files`), the
 engine from the server command (or the backend), its version from the exact pin in
 ``pyproject.toml``'s extras, and "reduced grid" from the profile's ``experiments:``. So a replay
 of published responses on a machine without the engine writes byte-identical captions.
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from deliberation import paths
+from deliberation.io import paths
 
 # Profiles are typed ``Any`` here: ``params.Profile.label`` calls this module, which must not
 # import ``params`` back (tests/test_import_graph.py).
@@ -165,7 +165,7 @@ class ModelDescription:
 
 def describe_model(profile: Profile) -> ModelDescription:
     """What ``profile`` runs, from the profile, the pinned model files and ``pyproject.toml``."""
-    from deliberation.model_files import MODELS
+    from deliberation.inference.model_files import MODELS
 
     model, quantisation, file, sha256 = profile.model, None, None, None
     if profile.server is not None and profile.server.model_file:

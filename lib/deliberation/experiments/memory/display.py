@@ -26,7 +26,7 @@ from deliberation.experiments.memory.decision import (
     render_decision_prompt,
     shuffle_rng,
 )
-from deliberation.provenance import SYNTHETIC_LABEL
+from deliberation.publish.provenance import SYNTHETIC_LABEL
 
 ROLE_COLOURS = {"support": "#d9f2d9", "decoy": "#f9d6d5", "irrelevant": "#e6e6e6"}
 UNKNOWN_COLOUR = "#f4f4f4"
@@ -116,7 +116,7 @@ def _profile_and_client(profile: Any, client: Any) -> tuple[Any, Any]:
     """The given profile and client, or the defaults: ``DELIBERATION_PROFILE`` (else ``sim``)
     and its run client (``open_run``: labelled synthetic when a serve-sim answers)."""
     from deliberation.inference import open_run
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     if profile is None or isinstance(profile, str | os.PathLike):
         profile = load_profile(profile or os.environ.get("DELIBERATION_PROFILE") or "sim")

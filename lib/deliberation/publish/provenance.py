@@ -3,7 +3,7 @@ commit made it, and whether it is synthetic (made by the sim mechanism model, no
 
 What made an output is decided here, once (:func:`output_label`): the sim's synthetic label, a
 real model's description from its profile (``Profile.label``: model, quantisation, engine and
-version, "reduced grid"; see :mod:`deliberation.model_label`), no model, or released results.
+version, "reduced grid"; see :mod:`deliberation.profiles.model_label`), no model, or released results.
 Captions, figure titles and sidecars all carry that label.
 
 Sidecars hold no timestamps, so the same profile, seed and commit give byte-identical files.
@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation import __version__, paths
-from deliberation.atomic import atomic_write_text, write_file_set
+from deliberation import __version__
 from deliberation.inference.failures import FailedCall, incomplete_note, logged_failures
-from deliberation.model_label import SYNTHETIC_LABEL, describe_model
-from deliberation.params import Profile
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text, write_file_set
+from deliberation.profiles.model_label import SYNTHETIC_LABEL, describe_model
+from deliberation.profiles.profile import Profile
 
 __all__ = ["SYNTHETIC_LABEL", "ReleasedSource", "output_label", "label_caption"]
 NO_MODEL_LABEL = "benchmark description (no model calls)"
@@ -200,7 +201,7 @@ def write_output_set(
     source: ReleasedSource | None = None,
 ) -> dict[str, Path]:
     """Write ``<stem>.<suffix>`` for each ``writers`` entry and the sidecar, as one set (all or
-    none; see :func:`deliberation.atomic.write_file_set`). Returns paths by suffix, plus
+    none; see :func:`deliberation.io.atomic.write_file_set`). Returns paths by suffix, plus
     ``"provenance"``."""
     targets = {suffix: stem.with_suffix(f".{suffix}") for suffix in writers}
 

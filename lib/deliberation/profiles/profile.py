@@ -5,7 +5,7 @@ it strictly, and every problem is an error naming the file and the key: an unkno
 key, a wrong type (no coercion: ``seed: true`` and ``temperature: "0.5"`` are refused), a
 non-finite number (``.nan``, ``.inf``), a section for another backend than the profile's, and a
 sim parameter that no sim behaviour declares, a value listed twice in an experiment grid, and
-any YAML alias (see :mod:`deliberation.yaml_errors`). A profile
+any YAML alias (see :mod:`deliberation.io.yaml_errors`). A profile
 may ``extends:`` another by name: a profile in the same folder (``params/``), never a path, so
 no profile can pull in a file from elsewhere. The child's keys are merged over the parent's, except
 ``name``, which is never inherited: it is the file stem unless the file gives one, and only
@@ -43,15 +43,14 @@ from pydantic import (
     model_validator,
 )
 
-from deliberation import paths
-from deliberation.cost import CostModel
-
 # The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
 # known before a profile's sim.parameters are checked.
 from deliberation.experiments import experiment_options, experiment_smoke_sizes
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
-from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
+from deliberation.io import paths
+from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
+from deliberation.profiles.cost import CostModel
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -263,9 +262,9 @@ class Profile(Strict):
     @property
     def label(self) -> str:
         """What this profile runs, as every caption, banner and sidecar of its model outputs
-        says it (``deliberation.model_label``): the synthetic label, or model, quantisation,
+        says it (``deliberation.profiles.model_label``): the synthetic label, or model, quantisation,
         engine and version, and "reduced grid"."""
-        from deliberation.model_label import profile_label
+        from deliberation.profiles.model_label import profile_label
 
         return profile_label(self)
 

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
+from deliberation.inference.batch import run_requests
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.inference.structured_answers import parse_structured_text
-from deliberation.runs import run_requests
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 PROMPT = 'What is {a} + {b}? Reply with JSON: {{"answer": N}}.'
 # The answer is constrained to this schema (structured output, in the profile's mode): a real
