@@ -1,18 +1,20 @@
 """What every memory benchmark's results frame shares: the columns of one decision (the
 benchmark adds its own), their types, and which rows failed. Columns are documented in
-:mod:`deliberation.experiments.memory.runs`."""
+:mod:`deliberation.experiments.memory.runs`; a decision is the memory pipeline's
+``deliberation.experiments.memory.pipeline.Decision`` (read by its fields only, so no benchmark
+imports the experiment)."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import Any
 
-from deliberation.experiments.memory.pipeline import Decision
+import pandas as pd
 
 NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead")
 EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
 
 
-def common_row(decision: Decision, correct: str) -> dict:
+def common_row(decision: Any, correct: str) -> dict:
     """The columns every benchmark has, for one decision whose key is ``correct``."""
     memory = decision.memory
     failed = decision.failed

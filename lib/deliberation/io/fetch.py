@@ -1,4 +1,4 @@
-"""Download the pinned benchmark files with sha256 checks (what ``make data`` runs).
+"""Download a pinned file with its sha256 checked (``make data`` and ``make models`` use it).
 
 Each file is streamed to a temporary file beside its target, hashed on the way, and moved into
 place only when its sha256 matches the pin; on a mismatch the temporary file is deleted, the
@@ -11,12 +11,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import urllib.request
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, Protocol
 
-from deliberation.benchmarks.problems.sources import SOURCES, BenchmarkSource, PinnedFile
 from deliberation.io.atomic import atomic_path
 
 logger = logging.getLogger(__name__)
@@ -46,11 +44,10 @@ class FetchError(RuntimeError):
         self.failures = failures
 
 
-@dataclass(frozen=True)
-class FileStatus:
-    benchmark: str
-    path: Path
-    status: Status
+class Pinned(Protocol):
+    """What a pin holds: the file's sha256."""
+
+    sha256: str
 
 
 def sha256_of(path: Path) -> str:
@@ -65,18 +62,7 @@ def default_opener(url: str) -> BinaryIO:
     return urllib.request.urlopen(url, timeout=60)
 
 
-def _selected(names: Iterable[str] | None) -> list[BenchmarkSource]:
-    if not names:
-        return list(SOURCES)
-    wanted = list(names)
-    known = {s.name for s in SOURCES}
-    unknown = [n for n in wanted if n not in known]
-    if unknown:
-        raise KeyError(f"no pinned source for {unknown}; known: {sorted(known)}")
-    return [s for s in SOURCES if s.name in wanted]
-
-
-def fetch_file(url: str, pinned: PinnedFile, target: Path, opener: Opener | None = None) -> Status:
+def fetch_file(url: str, pinned: Pinned, target: Path, opener: Opener | None = None) -> Status:
     """Make ``target`` hold the pinned file: keep it if its hash matches, else download and check."""
     if target.is_file() and sha256_of(target) == pinned.sha256:
         return "present"
@@ -90,51 +76,3 @@ def fetch_file(url: str, pinned: PinnedFile, target: Path, opener: Opener | None
             raise ChecksumMismatch(target, pinned.sha256, digest.hexdigest(), url)
     logger.info("downloaded %s", target)
     return "downloaded"
-
-
-def fetch(
-    dest: Path,
-    names: Iterable[str] | None = None,
-    *,
-    opener: Opener | None = None,
-    sources: Iterable[BenchmarkSource] | None = None,
-) -> list[FileStatus]:
-    """Fetch every pinned file of the named benchmarks into ``dest/<benchmark>/``.
-
-    Tries every file, then raises :class:`FetchError` naming each one that failed.
-    """
-    chosen = list(sources) if sources is not None else _selected(names)
-    results: list[FileStatus] = []
-    failures: dict[str, str] = {}
-    for entry in chosen:
-        for pinned in entry.files:
-            target = dest / entry.name / pinned.local_path
-            try:
-                status = fetch_file(entry.url(pinned), pinned, target, opener)
-            except ChecksumMismatch as error:
-                failures[str(target)] = str(error)
-                continue
-            except OSError as error:  # URLError, HTTPError and disk errors are all OSErrors
-                failures[str(target)] = f"download from {entry.url(pinned)} failed: {error}"
-                continue
-            results.append(FileStatus(entry.name, target, status))
-    if failures:
-        raise FetchError(failures)
-    return results
-
-
-def verify(
-    root: Path, names: Iterable[str] | None = None, sources: Iterable[BenchmarkSource] | None = None
-) -> list[FileStatus]:
-    """Check the files under ``root/<benchmark>/`` against their pins without downloading."""
-    chosen = list(sources) if sources is not None else _selected(names)
-    results = []
-    for entry in chosen:
-        for pinned in entry.files:
-            path = root / entry.name / pinned.local_path
-            if not path.is_file():
-                status: Status = "missing"
-            else:
-                status = "present" if sha256_of(path) == pinned.sha256 else "mismatch"
-            results.append(FileStatus(entry.name, path, status))
-    return results

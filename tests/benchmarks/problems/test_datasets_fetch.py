@@ -12,17 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from deliberation.benchmarks.problems import fetch as fetch_module
 from deliberation.benchmarks.problems import load
+from deliberation.benchmarks.problems.download import fetch, verify
 from deliberation.benchmarks.problems.sources import SOURCES, BenchmarkSource, PinnedFile, source
 from deliberation.cli import main
-from deliberation.io.fetch import (
-    ChecksumMismatch,
-    FetchError,
-    fetch,
-    fetch_file,
-    verify,
-)
+from deliberation.io import fetch as fetch_module
+from deliberation.io.fetch import ChecksumMismatch, FetchError, fetch_file
 from deliberation.io.paths import shared_data_dir
 
 

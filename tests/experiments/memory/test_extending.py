@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
+from deliberation import benchmarks
 from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.benchmarks.memory_rows import common_row, typed_frame
-from deliberation.experiments.memory import benchmarks, needs, prompts
+from deliberation.experiments.memory import needs, prompts
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import Decision
 from deliberation.experiments.memory.runs import run_from_profile, run_memory_experiment
@@ -78,7 +79,9 @@ class ToyBench:
     policies = ("B4", "numbers-first")
     has_truth = False
     selects_templates = False
-    sim_behaviours = ()  # no sim: the tests answer with RuleBackend
+    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"  # unused: RuleBackend answers
+    notebooks = {}
+    smoke = {}
 
     def tasks(
         self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"

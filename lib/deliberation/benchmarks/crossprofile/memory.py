@@ -18,11 +18,14 @@ from deliberation.benchmarks.crossprofile.scoring import (
 from deliberation.benchmarks.crossprofile.tasks import OptionOrder, Task
 from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 from deliberation.benchmarks.memory_rows import common_row, typed_frame
-from deliberation.experiments.memory.grid import CROSSPROFILE_POLICIES
-from deliberation.experiments.memory.pipeline import Decision
 from deliberation.profiles.profile import check_limit
 
 TemplateSet = Literal["main", "pilot", "all"]
+
+CROSSPROFILE_POLICIES: tuple[str, ...] = (
+    "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
+    "all", "empty", "private-only", "shared-only",
+)  # fmt: skip
 
 CROSSPROFILE_COLUMNS = [
     "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
@@ -40,7 +43,8 @@ def decoy_option(task: Task) -> str | None:
     return option if count >= 2 and option != task.correct else None
 
 
-def crossprofile_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
+def crossprofile_rows(decisions: Sequence[Any]) -> pd.DataFrame:
+    """One row per decision of the memory pipeline (its fields read, never imported)."""
     rows = []
     for decision in decisions:
         task: Task = decision.task
@@ -118,7 +122,19 @@ class CrossProfile:
     policies = CROSSPROFILE_POLICIES
     has_truth = True
     selects_templates = True
-    sim_behaviours = ("deliberation.benchmarks.crossprofile.sim",)
+    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"
+    # The paper's notebooks and the options of their memory runs.
+    notebooks = {
+        "03_crossprofile_h1_h3.ipynb": {"tags": ["keep"], "templates": ["main", "pilot"]},
+        "04_tag_ablation.ipynb": {
+            "policies": ["all", "R1", "B4", "Random", "R1-rel"],
+            "primary_budget_only": True,
+            "item_limit": 0,
+            "tags": ["keep", "remove", "shuffle"],
+        },
+        "05_evidence_balance.ipynb": {"tags": ["keep"], "item_limit": 0},
+    }
+    smoke = {"limit": 3, "n_resamples": 200}  # 3 templates x 8 variants
 
     def tasks(
         self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
@@ -133,7 +149,7 @@ class CrossProfile:
     def truth(self, task: Task) -> Mapping[str, Any]:
         return {f.id: f for f in task.facts}
 
-    def rows(self, decisions: Sequence[Decision]) -> pd.DataFrame:
+    def rows(self, decisions: Sequence[Any]) -> pd.DataFrame:
         return crossprofile_rows(decisions)
 
 

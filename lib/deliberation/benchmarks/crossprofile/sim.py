@@ -1,5 +1,7 @@
-"""Sim behaviours for CrossProfile: ``crossprofile.decision``, ``.relevance``, ``.balance``,
-``.summary`` (mechanism and parameters: :mod:`.mechanism`).
+"""CrossProfile's sim: how the sim reads a statement (:func:`read_fact`), which the memory
+experiment's sim behaviours (``crossprofile.decision``, ``.relevance``, ``.balance``,
+``.summary``; mechanism and parameters: :mod:`deliberation.experiments.memory.sim.mechanism`)
+and the natural discussions' use.
 
 World knowledge is the template bank: every fact text maps to the option it names, its
 polarity on the criteria (support and decoy facts) or its tone (irrelevant facts). The sim
@@ -15,15 +17,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from deliberation.experiments.memory.sim.mechanism import (
-    Reading,
-    decide,
-    label_balance,
-    label_relevance,
-    order_free_request,
-    summarize,
-)
-from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
+from deliberation.benchmarks import Reading
 
 
 def normalize(text: str) -> str:
@@ -48,23 +42,3 @@ def world_knowledge(bank: Path | None = None) -> dict[str, Reading]:
 
 def read_fact(text: str, options: Sequence[str]) -> Reading | None:
     return world_knowledge().get(normalize(text))
-
-
-@sim_behaviour("crossprofile.decision", seed_view=order_free_request)
-def crossprofile_decision(context: SimContext) -> SimAnswer:
-    return decide(context, read_fact)
-
-
-@sim_behaviour("crossprofile.relevance", seed_view=order_free_request)
-def crossprofile_relevance(context: SimContext) -> SimAnswer:
-    return label_relevance(context, read_fact)
-
-
-@sim_behaviour("crossprofile.balance", seed_view=order_free_request)
-def crossprofile_balance(context: SimContext) -> SimAnswer:
-    return label_balance(context, read_fact)
-
-
-@sim_behaviour("crossprofile.summary", seed_view=order_free_request)
-def crossprofile_summary(context: SimContext) -> SimAnswer:
-    return summarize(context)

@@ -4,13 +4,18 @@ no true roles (so no oracle policies), rows with the shared columns only."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from deliberation.benchmarks.hiddenbench.tasks import HiddenBenchTask
 from deliberation.benchmarks.memory_rows import common_row, typed_frame
-from deliberation.experiments.memory.grid import HIDDENBENCH_POLICIES
-from deliberation.experiments.memory.pipeline import Decision
+
+# HiddenBench has no true roles, so no oracle policies.
+HIDDENBENCH_POLICIES: tuple[str, ...] = (
+    "R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty", "private-only",
+    "shared-only",
+)  # fmt: skip
 
 HIDDENBENCH_COLUMNS = [
     "task", "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens",
@@ -18,7 +23,7 @@ HIDDENBENCH_COLUMNS = [
 ]  # fmt: skip
 
 
-def hiddenbench_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
+def hiddenbench_rows(decisions: Sequence[Any]) -> pd.DataFrame:
     rows = [common_row(d, d.task.correct) for d in decisions]
     return typed_frame(pd.DataFrame(rows, columns=HIDDENBENCH_COLUMNS))
 
@@ -33,7 +38,9 @@ class HiddenBench:
     policies = HIDDENBENCH_POLICIES
     has_truth = False
     selects_templates = False
-    sim_behaviours = ("deliberation.benchmarks.hiddenbench.sim",)
+    sim_reader = "deliberation.benchmarks.hiddenbench.sim:read_statement"
+    notebooks = {"02_hiddenbench.ipynb": {"item_limit": 0}}  # the paper's notebook, its options
+    smoke = {"limit": 4, "n_resamples": 200}
 
     def tasks(
         self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
@@ -45,7 +52,7 @@ class HiddenBench:
     def truth(self, task: HiddenBenchTask) -> None:
         return None
 
-    def rows(self, decisions: Sequence[Decision]) -> pd.DataFrame:
+    def rows(self, decisions: Sequence[Any]) -> pd.DataFrame:
         return hiddenbench_rows(decisions)
 
 

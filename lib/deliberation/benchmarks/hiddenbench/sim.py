@@ -1,5 +1,7 @@
-"""Sim behaviours for HiddenBench: ``hiddenbench.decision``, ``.relevance``, ``.balance``,
-``.summary`` (mechanism and parameters: :mod:`.mechanism`).
+"""HiddenBench's sim: how the sim reads a statement (:func:`read_statement`), which the memory
+experiment's sim behaviours (``hiddenbench.decision``, ``.relevance``, ``.balance``,
+``.summary``; mechanism and parameters: :mod:`deliberation.experiments.memory.sim.mechanism`)
+and the natural discussions' use.
 
 HiddenBench has no fact bank, so the sim reads each statement with a documented word list,
 never with ``correct_answer``:
@@ -20,16 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from deliberation.experiments.memory.sim.mechanism import (
-    Reading,
-    decide,
-    label_balance,
-    label_relevance,
-    order_free_request,
-    summarize,
-)
+from deliberation.benchmarks import Reading
 from deliberation.inference.answer_parsing import mentioned_options
-from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
 
 UNFAVOURABLE = (
     "block", "close", "closure", "collapse", "fail", "failure", "lack", "shortage", "flood",
@@ -75,23 +69,3 @@ def read_statement(text: str, options: Sequence[str]) -> Reading | None:
     score += sum(1 if mark == "Y" else -1 for mark in _CHECK.findall(text))
     polarity = (score > 0) - (score < 0)
     return Reading(option=named[0], polarity=polarity)
-
-
-@sim_behaviour("hiddenbench.decision", seed_view=order_free_request)
-def hiddenbench_decision(context: SimContext) -> SimAnswer:
-    return decide(context, read_statement)
-
-
-@sim_behaviour("hiddenbench.relevance", seed_view=order_free_request)
-def hiddenbench_relevance(context: SimContext) -> SimAnswer:
-    return label_relevance(context, read_statement)
-
-
-@sim_behaviour("hiddenbench.balance", seed_view=order_free_request)
-def hiddenbench_balance(context: SimContext) -> SimAnswer:
-    return label_balance(context, read_statement)
-
-
-@sim_behaviour("hiddenbench.summary", seed_view=order_free_request)
-def hiddenbench_summary(context: SimContext) -> SimAnswer:
-    return summarize(context)

@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from deliberation.io.fetch import FetchError, fetch
+    from deliberation.benchmarks.problems.download import FetchError, fetch
 
     dest = args.dest or paths.external_data_dir()
     try:
@@ -55,7 +55,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from deliberation.io.fetch import verify
+    from deliberation.benchmarks.problems.download import verify
 
     try:
         results = verify(args.root or paths.external_data_dir(), args.only)

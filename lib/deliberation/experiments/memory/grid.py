@@ -14,16 +14,6 @@ from deliberation.experiments.memory.decision import TAG_MODES
 from deliberation.memory import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
 from deliberation.profiles.profile import check_distinct
 
-CROSSPROFILE_POLICIES: tuple[str, ...] = (
-    "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
-    "all", "empty", "private-only", "shared-only",
-)  # fmt: skip
-# HiddenBench has no true roles, so no oracle policies.
-HIDDENBENCH_POLICIES: tuple[str, ...] = (
-    "R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty", "private-only",
-    "shared-only",
-)  # fmt: skip
-
 
 @dataclass(frozen=True)
 class Cell:
