@@ -12,7 +12,7 @@ from helpers.failing_server import failing_server
 from helpers.toy_paper import notebook
 
 from deliberation.paper import build, outputs
-from deliberation.paper.report import build_report
+from deliberation.paper.site import build_report
 
 CELL = """\
 import pandas as pd

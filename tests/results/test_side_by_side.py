@@ -14,7 +14,7 @@ import pytest
 from deliberation.cli import main
 from deliberation.io import paths
 from deliberation.paper.outputs import expected_outputs
-from deliberation.paper.report import build_report
+from deliberation.paper.site import build_report
 from deliberation.results.side_by_side import (
     PAPERS_COLUMN,
     README_BEGIN,

@@ -1,4 +1,4 @@
 """The paper build: which notebooks make the paper and what each reads (:mod:`.manifest`),
 running the stale ones (:mod:`.build`), what a run would send and cost (:mod:`.plan`), the
-outputs ``figures/README.md`` promises (:mod:`.outputs`), the HTML report (:mod:`.report`) and
+outputs ``figures/README.md`` promises (:mod:`.outputs`), the HTML report (:mod:`.site`) and
 the one benchmark table (:mod:`.bench`). Commands: ``deliberation paper|plan|report|bench``."""

@@ -122,7 +122,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 @_reported
 def _report(args: argparse.Namespace) -> int:
-    from deliberation.paper.report import build_report
+    from deliberation.paper.site import build_report
 
     index = build_report(args.profile, out=args.out)
     print(f"report: {index}")

@@ -33,7 +33,7 @@ from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.io.atomic import atomic_path
-from deliberation.memory import Capacity, MemoryPool, budget_tokens, build_memory
+from deliberation.memory_policies import Capacity, MemoryPool, budget_tokens, build_memory
 
 # Cells per CrossProfile task: first-mention memories of growing budget share their prompt's
 # prefix (the server reuses it), the other policies vary what the notes hold.

@@ -16,7 +16,7 @@ from deliberation.experiments.memory.analyses.settings import resolve
 from deliberation.experiments.memory.display import ROLE_COLOURS, memory_html
 from deliberation.experiments.memory.grid import Cell
 from deliberation.experiments.memory.pipeline import Decision
-from deliberation.memory import Capacity, MemoryPool, build_memory
+from deliberation.memory_policies import Capacity, MemoryPool, build_memory
 from deliberation.profiles.profile import load_profile
 
 R = 400

@@ -30,7 +30,7 @@ from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, C
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.io import paths
-from deliberation.memory import MemoryPool, registry
+from deliberation.memory_policies import MemoryPool, registry
 from deliberation.profiles.profile import ProfileError, load_profile
 
 # --- the toy benchmark: what README "Extending" asks for, as one module would hold it ---------

@@ -1,5 +1,5 @@
 """The CrossProfile verifier: proves every template's answer key and format, and reports the
-bank's shape. The rules are in :mod:`.rules`, the report records and tables in :mod:`.report`;
+bank's shape. The rules are in :mod:`.rules`, the report records and tables in :mod:`.findings`;
 this module walks the files, applies both, and loads a verified bank (:func:`load_bank`).
 """
 
@@ -11,13 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from deliberation.benchmarks.crossprofile.errors import TemplateError, Violation
-from deliberation.benchmarks.crossprofile.loader import (
-    bank_dir,
-    display_name,
-    read_template,
-    template_files,
-)
-from deliberation.benchmarks.crossprofile.report import (  # noqa: F401  (the verifier's public names)
+from deliberation.benchmarks.crossprofile.findings import (  # noqa: F401  (the verifier's public names)
     FactLength,
     VerificationReport,
     correct_positions,
@@ -26,6 +20,12 @@ from deliberation.benchmarks.crossprofile.report import (  # noqa: F401  (the ve
     length_by_role,
     source_words_by_role,
     tone_balance,
+)
+from deliberation.benchmarks.crossprofile.loader import (
+    bank_dir,
+    display_name,
+    read_template,
+    template_files,
 )
 from deliberation.benchmarks.crossprofile.rules import (  # noqa: F401
     mention_count,

@@ -23,7 +23,7 @@ import numpy as np
 
 from deliberation.experiments.memory.prompts import decision_prompt
 from deliberation.inference.answer_parsing import mentioned_options, parse_choice
-from deliberation.memory.registry import Memory
+from deliberation.memory_policies.registry import Memory
 from deliberation.seeds import stable_seed
 
 __all__ = [

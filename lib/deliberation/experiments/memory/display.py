@@ -159,7 +159,7 @@ def show_memory(
     from deliberation.benchmarks import memory_benchmark
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
-    from deliberation.memory import PRIMARY_FRACTION, policy_spec
+    from deliberation.memory_policies import PRIMARY_FRACTION, policy_spec
 
     profile, client = _profile_and_client(profile, client)
     if isinstance(task, str):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.memory.experiment"
-_NOTEBOOK = "deliberation.experiments.memory.analyses.runs:notebook_experiment"
+_NOTEBOOK = "deliberation.experiments.memory.analyses.notebook_runs:notebook_experiment"
 
 
 _MECHANISM = "deliberation.experiments.memory.sim.mechanism"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deliberation.experiments.memory.decision import TAG_MODES
-from deliberation.memory import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
+from deliberation.memory_policies import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
 from deliberation.profiles.profile import check_distinct
 
 

@@ -37,7 +37,7 @@ from deliberation.inference.batch import StageCounts
 from deliberation.inference.call_progress import progress_bar
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.memory import (
+from deliberation.memory_policies import (
     Capacity,
     Memory,
     MemoryPool,

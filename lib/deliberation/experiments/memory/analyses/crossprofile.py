@@ -17,7 +17,7 @@ from deliberation.experiments.memory.analyses.accuracy import (
     differences,
     percent_interval,
 )
-from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
+from deliberation.memory_policies import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.stats import (
     cluster_bootstrap_many,
     difference_statistic,

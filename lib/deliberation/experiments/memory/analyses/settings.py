@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from deliberation.memory import PRIMARY_FRACTION
+from deliberation.memory_policies import PRIMARY_FRACTION
 from deliberation.profiles.profile import Profile
 
 

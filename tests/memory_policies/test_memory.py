@@ -10,7 +10,7 @@ from helpers.memory_task import CANDIDATES, OPTIONS, TOKENS, TRUTH, pool
 
 from deliberation.benchmarks.crossprofile.scoring import net_evidence_lead
 from deliberation.discussion.transcript import MemoryCandidate
-from deliberation.memory import (
+from deliberation.memory_policies import (
     BalanceLabel,
     Capacity,
     budget_tokens,
@@ -18,7 +18,7 @@ from deliberation.memory import (
     policy_spec,
     registered_policies,
 )
-from deliberation.memory.balance import audit_balance, true_balance_labels
+from deliberation.memory_policies.balance import audit_balance, true_balance_labels
 
 
 def kept(policy: str, capacity: Capacity | None, **extra) -> list[str]:
@@ -72,7 +72,7 @@ def test_random_is_seeded_by_task_policy_and_seed_and_nested_across_budgets():
     assert small == again
     orders = {tuple(build_memory("Random", pool(), Capacity.items(8)).fact_ids) for _ in range(2)}
     assert len(orders) == 1
-    from deliberation.memory.registry import MemoryPool
+    from deliberation.memory_policies.registry import MemoryPool
 
     other_seeds = {
         tuple(

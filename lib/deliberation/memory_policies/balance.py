@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from deliberation.discussion.transcript import MemoryCandidate
-from deliberation.memory.budget import Capacity
-from deliberation.memory.registry import BalanceLabel, MemoryPool, subset_policy
+from deliberation.memory_policies.budget import Capacity
+from deliberation.memory_policies.registry import BalanceLabel, MemoryPool, subset_policy
 
 # A partial subset: (cost, total holders, chosen item index, the partial it extends or None).
 _Partial = tuple

@@ -10,7 +10,7 @@
 Kept items are always shown in first-mention order, whatever the policy's rank order.
 """
 
-from deliberation.memory.budget import (
+from deliberation.memory_policies.budget import (
     BUDGET_FRACTIONS,
     FIXED_ITEM_COUNT,
     PRIMARY_FRACTION,
@@ -18,7 +18,7 @@ from deliberation.memory.budget import (
     budget_tokens,
     take_in_order,
 )
-from deliberation.memory.registry import (
+from deliberation.memory_policies.registry import (
     BalanceLabel,
     Memory,
     MemoryPool,
@@ -30,8 +30,8 @@ from deliberation.memory.registry import (
 
 # Importing a policy module registers its policies, in this order (registered_policies() keeps it).
 # isort: off
-from deliberation.memory import policies  # noqa: F401
-from deliberation.memory import balance  # noqa: F401
+from deliberation.memory_policies import policies  # noqa: F401
+from deliberation.memory_policies import balance  # noqa: F401
 # isort: on
 
 __all__ = [

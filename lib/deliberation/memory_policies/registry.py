@@ -16,7 +16,7 @@ Model-based policies read labels or a summary that the runner obtained from a mo
 (``MemoryPool.truth``). Each registration says which of these it needs.
 
 The policy modules import this one to register; this one imports none of them (the package's
-``__init__`` imports them, so every policy is registered once ``deliberation.memory`` is imported).
+``__init__`` imports them, so every policy is registered once ``deliberation.memory_policies`` is imported).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 
 from deliberation.discussion.transcript import MemoryCandidate
 from deliberation.inference.tokens import count_tokens, truncate_tokens
-from deliberation.memory.budget import Capacity
+from deliberation.memory_policies.budget import Capacity
 
 # What a policy reads besides the candidates: "relevance", "balance", "summary" (pool fields the
 # memory runs fill from model calls), "truth" (the benchmark's true roles), or the name of any
@@ -149,7 +149,7 @@ def rank_policy(name: str, *, needs: Sequence[Need] = ()):
     """Register ``func(pool) -> candidates in preference order``."""
 
     def decorate(func: Callable[[MemoryPool], Sequence[MemoryCandidate]]):
-        from deliberation.memory.budget import take_in_order
+        from deliberation.memory_policies.budget import take_in_order
 
         def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
             return take_in_order(func(pool), _need_capacity(name, capacity))

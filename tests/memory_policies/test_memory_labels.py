@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from deliberation.memory import BalanceLabel
-from deliberation.memory.labels import json_object, read_balance, read_relevance
+from deliberation.memory_policies import BalanceLabel
+from deliberation.memory_policies.labels import json_object, read_balance, read_relevance
 
 IDS = ["c1", "c2", "c3"]
 OPTIONS = ["Alpha", "Beta"]

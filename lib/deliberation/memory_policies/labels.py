@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deliberation.memory.registry import BalanceLabel
+from deliberation.memory_policies.registry import BalanceLabel
 
 _DIRECTIONS = {"for": 1, "against": -1, "neither": 0, "none": 0}
 

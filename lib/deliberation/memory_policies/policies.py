@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from deliberation.discussion.transcript import MemoryCandidate
-from deliberation.memory.registry import (
+from deliberation.memory_policies.registry import (
     MemoryPool,
     rank_policy,
     reference_policy,
