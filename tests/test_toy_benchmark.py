@@ -63,7 +63,7 @@ def test_run_help_lists_it_and_the_smoke_profile_takes_its_smoke_size(toybench):
 
 def test_the_plan_counts_its_notebook_calls(toybench):
     entries = load_manifest(TOY / "notebooks")
-    assert entries[0].experiment.endswith("analyses.runs:notebook_experiment")
+    assert entries[0].kwargs == {"benchmark": "toybench", "tags": ["keep"], "item_limit": 0}
     table = plan_calls("smoke", entries).table()
     grid, _ = profile_grid("toybench", load_profile("smoke"))
     cells = [c for c in grid.cells() if c.item_limit is None]  # the notebook: item_limit 0

@@ -124,6 +124,14 @@ class _Prepared:
     by_budget: dict[float, dict[str, Any]] = field(default_factory=dict)  # r -> need -> reading
     errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
     failed: dict[str, str] = field(default_factory=dict)  # need -> why its call failed
+    limits: dict[float, int] = field(default_factory=dict)  # r -> its token budget
+
+    def budget(self, r: float) -> int:
+        """The token budget at fraction ``r`` of this task's statements, computed once for
+        the need prompts, the memory and the rows alike."""
+        if r not in self.limits:
+            self.limits[r] = budget_tokens(self.pool.candidates, r)
+        return self.limits[r]
 
 
 def _call_error(what: str, response: ChatResponse) -> str | None:
@@ -176,7 +184,7 @@ def prepare(
                     p.task,
                     p.pool,
                     p.transcript,
-                    None if r is None else budget_tokens(p.pool.candidates, r),
+                    None if r is None else p.budget(r),
                 ),
             )
             for p, r in index
@@ -203,7 +211,7 @@ def _memory(p: _Prepared, cell: Cell) -> tuple[Memory, int | None]:
         return build_memory(cell.policy, p.pool, Capacity.items(cell.item_limit)), None
     if cell.budget is None:
         return build_memory(cell.policy, p.pool, None), None
-    limit = budget_tokens(p.pool.candidates, cell.budget)
+    limit = p.budget(cell.budget)
     pool = p.pool
     for need, value in p.by_budget.get(cell.budget, {}).items():
         pool = pool.with_need(need, value)
@@ -243,7 +251,7 @@ def decide(
         for cell in cells:
             failed_inputs = _cell_errors(p, cell, policy_spec(cell.policy).needs, p.failed)
             if failed_inputs:
-                limit = budget_tokens(p.pool.candidates, cell.budget) if cell.budget else None
+                limit = p.budget(cell.budget) if cell.budget else None
                 for tags in grid.tags:
                     unsent.append(
                         (

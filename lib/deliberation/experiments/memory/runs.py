@@ -127,18 +127,27 @@ def run_memory_experiment(
     return RunResult(rows, report, {task.id: task.correct for task in tasks})
 
 
-def profile_grid(benchmark: str | MemoryBenchmark, profile) -> tuple[Grid, dict]:
-    """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
-    benchmark supports when it names none; the section's defaults for a benchmark the profile
-    model has no section for), and its task selection (``templates``, ``limit``,
+def profile_grid(
+    benchmark: str | MemoryBenchmark,
+    profile,
+    *,
+    policies: Sequence[str] | None = None,
+    budgets: Sequence[float] | None = None,
+    tags: Sequence[str] | None = None,
+    item_limit: int | None = None,
+) -> tuple[Grid, dict]:
+    """The grid the profile's ``experiments.<benchmark>`` section names, with the given
+    overrides (every policy the benchmark supports when neither names one; the section's
+    defaults for a benchmark the profile model has no section for; ``item_limit=0`` drops the
+    fixed-count rows), built once, and its task selection (``templates``, ``limit``,
     ``option_order``)."""
     benchmark = _benchmark(benchmark)
     section = getattr(profile.experiments, benchmark.name, None) or MemoryGridOptions()
     grid = Grid(
-        policies=tuple(section.policies or benchmark.policies),
-        budgets=tuple(section.budgets),
-        item_limit=section.item_limit or None,
-        tags=tuple(section.tags),
+        policies=tuple(policies or section.policies or benchmark.policies),
+        budgets=tuple(budgets or section.budgets),
+        item_limit=(section.item_limit if item_limit is None else item_limit) or None,
+        tags=tuple(tags or section.tags),
     )
     selection = {"limit": section.limit, "templates": section.templates}
     return grid, {**selection, "option_order": section.option_order}
@@ -161,12 +170,8 @@ def run_from_profile(
     """What ``deliberation run <benchmark>`` does: the profile's grid with the given overrides
     (``item_limit=0`` drops the fixed-count rows), its tasks, and the run through the cache."""
     benchmark = _benchmark(benchmark)
-    grid, selection = profile_grid(benchmark, profile)
-    grid = Grid(
-        policies=tuple(policies) if policies else grid.policies,
-        budgets=tuple(budgets) if budgets else grid.budgets,
-        item_limit=grid.item_limit if item_limit is None else (item_limit or None),
-        tags=tuple(tags) if tags else grid.tags,
+    grid, selection = profile_grid(
+        benchmark, profile, policies=policies, budgets=budgets, tags=tags, item_limit=item_limit
     )
     limit = check_limit(limit if limit is not None else selection.get("limit"))
     tasks = benchmark.tasks(
