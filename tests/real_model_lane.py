@@ -215,7 +215,7 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     pools = scratch / "pools"
 
     def run(client):
-        return run_dhd(client, lane.profile, problems, pools, stages=("pool", "replay"),
+        return run_dhd(lane.profile, client, problems, pools, stages=("pool", "replay"),
                        sizes=(), seed=lane.profile.seed)  # fmt: skip
 
     client = lane.client()

@@ -248,9 +248,9 @@ def _sim_gains(tmp_path, **parameters) -> pd.DataFrame:
     )
     items = synthetic.synthetic_bank(80, seed=3)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in repeated_design(pool, blocks=4)]
-    rows = run_replays(client, PROFILE, by_id, pools, replays)
+    rows = run_replays(PROFILE, client, by_id, pools, replays)
     per_fold = selection.cross_fitted_selection(rows, proposal_rows(by_id, pools))
     assert len(per_fold) == 4 * 80
     gains = selection.selector_gains(per_fold, n_resamples=1000)

@@ -245,8 +245,8 @@ def masking_replays(
 
 
 def run_masking(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     cases: pd.DataFrame,
@@ -260,7 +260,7 @@ def run_masking(
     ``answer_leak`` flags."""
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
-    rows = run_replays(client, profile, items, pools, replays, label="dhd.integrator (masking)")
+    rows = run_replays(profile, client, items, pools, replays, label="dhd.integrator (masking)")
     return with_cells(rows, cases), cases
 
 
@@ -359,8 +359,8 @@ def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame,
     values = trajectory_values(results.replays)
     cases = choose_cases(values, results.proposals, per_cell=options.masking_cases)
     return run_masking(
-        client,
         profile,
+        client,
         results.items,
         results.pools,
         cases,

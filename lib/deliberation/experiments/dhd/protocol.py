@@ -136,7 +136,7 @@ class StalePoolError(ValueError):
 
 
 def check_drawn_as_now(
-    pool: Pool, client: Client, profile: Profile, item: Item, store: PoolStore
+    pool: Pool, profile: Profile, client: Client, item: Item, store: PoolStore
 ) -> None:
     """Refuse a stored pool whose recruiter or hypothesizer calls differ from the ones this run
     would send (the profile, a stage's settings or a prompt changed since it was drawn): the
@@ -188,8 +188,8 @@ class PoolStageCounts:
 
 
 def build_pools(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Sequence[Item],
     store: PoolStore,
     counts: list[StageCounts] | None = None,
@@ -200,7 +200,7 @@ def build_pools(
     for item in items:
         stored = store.get(item.benchmark, item.id)
         if stored is not None and not stored.failed_calls:
-            check_drawn_as_now(stored, client, profile, item, store)
+            check_drawn_as_now(stored, profile, client, item, store)
             pools[item.id] = stored
         else:
             todo.append(item)
@@ -264,8 +264,8 @@ def grade_reply(item: Item, reply: str) -> Outcome:
 
 
 def run_replays(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     replays: Sequence[Replay],

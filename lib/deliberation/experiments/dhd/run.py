@@ -133,8 +133,8 @@ class DHDResults:
 
 
 def run_dhd(
-    client: Client,
     profile: Profile,
+    client: Client,
     problems: Sequence[Item],
     pool_dir: str | Path,
     *,
@@ -152,7 +152,7 @@ def run_dhd(
     by_id = {item.id: item for item in problems}
     store = PoolStore(pool_dir)
     calls: list[StageCounts] = []
-    pools, counts = build_pools(client, profile, problems, store, calls)
+    pools, counts = build_pools(profile, client, problems, store, calls)
     # A pool with a failed call is failed, and so is every replay over it: none is run.
     usable: dict[str, Pool] = {
         k: p for k, p in pools.items() if p.recruiter_error is None and not p.failed_calls
@@ -165,14 +165,14 @@ def run_dhd(
             for pool in usable.values()
             for r in single_message_design(pool) + leave_one_out_design(pool, sizes)
         ]
-        frames.append(run_replays(client, profile, by_id, usable, replays, counts=calls))
+        frames.append(run_replays(profile, client, by_id, usable, replays, counts=calls))
     if "repeated" in stages:
         sample = stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
         replays = [r for item in sample for r in repeated_design(usable[item.id], blocks)]
         frames.append(
             run_replays(
-                client,
                 profile,
+                client,
                 by_id,
                 usable,
                 replays,
@@ -218,8 +218,8 @@ def run_profile(
             name, limit if limit is not None else options.problems, seed=profile.seed, root=root
         )
     return run_dhd(
-        client,
         profile,
+        client,
         problems,
         pool_dir(profile),
         stages=stages,
