@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+from toy_benchmark.benchmark import ToyFact, ToyTask
 
 from deliberation import benchmarks
 from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
@@ -36,24 +36,7 @@ from deliberation.profiles.profile import ProfileError, load_profile
 # --- the toy benchmark: what README "Extending" asks for, as one module would hold it ---------
 
 
-@dataclass(frozen=True)
-class ToyFact:
-    id: str
-    text: str
-    holders: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ToyTask:
-    id: str
-    description: str
-    criteria: tuple[str, ...]
-    options: tuple[str, ...]
-    correct: str
-    agents: tuple[str, ...]
-    facts: tuple[ToyFact, ...]
-
-
+# The task and fact records of the toy benchmark folder (tests/toy_benchmark/); one task here.
 TASK = ToyTask(
     id="toy-1",
     description="Pick a supplier.",
