@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "deliberation.paper.commands",
     "deliberation.results.commands",
     "deliberation.power_commands",
+    "deliberation.profile_commands",
 ]
 
 # The registry: every top-level command and what `deliberation --help` says of it.
@@ -35,6 +36,7 @@ COMMANDS = {
     "cache": "inspect response caches (calls, hits, tokens, latency); export and import answers",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
     "models": "fetch and check the pinned model files",
+    "profile": "write a profile for a running OpenAI-compatible server (profile new --base-url)",
     "serve": "start a profile's model server (its server: section) and keep it up until Ctrl-C",
     "run": "run a registered experiment through the response cache (`run --help` lists them)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
