@@ -101,9 +101,6 @@ def prefix_order(requests: Sequence[ChatRequest]) -> list[int]:
 class CachedClient:
     """The :class:`Client` that sends: cache hits served, each distinct miss sent once."""
 
-    # Whether generate() really sends (a planning client only counts): run logs say "sent"
-    # only for a client that does.
-    sends = True
     # Send each batch's misses in :func:`prefix_order` (False: in the caller's order). Only the
     # order on the wire changes: answers are keyed and returned in the caller's order.
     send_in_prefix_order = True
