@@ -486,6 +486,35 @@ def _run_notebooks(
         out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
 
 
+# Where a build of a profile with published results writes, unless it publishes (build/...).
+PREVIEW_FOLDER = "outputs"
+OUTPUT_ROOT_ENV = "DELIBERATION_OUTPUT_ROOT"
+
+
+@contextlib.contextmanager
+def output_folders(profile: Profile, *, publish: bool, out: Printer = _print_now) -> Iterator[Path]:
+    """The output root of a ``make paper`` build, set for the build and its kernels. A profile
+    whose results are published (``results/<profile>/responses.jsonl.gz`` committed) keeps its
+    committed ``figures/`` and ``tables/`` as they are: the build writes under
+    ``build/outputs/`` instead, so a newcomer's run leaves ``git status`` clean, and only the
+    publishing build (``publish``, ``make paper PUBLISH=1``) writes the committed folders. An
+    output root already chosen (``DELIBERATION_OUTPUT_ROOT``: tests, replays) is kept."""
+    from deliberation.inference.published import published_path
+
+    published = published_path(profile.name, paths.repo_root())
+    if publish or os.environ.get(OUTPUT_ROOT_ENV) or not published.is_file():
+        yield paths.output_root()
+        return
+    root = paths.build_dir() / PREVIEW_FOLDER
+    out(
+        f"make paper: {profile.name} has published results ({published.parent}); this build"
+        f" writes {root}/figures/{profile.name}/ and {root}/tables/{profile.name}/ and leaves the"
+        " committed folders as they are (PUBLISH=1: the publishing build writes those)"
+    )
+    with _environment(OUTPUT_ROOT_ENV, str(root)):
+        yield root
+
+
 @contextlib.contextmanager
 def _environment(name: str, value: str) -> Iterator[None]:
     previous = os.environ.get(name)
