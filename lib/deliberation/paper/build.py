@@ -390,7 +390,7 @@ def build_paper(
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
     stale = [s.entry for s in statuses if s.run]
-    planned: dict[str, int] = {}  # notebook stem -> calls the plan counts (progress lines)
+    planned: dict[str, int] = {}  # notebook stem -> prompts the plan counts (progress lines)
     # Without a plan, any stale notebook with model calls may send some.
     to_send = any(e.experiment is not None for e in stale)
     if (plan or replay) and stale:
@@ -402,8 +402,12 @@ def build_paper(
         for line in format_plan(the_plan):
             out(line)
         out("")
+        # Distinct prompts, as the kernels' progress counts them (deliberation.progress).
+        prompts: dict[str, set[str]] = {}
         for call in the_plan.calls:
-            planned[call.notebook] = planned.get(call.notebook, 0) + 1
+            if call.key:
+                prompts.setdefault(call.notebook, set()).add(call.key)
+        planned = {notebook: len(keys) for notebook, keys in prompts.items()}
         if replay and to_send:
             result.failed = ReplayIncomplete(the_plan.calls)
             out(f"FAILED: {result.failed}")
