@@ -108,6 +108,14 @@ def test_nothing_answering_is_unreachable_and_an_existing_file_is_kept(tmp_path,
     assert main(["profile", "new", "--base-url", dead, "--name", "../up"]) == exit_codes.BAD_INPUT
 
 
+def test_a_server_refusing_a_plain_request_stops_with_its_complaint(tmp_path, capsys) -> None:
+    out = tmp_path / "x.yaml"
+    with _listing(["m"], status=401) as url:
+        code = main(["profile", "new", "--base-url", url, "--out", str(out)])
+    assert code == exit_codes.PREFLIGHT_REFUSED and not out.exists()
+    assert "invalid api key" in capsys.readouterr().err  # not a profile with mode "none"
+
+
 def test_default_names_are_file_stems() -> None:
     assert default_name("Qwen/Qwen2.5-7B-Instruct") == "qwen2.5-7b-instruct"
     assert default_name("llama3.1:8b") == "llama3.1-8b"
@@ -115,16 +123,17 @@ def test_default_names_are_file_stems() -> None:
 
 
 @contextlib.contextmanager
-def _listing(models: list[str]):
-    """A server that lists ``models`` and answers every chat request with an empty string."""
+def _listing(models: list[str], status: int = 200):
+    """A server that lists ``models`` and answers every chat request with an empty string (or,
+    with another ``status``, refuses it)."""
 
     class Listing(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
-        def _send(self, payload: dict) -> None:
+        def _send(self, payload: dict, code: int = 200) -> None:
             blob = json.dumps(payload).encode()
-            self.send_response(200)
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(blob)))
             self.end_headers()
@@ -135,6 +144,9 @@ def _listing(models: list[str]):
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
+            if status != 200:
+                self._send({"error": {"message": "invalid api key"}}, status)
+                return
             self._send({
                 "id": "x", "object": "chat.completion", "created": 0, "model": models[-1],
                 "choices": [{"index": 0, "finish_reason": "stop",

@@ -87,7 +87,7 @@ def ask_server(
     listed = probe.served_models() or []
     if model is None:
         if len(listed) != 1:
-            found = f"lists {listed}" if listed else "lists no models (GET /models)"
+            found = f"lists {listed}" if listed else "gave no list of models (GET /models)"
             raise CommandError(
                 f"the server at {probe.base_url} {found}: name the one to use with --model",
                 BAD_INPUT,
@@ -97,10 +97,13 @@ def ask_server(
         raise CommandError(
             f"the server at {probe.base_url} lists {listed}, not --model {model}", MODEL_MISMATCH
         )
-    # "none" is outside the search order, so every mode is tried (strongest constraint first).
     searcher = OpenAIBackend(
         model=model, base_url=base_url, api_key=key, structured_output="none", timeout_s=60.0
     )
+    # A plain request first: a server that refuses even that (a key, the seed, the model's
+    # name) stops here with the run's pre-flight message and exit code, not with mode "none".
+    searcher.preflight()
+    # "none" is outside the search order, so every mode is tried (strongest constraint first).
     mode = searcher.working_structured_mode() or "none"
     return ServerFacts(probe.base_url, tuple(listed), model, mode)
 
