@@ -97,7 +97,10 @@ examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
   deliberation crossprofile verify check every CrossProfile template
   deliberation run crossprofile --profile sim --limit 1
-                                   one template's grid (rows in build/runs/sim/)
+                                   a quick try: one template, one policy, budget and
+                                   tag mode (rows in build/runs/sim/)
+  deliberation profile new --base-url http://127.0.0.1:8000/v1 --name my-model
+                                   a profile for a running server (model, mode, small grid)
   deliberation replies --profile sim --invalid-first
                                    the prompts and raw replies behind those rows
   deliberation compare sim my-model

@@ -97,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--limit",
         type=positive_int,
-        help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench)",
+        help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench);"
+        " a quick try: the grid flags not given narrowed to one value each (the first line says)",
     )
 
 
