@@ -18,7 +18,7 @@ from helpers.serve_sim import SIM_MODEL
 from deliberation import exit_codes
 from deliberation.cli import main
 from deliberation.profiles.profile import load_profile
-from deliberation.starter_profile import default_name
+from deliberation.profiles.starter import default_name
 from deliberation.testing import sim_server_in_thread
 
 
