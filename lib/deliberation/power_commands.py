@@ -121,7 +121,7 @@ def power_frame(rows: Sequence, costs: Sequence[tuple[int | None, str]]):
         else:
             recommended = f"{row.recommended} {row.design.dimension}"
             if row.bank_short:
-                recommended += f" (bank has {row.design.bank}: {row.bank_short} short)"
+                recommended += f" (bank has {row.bank}: {row.bank_short} short)"
         records.append(
             {
                 "test": row.design.name,
@@ -134,6 +134,26 @@ def power_frame(rows: Sequence, costs: Sequence[tuple[int | None, str]]):
             }
         )
     return pd.DataFrame(records, columns=CSV_COLUMNS)
+
+
+def cluster_banks() -> tuple[dict[str, int], list[str]]:
+    """The most clusters per dimension that exist: CrossProfile's main templates and, when its
+    file is here (``make data``, or the shared copies), HiddenBench's tasks; and what is missing."""
+    from deliberation.datasets.items import DatasetNotFoundError
+    from deliberation.hiddenbench import default_path, load_hiddenbench
+    from deliberation.stats.power import DEFAULT_BANKS
+
+    banks = dict(DEFAULT_BANKS)
+    missing = []
+    try:
+        banks["tasks"] = len(load_hiddenbench())
+    except DatasetNotFoundError:
+        missing.append(
+            f"HiddenBench's file {default_path()} is absent (`make data`, or set"
+            " DELIBERATION_DATA_DIR): its task count, and so the power at a grid without a"
+            " hiddenbench limit, is unknown"
+        )
+    return banks, missing
 
 
 def run_power(
@@ -153,11 +173,15 @@ def run_power(
     profile = load_profile(profile_name)
     chosen = default_effects(profile.model or profile.name, effects)
     tables = output_root() / "tables" / profile.name
+    sim_tables = output_root() / "tables" / "sim"
+    banks, missing = cluster_banks()
     started = time.perf_counter()
     rows = power_table(
         profile.experiments,
         chosen,
         tables if tables.is_dir() else None,
+        sim_tables=sim_tables if sim_tables.is_dir() and profile.name != "sim" else None,
+        banks=banks,
         target=target,
         alpha=alpha,
         replicates=replicates,
@@ -189,11 +213,20 @@ def run_power(
             " evidence; recommendations start at 5"
         )
     short = [r for r in rows if r.bank_short]
+    benchmark = {"templates": "CrossProfile has", "tasks": "HiddenBench has"}
     for row in short:
+        dimension = row.design.dimension
         lines.append(
-            f"bank limit: {row.design.name} needs {row.recommended} templates; CrossProfile has"
-            f" {row.design.bank} main templates ({row.bank_short} more would have to be written)"
+            f"bank limit: {row.design.name} needs {row.recommended} {dimension};"
+            f" {benchmark.get(dimension, 'the bank has')} {row.bank} ({row.bank_short} more"
+            " would have to be written)"
         )
+    if any(r.spread_kind == "sim" for r in rows):
+        lines.append(
+            "variance components from tables/sim (the sim's rows: synthetic (sim backend)) where"
+            " this profile has no published rows with 5 or more clusters"
+        )
+    lines.extend(missing)
     lines.append(
         f"{len(rows)} tests simulated in {seconds:.1f} s ({replicates} replicates at the"
         " profile's grid; mc_error is the binomial standard error of the power)"

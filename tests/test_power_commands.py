@@ -1,0 +1,59 @@
+"""deliberation.power_commands: the banks the power table checks against, HiddenBench's data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deliberation import hiddenbench
+from deliberation.params import load_profile
+from deliberation.power_commands import cluster_banks, default_effects
+from deliberation.stats.power import power_table
+
+HB = "HiddenBench R1 - B3"
+
+
+def test_without_hiddenbench_data_the_task_count_is_unknown_and_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELIBERATION_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DELIBERATION_SHARED_DATA", str(tmp_path / "none"))
+    banks, missing = cluster_banks()
+    assert "tasks" not in banks and banks["templates"] == 60
+    assert len(missing) == 1 and "make data" in missing[0] and "DELIBERATION_DATA_DIR" in missing[0]
+    rows = power_table(
+        load_profile("qwen2.5-7b-vllm").experiments,
+        default_effects("qwen"),
+        None,
+        banks=banks,
+        replicates=50,
+        search_replicates=50,
+        names=[HB],
+    )
+    assert (
+        [r.design.name for r in rows] == [HB] and rows[0].n == 0 and rows[0].power != rows[0].power
+    )
+
+
+def test_hiddenbench_row_runs_at_every_task_of_the_data_file():
+    """qwen2.5-7b-vllm sets no hiddenbench limit: its grid is every task of the file. Run with
+    DELIBERATION_DATA_DIR=/work/shared/data (a folder holding hiddenbench/) or after `make data`."""
+    path = hiddenbench.default_path()
+    if not path.is_file():
+        pytest.skip(
+            f"HiddenBench's file {path} is absent: run `make data` or set DELIBERATION_DATA_DIR"
+            " to a folder holding hiddenbench/benchmark_all_clean.json"
+        )
+    banks, missing = cluster_banks()
+    tasks = len(json.loads(path.read_text()))
+    assert banks["tasks"] == tasks and not missing
+    (row,) = power_table(
+        load_profile("qwen2.5-7b-vllm").experiments,
+        default_effects("qwen", {HB: 60.0}),
+        None,
+        banks=banks,
+        replicates=100,
+        search_replicates=50,
+        names=[HB],
+    )
+    assert row.n == tasks and row.bank == tasks
+    assert row.power > 0.9  # 60 points over every task
