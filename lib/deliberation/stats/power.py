@@ -23,7 +23,7 @@ carries ``effect_k / 4``. 0.5 is the accuracy with the largest binomial variance
 not flattered. The SDs come from the profile's published rows (``tables/<profile>/*_rows.csv``,
 method of moments) when they have enough clusters, else from the sim's rows (``tables/sim``, made
 by ``make paper PROFILE=sim``; synthetic), else from :data:`ASSUMED_SD`; :class:`PowerRow` says
-which. tests/experiments/test_power_recovery.py checks the H1 power against the notebooks'
+which. tests/stats/test_stats_power_recovery.py checks the H1 power against the notebooks'
 own analysis of simulated CrossProfile frames.
 """
 
