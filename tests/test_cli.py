@@ -142,7 +142,7 @@ INVOCATIONS = {
     ("data", "verify"): (["--root", "{tmp}"], None, 1, "match their pinned sha256"),
     ("data", "sources"): ([], None, 0, "licence"),
     ("data", "check"): (["--root", "{tmp}"], None, 1, "deliberation data fetch"),
-    ("plan",): (["smoke", "--notebooks", "00"], None, 0, "smoke.arithmetic"),
+    ("plan",): (["smoke", "--notebooks", "00", "--no-power"], None, 0, "smoke.arithmetic"),
     ("power",): (["smoke", "--effect", "nosuch=3", "--no-plan"], None, 2, "names no test"),
     ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
     ("report",): (["smoke", "--out", "{tmp}/report"], None, 0, "index.html"),

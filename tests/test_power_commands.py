@@ -9,7 +9,7 @@ import pytest
 from deliberation import hiddenbench
 from deliberation.params import load_profile
 from deliberation.power_commands import cluster_banks, default_effects
-from deliberation.stats.power import power_table
+from deliberation.stats.power import designs, power_table
 
 HB = "HiddenBench R1 - B3"
 
@@ -57,3 +57,34 @@ def test_hiddenbench_row_runs_at_every_task_of_the_data_file():
     )
     assert row.n == tasks and row.bank == tasks
     assert row.power > 0.9  # 60 points over every task
+
+
+def test_recommended_calls_and_cost_scale_the_plans_rows_of_the_tests_notebook():
+    import pandas as pd
+
+    from deliberation.power_commands import recommended_cost
+    from deliberation.stats.power import PowerRow
+
+    class FakePlan:  # the two things recommended_cost reads from a Plan
+        profile = load_profile("qwen2.5-7b-vllm")
+
+        def table(self):
+            return pd.DataFrame(
+                {
+                    "notebook": ["03_crossprofile_h1_h3", "07_dhd_replay"],
+                    "requests": [1000, 50],
+                    "to_send": [500, 50],
+                    "prompt_tokens": [5_000_000, 1],
+                    "completion_tokens": [100_000, 1],
+                    "completion_ceiling": [1_000_000, 1],
+                }
+            )
+
+    h3 = next(d for d in designs() if d.name == "H3")
+    row = PowerRow(h3, 8.5, "test", 60, 0.7, 0.02, 120, 0.8, "test")
+    unreached = PowerRow(h3, 8.5, "test", 60, 0.1, 0.02, None, 0.2, "test")
+    (calls, cost), (none, why) = recommended_cost([row, unreached], FakePlan())
+    assert calls == 2000  # twice the templates, twice the notebook's calls
+    assert cost.endswith("GPU h") and float(cost.split()[0]) > 0
+    assert none is None and why == "target not reached"
+    assert recommended_cost([row], None) == [(None, "not planned (--no-plan)")]

@@ -157,38 +157,43 @@ def cluster_banks() -> tuple[dict[str, int], list[str]]:
 
 
 def run_power(
-    profile_name: str,
+    profile_name: str | object,
     effects: Mapping[str, float] | None = None,
     *,
     target: float = 0.8,
     alpha: float = 0.05,
-    plan: bool = True,
+    plan: bool | object = True,
     replicates: int = 400,
+    compact: bool = False,
 ):
-    """(rows, table, lines): the power rows, the CSV table and the lines the command prints."""
+    """(rows, table, lines): the power rows, the CSV table and the lines the command prints.
+    ``plan``: a :class:`deliberation.paper.plan.Plan` already made, True to make one, False for
+    none; ``compact``: without the per-test sources (``deliberation plan`` prints it so)."""
     from deliberation.params import load_profile
     from deliberation.paths import output_root
     from deliberation.stats.power import power_table
 
-    profile = load_profile(profile_name)
+    profile = load_profile(profile_name) if isinstance(profile_name, str) else profile_name
     chosen = default_effects(profile.model or profile.name, effects)
-    tables = output_root() / "tables" / profile.name
-    sim_tables = output_root() / "tables" / "sim"
+    published: Path | None = output_root() / "tables" / profile.name
+    sim: Path | None = output_root() / "tables" / "sim"
+    if profile.synthetic:  # its own rows are the sim's
+        published, sim = None, published
     banks, missing = cluster_banks()
     started = time.perf_counter()
     rows = power_table(
         profile.experiments,
         chosen,
-        tables if tables.is_dir() else None,
-        sim_tables=sim_tables if sim_tables.is_dir() and profile.name != "sim" else None,
+        published if published is not None and published.is_dir() else None,
+        sim_tables=sim if sim is not None and sim.is_dir() else None,
         banks=banks,
         target=target,
         alpha=alpha,
         replicates=replicates,
     )
     seconds = time.perf_counter() - started
-    the_plan = None
-    if plan:
+    the_plan = None if plan is False else plan
+    if plan is True:
         from deliberation.paper.plan import plan_calls
 
         the_plan = plan_calls(profile)
@@ -197,15 +202,20 @@ def run_power(
     lines = [
         f"power: profile {profile.name} ({kind}); target {target:.0%}, alpha {alpha};"
         f" a planning aid: synthetic data with the effect planted, analysed as the notebooks do",
-        *frame.to_markdown(index=False).splitlines(),
-        "effects and variance components:",
     ]
-    for row in rows:
+    if compact:
+        shown = frame.rename(columns={"effect_points": "effect", "mc_error": "+/-"})
+        lines += shown.to_markdown(index=False, tablefmt="simple").splitlines()
+    else:
+        lines += frame.to_markdown(index=False).splitlines()
+    if not compact:
+        lines.append("effects and variance components:")
+    for row in [] if compact else rows:
         lines.append(
             f"- {row.design.name}: {row.effect_points:.2f} points from {row.effect_source};"
             f" at {row.n} {row.design.dimension}; SDs {row.spread_source}"
         )
-    few = [r.design.name for r in rows if 0 < r.n < 5]
+    few = [r.design.name for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
     if few:
         lines.append(
             "fewer than 5 clusters at this grid (" + ", ".join(few) + "): there the cluster"
@@ -223,10 +233,11 @@ def run_power(
         )
     if any(r.spread_kind == "sim" for r in rows):
         lines.append(
-            "variance components from tables/sim (the sim's rows: synthetic (sim backend)) where"
-            " this profile has no published rows with 5 or more clusters"
+            f"variance components from the sim's rows ({sim}: synthetic (sim backend)) where"
+            " the profile has no published rows with 5 or more clusters"
         )
-    lines.extend(missing)
+    if any(r.design.dimension == "tasks" and not r.n for r in rows):
+        lines.extend(missing)
     lines.append(
         f"{len(rows)} tests simulated in {seconds:.1f} s ({replicates} replicates at the"
         " profile's grid; mc_error is the binomial standard error of the power)"

@@ -27,6 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--summary", action="store_true", help="one line per profile: totals and cost (Markdown)"
     )
+    plan.add_argument(
+        "--no-power",
+        action="store_true",
+        help="skip the power table (deliberation power; ~15 s a profile)",
+    )
     plan.set_defaults(func=_plan)
 
     report = add_command(subparsers, "report")
@@ -111,6 +116,9 @@ def _plan(args: argparse.Namespace) -> int:
             continue
         for line in format_plan(plan):
             print(line)
+        if not args.no_power:
+            for line in power_beside_plan(plan):
+                print(line, flush=True)
         if args.csv:
             from deliberation.atomic import atomic_write_text
 
@@ -118,6 +126,20 @@ def _plan(args: argparse.Namespace) -> int:
     if rows:
         print(pd.DataFrame(rows).to_markdown(index=False))
     return 0
+
+
+def power_beside_plan(plan) -> list[str]:
+    """The power table of the plan's profile, its recommended grids costed from this plan
+    (``deliberation power`` prints it with each test's sources)."""
+    from deliberation.power_commands import run_power
+
+    _, _, lines = run_power(plan.profile, plan=plan, compact=True)
+    return [
+        "",
+        *lines,
+        f"(each test's effect and variance source: deliberation power {plan.profile.name};"
+        " skip this table: --no-power, make plan NOPOWER=1)",
+    ]
 
 
 @_reported
