@@ -92,8 +92,8 @@ def test_spread_is_estimated_from_rows_with_enough_clusters():
 
 
 def test_bank_shortfall_is_reported():
+    from deliberation.paper.power import default_effects
     from deliberation.params import load_profile
-    from deliberation.power_commands import default_effects
 
     profile = load_profile("sim")
     effects = default_effects("qwen", {"H3": 2.0})

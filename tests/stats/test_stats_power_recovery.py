@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from deliberation.crossprofile.simulate import simulate_results_frame
-from deliberation.power_commands import default_effects
+from deliberation.paper.power import default_effects
 from deliberation.stats import power as P
 from deliberation.stats.preregistered import preregistered_tests
 

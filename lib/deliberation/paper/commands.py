@@ -131,7 +131,7 @@ def _plan(args: argparse.Namespace) -> int:
 def power_beside_plan(plan) -> list[str]:
     """The power table of the plan's profile, its recommended grids costed from this plan
     (``deliberation power`` prints it with each test's sources)."""
-    from deliberation.power_commands import run_power
+    from deliberation.paper.power import run_power
 
     _, _, lines = run_power(plan.profile, plan=plan, compact=True)
     return [

@@ -1,4 +1,4 @@
-"""deliberation.power_commands: the banks the power table checks against, HiddenBench's data."""
+"""deliberation.paper.power: the banks the power table checks against, HiddenBench's data."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from deliberation import hiddenbench
+from deliberation.paper.power import cluster_banks, default_effects
 from deliberation.params import load_profile
-from deliberation.power_commands import cluster_banks, default_effects
 from deliberation.stats.power import designs, power_table
 
 HB = "HiddenBench R1 - B3"
@@ -62,7 +62,7 @@ def test_hiddenbench_row_runs_at_every_task_of_the_data_file():
 def test_recommended_calls_and_cost_scale_the_plans_rows_of_the_tests_notebook():
     import pandas as pd
 
-    from deliberation.power_commands import recommended_cost
+    from deliberation.paper.power import recommended_cost
     from deliberation.stats.power import PowerRow
 
     class FakePlan:  # the two things recommended_cost reads from a Plan
