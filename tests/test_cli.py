@@ -145,7 +145,7 @@ INVOCATIONS = {
     ("plan",): (["smoke", "--notebooks", "00", "--no-power"], None, 0, "smoke.arithmetic"),
     ("power",): (["smoke", "--effect", "nosuch=3", "--no-plan"], None, 2, "names no test"),
     ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
-    ("report",): (["smoke", "--out", "{tmp}/report"], None, 0, "index.html"),
+    ("report",): (["smoke", "--out", "{tmp}/report", "--no-power"], None, 0, "index.html"),
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),
     ("compare",): (["sim", "smoke", "--out", "{tmp}/compare"], None, 1, "make paper PROFILE"),
     ("replies",): (["--profile", "sim", "--limit", "1"], _cached_answer, 0, "What is 2 + 3?"),

@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report = add_command(subparsers, "report")
     report.add_argument("profile", help="profile name or path")
     report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
+    report.add_argument(
+        "--no-power", action="store_true", help="without the power page (~20 s of simulation)"
+    )
     report.set_defaults(func=_report)
 
     replay = add_command(subparsers, "replay")
@@ -146,7 +149,7 @@ def power_beside_plan(plan) -> list[str]:
 def _report(args: argparse.Namespace) -> int:
     from deliberation.paper.report import build_report
 
-    index = build_report(args.profile, out=args.out)
+    index = build_report(args.profile, out=args.out, power=not args.no_power)
     print(f"report: {index}")
     return 0
 

@@ -165,6 +165,7 @@ def run_power(
     plan: bool | object = True,
     replicates: int = 400,
     compact: bool = False,
+    curve_sizes: Sequence[int] = (),
 ):
     """(rows, table, lines): the power rows, the CSV table and the lines the command prints.
     ``plan``: a :class:`deliberation.paper.plan.Plan` already made, True to make one, False for
@@ -190,6 +191,7 @@ def run_power(
         target=target,
         alpha=alpha,
         replicates=replicates,
+        curve_sizes=curve_sizes,
     )
     seconds = time.perf_counter() - started
     the_plan = None if plan is False else plan
@@ -243,6 +245,56 @@ def run_power(
         " profile's grid; mc_error is the binomial standard error of the power)"
     )
     return rows, frame, lines
+
+
+# The sizes every curve of the report is simulated at (besides the search's own).
+CURVE_SIZES = (5, 10, 20, 40, 80, 160, 320)
+SPREAD_KINDS = {
+    "published": "variance: the profile's rows",
+    "sim": "variance: sim rows [synthetic (sim backend)]",
+    "assumed": "variance: assumed SDs",
+}
+
+
+def power_curves_figure(rows: Sequence, *, target: float = 0.8, title: str = ""):
+    """Power against grid size, one panel per test: the simulated curve, the target, the
+    profile's grid (dot), the recommendation (dotted line) and past the bank's end (shaded).
+    Each panel says where its variance comes from (the sim's rows: synthetic)."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    columns = 4
+    lines = max(1, -(-len(rows) // columns))
+    fig, axes = plt.subplots(
+        lines, columns, figsize=(3.3 * columns, 2.7 * lines), squeeze=False, sharey=True
+    )
+    for ax, row in zip(axes.flat, rows, strict=False):
+        curve = sorted(row.curve)
+        sizes = [n for n, _ in curve]
+        ax.plot(sizes, [p for _, p in curve], marker=".", color="C0", label="power")
+        ax.axhline(target, linestyle="--", color="grey", linewidth=0.8)
+        if row.n:
+            ax.plot([row.n], [row.power], "o", color="C3", label="this grid")
+        if row.recommended is not None:
+            ax.axvline(row.recommended, linestyle=":", color="C2", label="recommended")
+        right = max([*sizes, row.n or 1, row.recommended or 1])
+        if row.bank is not None and row.bank < right:
+            ax.axvspan(row.bank, right, color="grey", alpha=0.15, label="beyond the bank")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel(row.design.dimension, fontsize=8)
+        heading = [*textwrap.wrap(row.design.name, 40), f"{row.effect_points:g} points planted"]
+        heading.append(SPREAD_KINDS[row.spread_kind])
+        ax.set_title("\n".join(heading), fontsize=6.5)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(rows) :]:
+        ax.set_visible(False)
+    axes.flat[0].set_ylabel("power")
+    axes.flat[0].legend(fontsize=6, loc="lower right")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def _power(args: argparse.Namespace) -> int:

@@ -471,11 +471,13 @@ def power_table(
     search_replicates: int = 200,
     seed: int = 0,
     names: Sequence[str] | None = None,
+    curve_sizes: Sequence[int] = (),
 ) -> list[PowerRow]:
     """Every design's power at the profile's grid and its recommended size (see module doc).
     ``tables``: the profile's published rows; ``sim_tables``: the sim's, used where the profile
     has none; ``banks``: the most clusters per dimension (default :data:`DEFAULT_BANKS`);
-    ``names``: only these tests (their Holm family still counts)."""
+    ``names``: only these tests (their Holm family still counts); ``curve_sizes``: sizes to
+    simulate for each row's ``curve`` besides those the search visits (the report's curves)."""
     banks = dict(DEFAULT_BANKS if banks is None else banks)
     out = []
     all_designs = designs()
@@ -511,6 +513,8 @@ def power_table(
             cache, design_m, effect, spread, alpha, search_replicates, seed, family
         )
         recommended, at = smallest_n(search, target, n_now or 8)
+        for size in curve_sizes:
+            search(size)
         bank = banks.get(design.dimension)
         bank_short = 0
         if recommended is not None and bank is not None and recommended > bank:
