@@ -88,3 +88,40 @@ def test_recommended_calls_and_cost_scale_the_plans_rows_of_the_tests_notebook()
     assert cost.endswith("GPU h") and float(cost.split()[0]) > 0
     assert none is None and why == "target not reached"
     assert recommended_cost([row], None) == [(None, "not planned (--no-plan)")]
+
+
+def fake_row(name: str, n: int, power: float, recommended: int | None = 10, bank_short=0):
+    from deliberation.stats.power import PowerRow
+
+    design = next(d for d in designs() if d.name == name)
+    return PowerRow(design, 10.0, "t", n, power, 0.02, recommended, 0.8, "t", bank_short)
+
+
+def test_the_summary_counts_what_reaches_the_target_and_names_the_rest_lowest_first():
+    from deliberation.paper.power import power_summary
+
+    rows = [
+        fake_row("H1", 2, 1.0),  # 2 clusters: no evidence
+        fake_row("H2", 60, 0.9),
+        fake_row("H3", 60, 0.37, recommended=80, bank_short=20),
+        fake_row("DHD helpful share - 50%", 200, 0.14),
+    ]
+    text = power_summary(rows)
+    assert text.startswith("At this grid 1 of the 3 tests with 5 or more clusters reach 80%")
+    assert "0.14-0.37 (DHD helpful share - 50% 0.14, H3 0.37)" in text
+    assert "H1 run at fewer than 5 clusters" in text and "(1.00)" in text
+    assert "H3 (80 templates, 20 short)" in text
+
+
+def test_the_docs_section_replaces_only_the_profiles_marked_part(tmp_path):
+    from deliberation.paper.power import docs_markers, write_docs_section
+
+    begin, end = docs_markers("p")
+    page = tmp_path / "power.md"
+    page.write_text(f"# Power\n\nbefore\n{begin}\nold numbers\n{end}\nafter\n")
+    write_docs_section(page, "p", f"{begin}\nnew numbers\n{end}")
+    assert page.read_text() == f"# Power\n\nbefore\n{begin}\nnew numbers\n{end}\nafter\n"
+    page.write_text("no markers\n")
+    with pytest.raises(ValueError, match=f"{page}: needs the markers"):
+        write_docs_section(page, "p", "x")
+    assert page.read_text() == "no markers\n"
