@@ -40,6 +40,8 @@ def test_the_report_has_a_power_page_unless_told_not_to(tmp_path):
     assert "synthetic (sim backend)" in page  # the figure's title, in its alt text
     for design in designs():
         assert design.name in page
+    assert "not planned" not in page  # the table once, without the plan's columns
+    assert "points from" in page  # each test's effect and variance source
     assert (index.parent / "power.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     index = build_report("smoke", out=tmp_path / "bare", power=False)
     assert "not built (--no-power)" in index.read_text()

@@ -304,25 +304,28 @@ def docs_markers(profile: str) -> tuple[str, str]:
 
 def power_summary(rows: Sequence, target: float = 0.8) -> str:
     """The numbers a reader of the table asks for, as a sentence: how many tests reach the
-    target at this grid, the power of the others (lowest first), and which rows are no evidence
-    (fewer than 5 clusters) or need more clusters than the bank has."""
+    target at this grid, the power of the others (lowest first), which rows run at fewer than 5
+    clusters (their power is no evidence, so they never count as reaching the target) and which
+    need more clusters than the bank has."""
     few = [r for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
-    known = [r for r in rows if r.power == r.power and r not in few]  # not NaN
-    reached = [r for r in known if r.power >= target]
-    below = sorted((r for r in known if r.power < target), key=lambda r: r.power)
-    parts = [
-        f"At this grid {len(reached)} of the {len(known)} tests with 5 or more clusters reach"
-        f" {target:.0%} power"
-    ]
-    if below:
-        listed = ", ".join(f"{r.design.name} {r.power:.2f}" for r in below)
-        parts.append(f"; the others have {below[0].power:.2f}-{below[-1].power:.2f} ({listed})")
-    text = "".join(parts) + "."
+    known = [r for r in rows if r.power == r.power]  # not NaN
+    reached = [r for r in known if r.power >= target and r not in few]
+    others = sorted((r for r in known if r not in reached), key=lambda r: r.power)
+    text = f"At this grid {len(reached)} of the {len(known)} tests reach {target:.0%} power"
     if few:
         text += (
-            f" {', '.join(r.design.name for r in few)} run at fewer than 5 clusters, where the"
-            " cluster bootstrap rejects a true null far more often than alpha: a high power"
-            f" there is no evidence ({', '.join(f'{r.power:.2f}' for r in few)})."
+            f" ({len(few)} run at fewer than 5 clusters and count as not reaching it, whatever"
+            " their stated power)"
+        )
+    if others:
+        listed = ", ".join(f"{r.design.name} {r.power:.2f}" for r in others)
+        text += f"; the others' power, lowest first: {listed}"
+    text += "."
+    if few:
+        text += (
+            f" At fewer than 5 clusters ({', '.join(r.design.name for r in few)}) the cluster"
+            " bootstrap rejects a true null far more often than alpha, so the power stated there"
+            " is inflated by false positives and is no evidence."
         )
     short = [r for r in rows if r.bank_short]
     if short:

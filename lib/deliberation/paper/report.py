@@ -138,7 +138,7 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
     from deliberation.model_label import SYNTHETIC_LABEL
     from deliberation.paper.power import CURVE_SIZES, power_curves_figure, run_power
 
-    rows, frame, lines = run_power(profile_arg, plan=False, compact=True, curve_sizes=CURVE_SIZES)
+    rows, frame, lines = run_power(profile_arg, plan=False, curve_sizes=CURVE_SIZES)
     from_sim = any(r.spread_kind == "sim" for r in rows) or label.synthetic
     title = f"Power by grid size, profile {label.profile}: effects planted in synthetic data"
     if from_sim:
@@ -146,7 +146,7 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
     fig = power_curves_figure(rows, title=title)
     fig.savefig(folder / "power.png", dpi=110, metadata={"Software": None})
     plt.close(fig)
-    notes = [line for line in lines[1:] if not line.startswith(("|", "-", "test "))]
+    notes = [line.removeprefix("- ") for line in lines[1:] if not line.startswith("|")]
     body = (
         f"<p>{html.escape(lines[0])}. Recompute with <code>deliberation power"
         f" {html.escape(label.profile)}</code> (adds each recommendation's calls and cost).</p>"
