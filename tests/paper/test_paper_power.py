@@ -107,9 +107,11 @@ def test_the_summary_counts_what_reaches_the_target_and_names_the_rest_lowest_fi
         fake_row("DHD helpful share - 50%", 200, 0.14),
     ]
     text = power_summary(rows)
-    assert text.startswith("At this grid 1 of the 3 tests with 5 or more clusters reach 80%")
-    assert "0.14-0.37 (DHD helpful share - 50% 0.14, H3 0.37)" in text
-    assert "H1 run at fewer than 5 clusters" in text and "(1.00)" in text
+    assert text.startswith(
+        "At this grid 1 of the 4 tests reach 80% power (1 run at fewer than 5 clusters"
+    )
+    assert "lowest first: DHD helpful share - 50% 0.14, H3 0.37, H1 1.00." in text
+    assert "At fewer than 5 clusters (H1) the cluster bootstrap" in text
     assert "H3 (80 templates, 20 short)" in text
 
 
@@ -125,3 +127,14 @@ def test_the_docs_section_replaces_only_the_profiles_marked_part(tmp_path):
     with pytest.raises(ValueError, match=f"{page}: needs the markers"):
         write_docs_section(page, "p", "x")
     assert page.read_text() == "no markers\n"
+
+
+def test_the_docs_markers_in_docs_power_md_are_those_the_command_writes():
+    from deliberation import paths
+    from deliberation.paper.power import docs_markers
+
+    text = (paths.repo_root() / "docs" / "power.md").read_text()
+    for profile in ("qwen2.5-7b-vllm", "smollm2-135m-llamacpp"):
+        begin, end = docs_markers(profile)
+        assert text.count(begin) == 1 and text.count(end) == 1
+        assert f"deliberation power {profile}" in text.split(begin)[1].split(end)[0]
