@@ -110,7 +110,8 @@ def test_the_sim_answers_a_rotated_task_as_the_unrotated_one(tmp_path):
     )
     # The position column follows the listing: rotated positions are the rotated index.
     answered = rotated[rotated["answer"] != ""]
-    expected = [tasks[t].options.index(a) + 1 for t, a in zip(answered["task"], answered["answer"])]
+    pairs = zip(answered["task"], answered["answer"], strict=True)
+    expected = [tasks[t].options.index(a) + 1 for t, a in pairs]
     assert answered["answer_position"].tolist() == expected
     assert (rotated["answer_position"] != fixed["answer_position"]).any()
 

@@ -5,6 +5,11 @@ an interval of width zero: neither is a 95% interval. Every published table with
 ``high`` and ``n_clusters`` columns passes through :func:`withhold_small_intervals` (the table
 writer calls it), so a row below the minimum keeps its estimate, loses its bounds, and says why
 in its ``interval`` column ("n = 2 clusters, no interval").
+
+Rows are not observations either: at temperature 0 identical prompts are one cached call, so
+"8 rows" can be one answer copied 8 times. :func:`distinct_calls` counts the calls behind a set
+of rows (distinct request keys), which tables publish as ``n_calls`` beside ``n_rows``, and
+:func:`calls_note` says it in words ("192 rows from 79 distinct calls").
 """
 
 from __future__ import annotations
@@ -15,6 +20,37 @@ import pandas as pd
 MIN_CLUSTERS = 5  # the default; a profile's `min_interval_clusters` overrides it
 INTERVAL_COLUMNS = ("low", "high", "n_clusters")
 NOTE_COLUMN = "interval"
+# Columns naming the model call behind a row, in order of preference: the request's cache key
+# (``key`` in results frames, ``request_key`` in ``deliberation run`` output), else a prompt hash.
+CALL_COLUMNS = ("key", "request_key", "cache_key", "prompt_hash")
+
+
+def call_column(frame: pd.DataFrame) -> str | None:
+    """The first of :data:`CALL_COLUMNS` that ``frame`` has, or None."""
+    return next((c for c in CALL_COLUMNS if c in frame.columns), None)
+
+
+def distinct_calls(frame: pd.DataFrame, column: str | None = None) -> int | None:
+    """How many distinct model calls the rows of ``frame`` rest on: distinct non-empty values
+    of ``column`` (default: :func:`call_column`); None when the frame names no call. A row
+    whose call was never sent (empty key) adds none."""
+    column = column or call_column(frame)
+    if column is None:
+        return None
+    keys = frame[column]
+    keys = keys[keys.notna() & (keys.astype(str) != "")]
+    return int(keys.nunique())
+
+
+def calls_note(frame: pd.DataFrame, what: str = "rows") -> str:
+    """ "192 rows from 79 distinct calls" (or "192 rows, one call each"); "" when the frame
+    names no call."""
+    calls = distinct_calls(frame)
+    if calls is None:
+        return ""
+    if calls == len(frame):
+        return f"{len(frame)} {what}, one call each"
+    return f"{len(frame)} {what} from {calls} distinct call{'s' if calls != 1 else ''}"
 
 
 def interval_note(n_clusters: int, min_clusters: int = MIN_CLUSTERS) -> str:

@@ -209,7 +209,10 @@ def _context(benchmark: str, d: NaturalDiscussion) -> dict:
 
 
 def _position(task: Any, answer: str | None) -> dict:
-    return {"answer_position": answer_position(task.options, answer), "n_options": len(task.options)}
+    return {
+        "answer_position": answer_position(task.options, answer),
+        "n_options": len(task.options),
+    }
 
 
 def _blank_row(context: dict) -> dict:
