@@ -27,7 +27,6 @@ PENDING = {
     "docs/outcomes.md",
     "docs/engines.md",
     "docs/power.md",
-    "docs/reading-small-samples.md",
     "docs/crossprofile-audit.md",
 }
 # Commands other branches add, named in those pages: excused only while they do not exist.
