@@ -52,3 +52,23 @@ def test_the_table_writer_withholds_them_in_csv_and_markdown(tmp_path, monkeypat
     assert np.isnan(csv.loc[0, "low"]) and csv.loc[1, "low"] == 0.0
     assert "n = 1 cluster, no interval" in written["md"].read_text(encoding="utf-8")
     assert load_profile("smoke").min_interval_clusters == 5
+
+
+def test_every_interval_of_a_table_of_several_effects_is_withheld() -> None:
+    """The tag-ablation table carries one interval per effect (``remove low``/``remove high``)."""
+    frame = pd.DataFrame(
+        {
+            "variant": ["SP-DS-IP", "SS-DS-IP"],
+            "remove - keep": [-10.0, 5.0],
+            "remove low": [-20.0, -1.0],
+            "remove high": [0.0, 9.0],
+            "shuffle_low": [-3.0, -2.0],
+            "shuffle_high": [3.0, 2.0],
+            "n_clusters": [2, 7],
+        }
+    )
+    out = withhold_small_intervals(frame)
+    assert out.loc[0, ["remove low", "remove high", "shuffle_low", "shuffle_high"]].isna().all()
+    assert out.loc[1, ["remove low", "shuffle_high"]].tolist() == [-1.0, 2.0]
+    assert out.loc[0, "interval"] == "n = 2 clusters, no interval" and out.loc[1, "interval"] == ""
+    assert list(out.columns).index("interval") == list(out.columns).index("shuffle_high") + 1

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 MIN_CLUSTERS = 5  # the default; a profile's `min_interval_clusters` overrides it
-INTERVAL_COLUMNS = ("low", "high", "n_clusters")
 NOTE_COLUMN = "interval"
 # Columns naming the model call behind a row, in order of preference: the request's cache key
 # (``key`` in results frames, ``request_key`` in ``deliberation run`` output), else a prompt hash.
@@ -61,22 +60,40 @@ def interval_note(n_clusters: int, min_clusters: int = MIN_CLUSTERS) -> str:
     return f"n = {n_clusters} {unit}, no interval"
 
 
+def interval_pairs(columns) -> list[tuple[str, str]]:
+    """The (low, high) column pairs of a table: ``low``/``high`` and every ``<x> low``/``<x>
+    high`` or ``<x>_low``/``<x>_high`` (a table of several effects, e.g. the tag ablation)."""
+    columns = list(columns)
+    pairs = []
+    for column in columns:
+        for low, high in (("low", "high"), (" low", " high"), ("_low", "_high")):
+            if column.endswith(low) and (column == low or low != "low"):
+                partner = column[: len(column) - len(low)] + high
+                if partner in columns:
+                    pairs.append((column, partner))
+                break
+    return pairs
+
+
 def withhold_small_intervals(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
-    """``frame`` with ``low``/``high`` emptied where ``n_clusters`` is below ``min_clusters``
-    and an ``interval`` column after ``high`` saying so; a frame without those columns (or
-    with its note already) is returned unchanged."""
+    """``frame`` with every interval (:func:`interval_pairs`) emptied where ``n_clusters`` is
+    below ``min_clusters`` and an ``interval`` column after the last bound saying so; a frame
+    without ``n_clusters`` or bounds (or with its note already) is returned unchanged."""
     if min_clusters < 1:
         raise ValueError(f"min_clusters must be >= 1, got {min_clusters}")
-    if not set(INTERVAL_COLUMNS) <= set(frame.columns) or NOTE_COLUMN in frame.columns:
+    pairs = interval_pairs(frame.columns)
+    if "n_clusters" not in frame.columns or not pairs or NOTE_COLUMN in frame.columns:
         return frame
     clusters = pd.to_numeric(frame["n_clusters"], errors="coerce")
     small = clusters.notna() & (clusters < min_clusters)
     out = frame.copy()
-    for column in ("low", "high"):
-        out[column] = out[column].astype(float).where(~small, np.nan)
+    for pair in pairs:
+        for column in pair:
+            out[column] = out[column].astype(float).where(~small, np.nan)
     notes = [
         interval_note(int(n), min_clusters) if is_small else ""
         for n, is_small in zip(clusters.fillna(0), small, strict=True)
     ]
-    out.insert(out.columns.get_loc("high") + 1, NOTE_COLUMN, notes)
+    after = "high" if ("low", "high") in pairs else pairs[-1][1]
+    out.insert(out.columns.get_loc(after) + 1, NOTE_COLUMN, notes)
     return out

@@ -92,6 +92,7 @@ from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
 from deliberation.params import check_distinct, check_limit
 from deliberation.seeds import stable_seed
+from deliberation.stats.small_samples import calls_note
 
 Benchmark = str  # a registered memory benchmark's name (experiments/memory/benchmarks)
 ROW_COLUMNS = [
@@ -128,6 +129,8 @@ class NaturalResult:
             f"votes: {len(votes)}, invalid votes: {invalid} (counted wrong)"
             + (f", FAILED votes: {failed_votes} (not counted)" if failed_votes else ""),
             f"messages: {len(messages)}, failed calls: {failed}",
+            calls_note(votes, "vote rows"),
+            calls_note(self.rows[self.rows["kind"] == "decision"], "decision rows"),
         ]
         if discussions:
             lines.append(

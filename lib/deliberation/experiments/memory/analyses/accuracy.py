@@ -18,6 +18,7 @@ from deliberation.stats import (
     difference_statistic,
     mean_of,
 )
+from deliberation.stats.small_samples import call_column, distinct_calls
 
 REFERENCE = "reference"
 
@@ -72,7 +73,10 @@ def accuracy_table(
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
     with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
     wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
-    neither numerator nor denominator; when there are any, a ``failed`` column counts them."""
+    neither numerator nor denominator; when there are any, a ``failed`` column counts them.
+    ``n_calls`` counts the distinct model calls behind ``n_rows`` (identical prompts are one
+    cached call), and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform
+    guess (%, the mean of 1 / number of options)."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
@@ -89,6 +93,16 @@ def accuracy_table(
     results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
     grouped = rows.groupby(by, sort=False, dropna=False)
     sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
+    calls = None
+    if call_column(rows) is not None:
+        calls = {(k if len(by) > 1 else k[0]): distinct_calls(g) for k, g in grouped}
+    chance = None
+    if "n_options" in rows:
+        chance = (
+            (1 / rows["n_options"].astype(float))
+            .groupby([rows[c] for c in by], sort=False, dropna=False)
+            .mean()
+        )
     out = []
     for i, combo in enumerate(combos):
         result = results[str(i)]
@@ -100,10 +114,13 @@ def accuracy_table(
                 "low": 100 * result.low,
                 "high": 100 * result.high,
                 "n_rows": int(sizes[key]),
+                **({} if calls is None else {"n_calls": calls[key]}),
                 "n_clusters": result.n_clusters,
                 "invalid": int(invalid[key]),
             }
         )
+        if chance is not None:
+            out[-1]["chance"] = 100 * float(chance[key])
         if failed_mask.any():
             out[-1]["failed"] = int(failed.get(key, 0))
     return pd.DataFrame(out)
