@@ -72,3 +72,27 @@ def test_every_interval_of_a_table_of_several_effects_is_withheld() -> None:
     assert out.loc[1, ["remove low", "shuffle_high"]].tolist() == [-1.0, 2.0]
     assert out.loc[0, "interval"] == "n = 2 clusters, no interval" and out.loc[1, "interval"] == ""
     assert list(out.columns).index("interval") == list(out.columns).index("shuffle_high") + 1
+
+
+def test_a_bootstrap_counts_the_rows_and_distinct_calls_its_statistic_read() -> None:
+    from deliberation.experiments.memory.analyses.accuracy import differences
+    from deliberation.stats import cluster_bootstrap, mean_of
+
+    frame = pd.DataFrame(
+        {
+            "template": ["t1", "t1", "t2", "t2", "t3", "t3"],
+            "policy": ["empty", "empty", "empty", "empty", "R1", "R1"],
+            "correct": [1, 1, 0, 0, 1, 0],
+            "valid": 1,
+            "key": ["a", "a", "b", "b", "c", "d"],  # the empty memory: one call per template
+        }
+    )
+    result = cluster_bootstrap(frame, mean_of("correct", {"policy": "empty"}), n_resamples=50)
+    assert (result.n_rows, result.n_calls) == (4, 2)
+    bare = cluster_bootstrap(frame.drop(columns="key"), mean_of("correct"), n_resamples=50)
+    assert (bare.n_rows, bare.n_calls) == (6, None)
+    table = differences(frame, [("R1", "empty")], n_resamples=50)
+    assert table.loc[0, "n_calls"] == 4
+    assert "n_calls" not in differences(
+        frame.drop(columns="key"), [("R1", "empty")], n_resamples=50
+    )

@@ -27,9 +27,11 @@ def percent_interval(
     result: BootstrapResult,
     columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
 ) -> dict[str, object]:
-    """A bootstrap result as table columns, proportions in percentage points."""
+    """A bootstrap result as table columns, proportions in percentage points, with the
+    distinct model calls behind it (``n_calls``) when its rows name their calls."""
     row = result.as_row(scale=100)
-    return {column: row[column] for column in columns}
+    calls = {} if result.n_calls is None else {"n_calls": result.n_calls}
+    return {column: row[column] for column in columns} | calls
 
 
 def answered(rows: pd.DataFrame) -> pd.DataFrame:

@@ -171,6 +171,8 @@ def h1_h3_table(
                 "p_holm": float("nan"),
                 "n_clusters": result.n_clusters,
                 "n_resamples": result.n_resamples,
+                "n_rows": result.n_rows,
+                "n_calls": result.n_calls,
             }
         )
     return pd.DataFrame(out, columns=table.columns).astype(table.dtypes.to_dict())

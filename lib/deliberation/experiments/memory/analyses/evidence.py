@@ -143,6 +143,8 @@ def decoy_choices(
                 "low": 100 * r["decoy"].low,
                 "high": 100 * r["decoy"].high,
                 "decoy among wrong %": 100 * r["decoy | wrong"].estimate if wrong else float("nan"),
+                "n_clusters": r["decoy"].n_clusters,  # so the table writer withholds below 5
+                **({} if r["decoy"].n_calls is None else {"n_calls": r["decoy"].n_calls}),
             }
         )
     return pd.DataFrame(out)
