@@ -153,3 +153,5 @@ def test_the_natural_accuracy_table_counts_calls_and_carries_chance():
     assert empty["chance"] == pytest.approx(1 / 3)
     share = table.loc["group share (initial)"]
     assert share["n_rows"] == 1 and share["n_calls"] == 2
+    invalid = report.invalid_table(rows).set_index("what")
+    assert invalid.loc["empty", ["rows", "n_calls"]].tolist() == [4, 2]

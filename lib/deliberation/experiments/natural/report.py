@@ -26,7 +26,7 @@ import pandas as pd
 
 from deliberation.plots import chance_level, draw_chance, interval_errors, mark_small_samples
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
-from deliberation.stats.small_samples import MIN_CLUSTERS
+from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
 
 DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
@@ -284,6 +284,11 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     table["invalid_share"] = table["invalid"] / table["rows"]
+    if "key" in frame:  # rows repeat a call where identical prompts were one cached call
+        calls = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True).apply(
+            distinct_calls, include_groups=False
+        )
+        table.insert(table.columns.get_loc("rows") + 1, "n_calls", calls.to_numpy())
     if rows["valid"].isna().any():  # failed rows: no reply, counted apart (not invalid)
         failed = frame.assign(failed=frame["valid"].isna().astype(int))
         table["failed"] = (

@@ -22,6 +22,7 @@ from deliberation.stats import (
     likelihood_ratio_test,
     mean_of,
 )
+from deliberation.stats.small_samples import distinct_calls
 
 COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
 
@@ -105,6 +106,7 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "Wald statistic (cluster-robust)": test.wald_statistic,
                 "p_Wald": test.wald_p_value,
                 "n_rows": test.full.n_obs,
+                "n_calls": distinct_calls(answered(rows)),
                 "n_templates": test.full.n_clusters,
             }
         ]
