@@ -101,7 +101,9 @@ def test_tag_effects_withhold_every_effects_interval_below_the_minimum():
         }
     )
     ax = figures.tag_effects(table, "t").axes[0]
-    assert _drawn_bars(ax) == 0 and _texts(ax) == ["n = 2 clusters"] * 4
+    # Every bar withheld: one note for the axes, not a label on each bar.
+    assert _drawn_bars(ax) == 0
+    assert _texts(ax) == ["no intervals: n = 2 clusters each, fewer than 5"]
     assert _drawn_bars(figures.tag_effects(table.assign(n_clusters=6), "t").axes[0]) == 4
 
 
@@ -121,7 +123,8 @@ def test_natural_measures_withhold_one_template_bars_and_draw_chance():
     )
     fig = report.plot_measures(table, ["decision: transcript", "decision: empty"], "t")
     ax = fig.axes[0]
-    assert _drawn_bars(ax) == 0 and _texts(ax) == ["n = 1 cluster"] * 2
+    assert _drawn_bars(ax) == 0
+    assert _texts(ax) == ["no intervals: n = 1 cluster each, fewer than 5"]
     assert _chance_lines(ax) == pytest.approx([100 / 3])
     assert chance_level(table.drop(columns="chance")) is None
 

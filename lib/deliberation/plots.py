@@ -106,6 +106,28 @@ def mark_small_samples(
     return marks
 
 
+def note_all_withheld(
+    ax: plt.Axes, n_clusters: Sequence[float] | None, *, min_clusters: int = MIN_CLUSTERS
+) -> bool:
+    """When every estimate of the axes is below the minimum, one note says so ("no intervals:
+    n = 3 clusters each, fewer than 5") instead of a label on every point. Returns whether it
+    wrote the note (then the caller marks no point)."""
+    if n_clusters is None:
+        return False
+    counts = _floats(n_clusters)
+    counts = counts[np.isfinite(counts)]
+    if not counts.size or not withheld(counts, min_clusters).all():
+        return False
+    low, high = int(counts.min()), int(counts.max())
+    n = f"{low}" if low == high else f"{low}-{high}"
+    unit = "cluster" if high == 1 else "clusters"
+    ax.text(
+        0.01, 0.99, f"no intervals: n = {n} {unit} each, fewer than {min_clusters}",
+        transform=ax.transAxes, fontsize=7, ha="left", va="top", color="dimgrey",
+    )  # fmt: skip
+    return True
+
+
 def draw_chance(ax: plt.Axes, chance: float | None, *, label: str | None = None) -> bool:
     """A dotted line at chance (in the axis' units, e.g. 33.3 for 1/3 in percent); nothing when
     there is no chance level (``None``/NaN). Returns whether a line was drawn."""

@@ -24,7 +24,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from deliberation.plots import chance_level, draw_chance, interval_errors, mark_small_samples
+from deliberation.plots import (
+    chance_level,
+    draw_chance,
+    interval_errors,
+    mark_small_samples,
+    note_all_withheld,
+)
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
 from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
 
@@ -317,6 +323,7 @@ def plot_measures(
     for ax, benchmark in zip(axes[0], benchmarks, strict=False):
         mine = table[table["benchmark"] == benchmark]
         present = [m for m in measures if m in set(mine["measure"])]
+        one_note = note_all_withheld(ax, mine.get("n_clusters"), min_clusters=min_clusters)
         for k, prompt in enumerate(prompts):
             part = mine[mine["prompt"] == prompt].set_index("measure").reindex(present)
             x = np.arange(len(present)) + (k - (len(prompts) - 1) / 2) * width
@@ -324,8 +331,9 @@ def plot_measures(
             err = interval_errors(part["estimate"], part["low"], part["high"], n_clusters,
                                   min_clusters=min_clusters, scale=100)  # fmt: skip
             ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2, label=prompt)
-            mark_small_samples(ax, x, 100 * part["estimate"], n_clusters,
-                               min_clusters=min_clusters)  # fmt: skip
+            if not one_note:
+                mark_small_samples(ax, x, 100 * part["estimate"], n_clusters,
+                                   min_clusters=min_clusters)  # fmt: skip
         chance = chance_level(mine)
         draw_chance(ax, None if chance is None else 100 * chance)
         ax.set_xticks(np.arange(len(present)))

@@ -12,7 +12,13 @@ import numpy as np
 import pandas as pd
 
 from deliberation.experiments.memory.analyses.accuracy import REFERENCE
-from deliberation.plots import chance_level, draw_chance, interval_errors, mark_small_samples
+from deliberation.plots import (
+    chance_level,
+    draw_chance,
+    interval_errors,
+    mark_small_samples,
+    note_all_withheld,
+)
 from deliberation.stats.small_samples import MIN_CLUSTERS
 
 # Each reference line gets its own colour and dash pattern, so no two look alike (a dotted
@@ -43,6 +49,7 @@ def accuracy_by_budget(
     policies = list(dict.fromkeys(budgeted["policy"]))
     colours = plt.get_cmap("tab10")
     step = 0.012  # small horizontal offsets keep the intervals apart
+    one_note = note_all_withheld(ax, budgeted.get("n_clusters"), min_clusters=min_clusters)
     for k, policy in enumerate(policies):
         part = budgeted[budgeted["policy"] == policy]
         x = [float(c[2:]) + (k - (len(policies) - 1) / 2) * step for c in part["capacity"]]
@@ -50,8 +57,9 @@ def accuracy_by_budget(
                               part.get("n_clusters"), min_clusters=min_clusters)  # fmt: skip
         ax.errorbar(x, part["accuracy"], yerr=err, marker="o", capsize=3, label=policy,
                     color=colours(k % 10))  # fmt: skip
-        mark_small_samples(ax, x, part["accuracy"], part.get("n_clusters"),
-                           min_clusters=min_clusters)  # fmt: skip
+        if not one_note:
+            mark_small_samples(ax, x, part["accuracy"], part.get("n_clusters"),
+                               min_clusters=min_clusters)  # fmt: skip
     references = table[table["capacity"] == REFERENCE]
     for k, (_, row) in enumerate(references.iterrows()):
         colour, style = _reference_style(row["policy"], k)
@@ -118,8 +126,9 @@ def accuracy_by_lead(
     err = interval_errors(table["accuracy"], table["low"], table["high"], n_clusters,
                           min_clusters=min_clusters)  # fmt: skip
     ax.errorbar(table["lead_bin"], table["accuracy"], yerr=err, marker="o", capsize=3)
-    mark_small_samples(ax, table["lead_bin"], table["accuracy"], n_clusters,
-                       min_clusters=min_clusters)  # fmt: skip
+    if not note_all_withheld(ax, n_clusters, min_clusters=min_clusters):
+        mark_small_samples(ax, table["lead_bin"], table["accuracy"], n_clusters,
+                           min_clusters=min_clusters, horizontal=True)  # fmt: skip
     if draw_chance(ax, chance_level(table)):
         ax.legend(fontsize=7)
     ax.set_xticks(table["lead_bin"], table["lead"], fontsize=8)
@@ -142,6 +151,7 @@ def tag_effects(
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     x = np.arange(len(table))
     width = 0.8 / max(1, len(modes))
+    one_note = note_all_withheld(ax, table.get("n_clusters"), min_clusters=min_clusters)
     for k, mode in enumerate(modes):
         est = table[f"{mode} - keep"]
         n_clusters = table.get("n_clusters")
@@ -150,7 +160,8 @@ def tag_effects(
         at = x + (k - (len(modes) - 1) / 2) * width
         ax.bar(at, est, width, yerr=err, capsize=2,
                label={"remove": "tags removed", "shuffle": "tags reassigned"}[mode])  # fmt: skip
-        mark_small_samples(ax, at, est.clip(lower=0), n_clusters, min_clusters=min_clusters)
+        if not one_note:
+            mark_small_samples(ax, at, est.clip(lower=0), n_clusters, min_clusters=min_clusters)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, table["variant"], rotation=30, fontsize=8)
     ax.set_ylabel("accuracy change vs tags kept (points)")
