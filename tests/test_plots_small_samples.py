@@ -158,3 +158,28 @@ def test_the_natural_accuracy_table_counts_calls_and_carries_chance():
     assert share["n_rows"] == 1 and share["n_calls"] == 2
     invalid = report.invalid_table(rows).set_index("what")
     assert invalid.loc["empty", ["rows", "n_calls"]].tolist() == [4, 2]
+
+
+def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
+    from deliberation.experiments.dhd import report as dhd
+    from deliberation.stats.small_samples import withhold_small_intervals
+
+    shares = pd.DataFrame(
+        {
+            "design": ["single", "single"],
+            "benchmark": ["omnimath", "omnimath"],
+            "proposal": ["wrong", "correct"],
+            "helpful_share": [0.5, 0.8],
+            "bootstrap_low": [0.2, 0.6],
+            "bootstrap_high": [0.7, 0.9],
+            "wilson_low": [0.3, 0.5],
+            "wilson_high": [0.7, 0.95],
+            "n_clusters": [2, 8],
+        }
+    )
+    ax = dhd.plot_flip_shares(shares, "t").axes[0]
+    assert _drawn_bars(ax) == 1 and _texts(ax) == ["n = 2 clusters"]
+    # The table writer withholds both of its intervals there (bootstrap and Wilson).
+    written = withhold_small_intervals(shares)
+    assert written.loc[0, ["bootstrap_low", "wilson_high"]].isna().all()
+    assert written.loc[1, "bootstrap_low"] == 0.6
