@@ -183,3 +183,19 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     written = withhold_small_intervals(shares)
     assert written.loc[0, ["bootstrap_low", "wilson_high"]].isna().all()
     assert written.loc[1, "bootstrap_low"] == 0.6
+
+
+def test_natural_policy_contrasts_count_the_calls_both_policies_read():
+    base = {"profile": "p", "kind": "decision", "benchmark": "crossprofile", "prompt": "plain",
+            "replicate": 0, "valid": 1}  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            base | {"task": f"{t}/{v}", "template": t, "policy": policy, "correct": c, "key": k}
+            for t in ("t", "u")
+            for v in ("a", "b")
+            for policy, c, k in (("empty", 1, f"{t}-empty"), ("R1", 0, f"{t}-{v}-R1"))
+        ]
+    )
+    table = report.policy_contrasts(rows, [("R1", "empty")], n_resamples=50)
+    # 8 rows: the empty memory is one call per template (2), R1 one per task (4).
+    assert table.loc[0, "n_calls"] == 6 and table.loc[0, "estimate"] == pytest.approx(-1.0)

@@ -252,9 +252,10 @@ def policy_contrasts(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Decision accuracy of policy ``a`` minus ``b`` on the same discussions, per benchmark
-    and prompt variant."""
+    and prompt variant, with the distinct decision calls both policies' rows rest on
+    (``n_calls``, when the rows name their calls)."""
     decisions = rows[rows["kind"] == "decision"]
-    parts = []
+    parts, calls = [], {}
     for a, b in pairs:
         for (name, benchmark, prompt), group in decisions.groupby(
             ["profile", "benchmark", "prompt"], sort=True
@@ -267,17 +268,19 @@ def policy_contrasts(
             parts.append(
                 diff.assign(profile=name, benchmark=benchmark, prompt=prompt, contrast=f"{a} - {b}")
             )
+            read = group[group["policy"].isin([a, b]) & group["valid"].notna()]
+            calls[(name, benchmark, prompt, f"{a} - {b}")] = distinct_calls(read)
     if not parts:
         return pd.DataFrame(
             columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
         )
-    return _bootstrap_table(
-        pd.concat(parts, ignore_index=True),
-        ["profile", "benchmark", "prompt", "contrast"],
-        "difference",
-        n_resamples,
-        seed,
+    keys = ["profile", "benchmark", "prompt", "contrast"]
+    table = _bootstrap_table(
+        pd.concat(parts, ignore_index=True), keys, "difference", n_resamples, seed
     )
+    if "key" in decisions:
+        table["n_calls"] = [calls[tuple(k)] for k in table[keys].itertuples(index=False)]
+    return table
 
 
 def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
