@@ -18,7 +18,12 @@ from deliberation.stats import (
     difference_statistic,
     mean_of,
 )
-from deliberation.stats.small_samples import call_column, distinct_calls
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_column,
+    distinct_calls,
+    withhold_small_intervals,
+)
 
 REFERENCE = "reference"
 
@@ -225,13 +230,27 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
     return out
 
 
-def accuracy_matrix(table: pd.DataFrame) -> pd.DataFrame:
+def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
-    entry ``accuracy [low, high]`` (for reading, not re-analysis: the long table has the data)."""
-    cells = table.assign(
+    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` where the interval rests on
+    fewer than ``min_clusters`` clusters (for reading, not re-analysis: the long table has the
+    data)."""
+    shown = withhold_small_intervals(table, min_clusters)
+    clusters = shown["n_clusters"] if "n_clusters" in shown else [None] * len(shown)
+
+    def entry(a: float, lo: float, hi: float, n: object) -> str:
+        if pd.notna(lo) and pd.notna(hi):
+            return f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
+        if n is None or pd.isna(n):
+            return f"{a:.1f}"
+        return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+
+    cells = shown.assign(
         entry=[
-            f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
-            for a, lo, hi in zip(table["accuracy"], table["low"], table["high"], strict=True)
+            entry(a, lo, hi, n)
+            for a, lo, hi, n in zip(
+                shown["accuracy"], shown["low"], shown["high"], clusters, strict=True
+            )
         ]
     )
     wide = cells.pivot(index="policy", columns="capacity", values="entry")

@@ -85,8 +85,8 @@ def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.D
 def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
     the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both
-    models, the likelihood-ratio and cluster-robust Wald tests of the policy terms). Failed rows
-    are left out."""
+    models, with the templates their cluster-robust intervals rest on, and the likelihood-ratio
+    and cluster-robust Wald tests of the policy terms). Failed rows are left out."""
     test = likelihood_ratio_test(answered(rows), POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(
         [
@@ -96,6 +96,8 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ignore_index=True,
     )
     coefficients = coefficients[["model", *[c for c in coefficients if c != "model"]]]
+    # Cluster-robust intervals need clusters too: the table writer withholds them below 5.
+    coefficients["n_clusters"] = test.full.n_clusters
     tests = pd.DataFrame(
         [
             {
