@@ -96,3 +96,12 @@ def test_a_bootstrap_counts_the_rows_and_distinct_calls_its_statistic_read() -> 
     assert "n_calls" not in differences(
         frame.drop(columns="key"), [("R1", "empty")], n_resamples=50
     )
+
+
+def test_bounds_named_with_their_unit_are_withheld_too() -> None:
+    frame = pd.DataFrame(
+        {"gain_pp": [5.0, 2.0], "low_pp": [1.0, -1.0], "high_pp": [9.0, 4.0], "n_clusters": [3, 40]}
+    )
+    out = withhold_small_intervals(frame)
+    assert out.loc[0, ["low_pp", "high_pp"]].isna().all() and out.loc[1, "low_pp"] == -1.0
+    assert out.loc[0, "interval"] == "n = 3 clusters, no interval"

@@ -62,7 +62,8 @@ def interval_note(n_clusters: int, min_clusters: int = MIN_CLUSTERS) -> str:
 
 def interval_pairs(columns) -> list[tuple[str, str]]:
     """The (low, high) column pairs of a table: ``low``/``high`` and every ``<x> low``/``<x>
-    high`` or ``<x>_low``/``<x>_high`` (a table of several effects, e.g. the tag ablation)."""
+    high``, ``<x>_low``/``<x>_high`` or ``low_<unit>``/``high_<unit>`` (a table of several
+    effects, e.g. the tag ablation, or bounds named with their unit)."""
     columns = list(columns)
     pairs = []
     for column in columns:
@@ -72,6 +73,9 @@ def interval_pairs(columns) -> list[tuple[str, str]]:
                 if partner in columns:
                     pairs.append((column, partner))
                 break
+        else:  # ``low_pct``/``high_pct``: the unit after the bound
+            if column.startswith("low_") and f"high_{column[4:]}" in columns:
+                pairs.append((column, f"high_{column[4:]}"))
     return pairs
 
 

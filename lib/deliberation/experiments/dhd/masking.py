@@ -274,7 +274,7 @@ def with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
 
 MASKING_TABLE_COLUMNS = [
     "cell", "arm", "condition", "cases", "events", "invalid", "success", "low", "high",
-    "minus_full", "minus_full_low", "minus_full_high", "p_value",
+    "minus_full", "minus_full_low", "minus_full_high", "p_value", "n_clusters",
 ]  # fmt: skip
 
 
@@ -332,6 +332,8 @@ def masking_table(
                     "low": results[arm].low,
                     "high": results[arm].high,
                     **difference,
+                    # problems behind the intervals: none published from fewer than the minimum
+                    "n_clusters": results[arm].n_clusters,
                 }
             )
     return pd.DataFrame(out, columns=MASKING_TABLE_COLUMNS)  # no case at all: header only
