@@ -6,7 +6,8 @@ label on the sim, the model's description on a real model). Metadata that varies
 
 Figures say small samples as the tables do (:mod:`deliberation.stats.small_samples`): an
 estimate from fewer clusters than the minimum gets no error bar but its n beside it
-(:func:`interval_errors`, :func:`mark_small_samples`), and a figure of a proportion draws the
+(:func:`interval_errors`, :func:`mark_small_samples`; one note when none reaches it,
+:func:`note_all_withheld`), and a figure of a proportion draws the
 chance line 1/k where there is one (:func:`draw_chance`).
 """
 
@@ -137,7 +138,7 @@ def draw_chance(ax: plt.Axes, chance: float | None, *, label: str | None = None)
     return True
 
 
-def chance_level(table) -> float | None:
+def chance_level(table: pd.DataFrame) -> float | None:
     """The table's ``chance`` column as one value (None when absent or empty). A figure draws
     one line, so differing chance levels (mixed numbers of options) are averaged."""
     if "chance" not in getattr(table, "columns", ()):
