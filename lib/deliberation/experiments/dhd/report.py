@@ -38,6 +38,7 @@ def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFram
     single = single_message_effects(rows).assign(design="single")
     loo = leave_one_out_effects(rows).assign(design="loo")
     columns = ["problem", "benchmark", "design", "k", "message", "effect", "category"]
+    columns += ["calls"] if "calls" in single and "calls" in loo else []
     effects = pd.concat([single[columns], loo[columns]], ignore_index=True)
     return with_proposals(effects, proposals)
 
@@ -59,6 +60,7 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
 FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
     "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
+    "n_calls",
 ]  # fmt: skip
 
 
@@ -105,9 +107,17 @@ def flip_share_table(
                     "wilson_low": record["share_low"],
                     "wilson_high": record["share_high"],
                     "n_clusters": int(flips["problem"].nunique()),
+                    **(
+                        {"n_calls": len(frozenset().union(*flips["calls"]))}
+                        if "calls" in flips
+                        else {}
+                    ),
                 }
             )
-    return pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    table = pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    if len(table) and table["n_calls"].isna().all():  # effects that name no call
+        return table.drop(columns="n_calls")
+    return table
 
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
