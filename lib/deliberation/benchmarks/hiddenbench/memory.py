@@ -19,7 +19,7 @@ HIDDENBENCH_POLICIES: tuple[str, ...] = (
 
 HIDDENBENCH_COLUMNS = [
     "task", "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens",
-    "budget_tokens", "answer", "correct", "valid", "error", "key",
+    "budget_tokens", "answer", "answer_position", "n_options", "correct", "valid", "error", "key",
 ]  # fmt: skip
 
 
