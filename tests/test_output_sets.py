@@ -144,3 +144,20 @@ def test_figure_sets_are_whole_and_hashed():
     files["png"].write_bytes(b"tampered")
     assert check_output_set(files["provenance"]) == [f"{files['png']}: differs from the hash in"
                                                      " f.provenance.json"]  # fmt: skip
+
+
+def test_the_same_set_rebuilt_at_another_commit_leaves_the_committed_sidecar_alone(monkeypatch):
+    """A run at a later commit that writes the same bytes does not dirty the checkout (its
+    sidecar keeps the commit that made them); a set whose content changes names the new one."""
+    import deliberation.provenance as provenance
+
+    monkeypatch.setattr(provenance, "git_state", lambda: ("a" * 40, False))
+    sidecar = _write(OLD)["provenance"]
+    before = sidecar.read_bytes()
+    monkeypatch.setattr(provenance, "git_state", lambda: ("b" * 40, True))
+    _write(OLD)
+    assert sidecar.read_bytes() == before
+    _write(NEW)
+    record = json.loads(sidecar.read_text())
+    assert record["git_commit"] == "b" * 40 and record["git_dirty"] is True
+    assert check_output_set(sidecar) == []

@@ -359,3 +359,10 @@ def test_a_grid_value_listed_twice_is_a_profile_error(tmp_path, section, field, 
         ProfileError, match=rf"{path}: experiments.{section}.{field}: .*more than once"
     ):
         load_profile(path)
+
+
+@pytest.mark.parametrize("value", [123, 1.5, None, True, ["sim"]])
+def test_a_profile_parameter_of_the_wrong_type_is_refused_naming_it(value) -> None:
+    """As papermill passes `-p profile 123` to a notebook's load_profile call."""
+    with pytest.raises(ProfileError, match=r"profile: expected a profile name"):
+        load_profile(value)

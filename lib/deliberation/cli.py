@@ -13,14 +13,14 @@ import importlib
 import logging
 import sys
 
+from deliberation import exit_codes
+
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
 COMMAND_MODULES = [
     "deliberation.inference_commands",
     "deliberation.crossprofile.commands",
     "deliberation.datasets.commands",
-    "deliberation.experiments.memory.commands",
-    "deliberation.experiments.dhd.commands",
-    "deliberation.experiments.natural.commands",
+    "deliberation.experiments.run_command",
     "deliberation.paper.commands",
     "deliberation.results.commands",
 ]
@@ -35,7 +35,7 @@ COMMANDS = {
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
     "models": "fetch and check the pinned model files",
     "serve": "start a profile's model server (its server: section) and keep it up until Ctrl-C",
-    "run": "run an experiment through the response cache (crossprofile, hiddenbench, natural, dhd)",
+    "run": "run a registered experiment through the response cache (`run --help` lists them)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
@@ -153,13 +153,30 @@ def main(argv: list[str] | None = None) -> int:
     install_log_redaction()  # no URL credentials in any log line, the HTTP libraries' included
     try:
         return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        # Every answer received before the interrupt is already committed to the cache
+        # (inference/interrupts.py): one line, no traceback.
+        kept = sys.modules.get("deliberation.inference.cache")
+        count = getattr(kept, "ANSWERS_STORED", 0)
+        print(
+            f"deliberation {args.command}: interrupted: {count} answers kept, rerun the same"
+            " command to resume",
+            file=sys.stderr,
+        )
+        return exit_codes.INTERRUPTED
     except Exception as error:
+        code = getattr(error, "exit_code", None)
+        if not args.verbose and isinstance(code, int) and not isinstance(code, bool):
+            # An outcome the error names itself (server unreachable, pre-flight refused, model
+            # mismatch, output unwritable, ...): its message and its own exit code.
+            print(f"deliberation {args.command}: {error}", file=sys.stderr)
+            return code
         if args.verbose or not _is_user_error(error):
             raise
         # Bad input (a profile, a template, a data folder, a cache file, a missing key) is
         # reported as the error says it, naming the file and field, without a traceback.
         print(f"deliberation {args.command}: {error}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
 
 
 # Errors that describe the user's input or environment; anything else is a bug and keeps its

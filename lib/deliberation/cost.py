@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +43,9 @@ class GPUThroughput(_Strict):
         False,
         description="the server keeps the previous prompt's KV cache (llama.cpp's server): the"
         " plan times only the part of each prompt the prompt sent before it does not share",
+    )
+    device: Literal["GPU", "CPU"] = Field(
+        "GPU", description="what the throughput runs on: the plan prices GPU or CPU hours"
     )
     basis: str = Field("", description="where the throughput figures come from")
 
@@ -79,13 +83,16 @@ class CostEstimate:
     money_ceiling: float | None = None
     currency: str = ""
     price_date: dt.date | None = None
+    device: str = "GPU"  # what gpu_hours are hours of (a llama.cpp profile on a laptop: CPU)
 
     def lines(self) -> list[str]:
         out = []
         if self.gpu_hours is not None:
+            d = self.device
             out.append(
-                f"GPU time: {amount(self.gpu_hours)} GPU hours ({amount(self.wall_hours)} h wall);"
-                f" at most {amount(self.gpu_hours_ceiling)} GPU hours if every answer ran to max_tokens"
+                f"{d} time: {amount(self.gpu_hours)} {d} hours ({amount(self.wall_hours)} h wall);"
+                f" at most {amount(self.gpu_hours_ceiling)} {d} hours if every answer ran to"
+                " max_tokens"
             )
         if self.money is not None:
             out.append(
@@ -124,6 +131,7 @@ def estimate(
             "wall_hours": hours(completion_tokens),
             "gpu_hours": hours(completion_tokens) * gpu.gpus,
             "gpu_hours_ceiling": hours(completion_ceiling) * gpu.gpus,
+            "device": gpu.device,
         }
     if model.price is not None:
         price = model.price
@@ -140,3 +148,38 @@ def estimate(
             "price_date": price.as_of,
         }
     return CostEstimate(**fields)
+
+
+# A plan longer than this is worth a warning before anything runs (a copied profile keeps the
+# full grid: days on a CPU).
+LONG_RUN_HOURS = 3.0
+# Without a cost section the plan cannot time the calls; past this many it says so loudly.
+MANY_CALLS = 1_000
+# A reference rate to put an untimed plan in proportion: SmolLM2-135M through llama.cpp on two
+# CPU cores took 4-6 s a CrossProfile decision (docs/real-model.md).
+REFERENCE_SECONDS_PER_CALL = 5.0
+
+
+def duration_warning(model: CostModel, cost: CostEstimate, calls_to_send: int) -> str | None:
+    """A warning when the calls to send take more than :data:`LONG_RUN_HOURS` on the profile's
+    stated throughput, or are many and the profile states none; None otherwise."""
+    shrink = (
+        "try one template first (`deliberation run crossprofile --profile ... --limit 1`) or"
+        " shrink the profile's experiments: grid"
+    )
+    if cost.wall_hours is not None:
+        if cost.wall_hours <= LONG_RUN_HOURS:
+            return None
+        basis = f" ({model.gpu.basis})" if model.gpu is not None and model.gpu.basis else ""
+        return (
+            f"WARNING: {calls_to_send:,} calls take about {amount(cost.wall_hours)} h on the"
+            f" profile's stated throughput{basis}: {shrink}"
+        )
+    if model.gpu is None and calls_to_send > MANY_CALLS:
+        hours = calls_to_send * REFERENCE_SECONDS_PER_CALL / 3600
+        return (
+            f"WARNING: {calls_to_send:,} calls to send and no cost.gpu section to time them; at"
+            f" {REFERENCE_SECONDS_PER_CALL:.0f} s a call (a 135M model on two CPU cores) that"
+            f" would be {amount(hours)} h: {shrink}, and state the server's throughput in cost.gpu"
+        )
+    return None

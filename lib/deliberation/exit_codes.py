@@ -31,6 +31,17 @@ EXIT_CODES: dict[int, str] = {
 }
 
 
+EXIT_CODES_BEGIN = "<!-- exit-codes:begin -->"
+EXIT_CODES_END = "<!-- exit-codes:end -->"
+
+
+def markdown_table() -> str:
+    """The README's exit-code table (between :data:`EXIT_CODES_BEGIN` and :data:`EXIT_CODES_END`;
+    a test checks that the README holds exactly this)."""
+    rows = [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES.items()]
+    return "\n".join(["| code | outcome |", "| ---: | --- |", *rows])
+
+
 class CommandError(Exception):
     """An outcome a command ends on, with its message for the user and its exit code."""
 

@@ -48,7 +48,7 @@ from deliberation.cost import CostModel
 
 # The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
 # known before a profile's sim.parameters are checked.
-from deliberation.experiments import experiment_options
+from deliberation.experiments import experiment_options, experiment_smoke_sizes
 from deliberation.inference.base import backend_class, registered_backends
 from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
 from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
@@ -103,7 +103,7 @@ def distinct_values(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
 class ExperimentOptions(Strict):
     """The profile's ``experiments:`` section: sizes that differ between a full run and a smoke
     run, and one section per registered experiment (``crossprofile``, ``hiddenbench``,
-    ``natural``, ``dhd``: see ``deliberation.experiments.OPTIONS``), each validated by the
+    ``natural``, ``dhd``: see ``deliberation.experiments.experiment_options``), each validated by the
     options model its experiment package registered. :func:`experiment_options_model` adds
     those sections as fields."""
 
@@ -153,6 +153,9 @@ class Profile(Strict):
     revision: str = ""
     seed: int = 0
     smoke: bool = False
+    min_interval_clusters: int = Field(
+        5, ge=1, description="no interval in a table from fewer clusters (templates, problems)"
+    )
     sampling: Sampling = Sampling()
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
@@ -357,6 +360,9 @@ def _resolve(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
             raise ProfileError(f"{path}: extends: no profile named {parent!r} at {parent_path}")
         inherited = _resolve(parent_path, (*seen, path))
         inherited.pop("name", None)
+        if data.get("smoke") is True and inherited.get("smoke") is not True:
+            # The first smoke profile runs each experiment at its record's smoke size.
+            inherited = _deep_merge(inherited, {"experiments": experiment_smoke_sizes()})
         merged = _deep_merge(inherited, data)
     backend = merged.get("backend")
     for key in data:
@@ -421,6 +427,13 @@ def _non_finite(value: Any, path: str = "") -> str | None:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
+    if not isinstance(name_or_path, str | Path) or isinstance(name_or_path, bool):
+        # A notebook parameter arrives as papermill parsed it: `-p profile 123` gives an int.
+        raise ProfileError(
+            f"profile: expected a profile name or a path to a profile file, got"
+            f" {type(name_or_path).__name__} {name_or_path!r} (with papermill, `-r profile NAME`"
+            " passes the name as text)"
+        )
     candidate = _profile_path(name_or_path)
     data = _resolve(candidate)
     if "served_by_sim" in data or "options" in data:

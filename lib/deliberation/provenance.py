@@ -170,6 +170,25 @@ def sidecar_path(stem: Path) -> Path:
     return stem.with_name(stem.name + ".provenance.json")
 
 
+# What names the checkout that wrote a set, not what it holds.
+CHECKOUT_FIELDS = ("git_commit", "git_dirty")
+
+
+def _keep_checkout(sidecar: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """``record``, with the existing sidecar's checkout fields when that is all that differs:
+    rebuilding the same bytes at a later commit (a run, a replay into the tree) then leaves a
+    committed set untouched, and only a build that changes what a set holds (publishing new
+    results) writes a new commit into it."""
+    try:
+        old = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return record
+    if not isinstance(old, dict) or any(f not in old for f in CHECKOUT_FIELDS):
+        return record
+    kept = {**record, **{f: old[f] for f in CHECKOUT_FIELDS}}
+    return kept if kept == old else record
+
+
 def write_output_set(
     stem: Path,
     writers: Mapping[str, Callable[[Path], object]],
@@ -185,6 +204,8 @@ def write_output_set(
     ``"provenance"``."""
     targets = {suffix: stem.with_suffix(f".{suffix}") for suffix in writers}
 
+    sidecar = sidecar_path(stem)
+
     def make_sidecar(files: Mapping[str, Path]) -> str:
         record = provenance_record(
             profile,
@@ -194,9 +215,8 @@ def write_output_set(
             uses_model=uses_model,
             source=source,
         )
-        return json.dumps(record, indent=2, sort_keys=True) + "\n"
+        return json.dumps(_keep_checkout(sidecar, record), indent=2, sort_keys=True) + "\n"
 
-    sidecar = sidecar_path(stem)
     write_file_set(
         {targets[suffix]: write for suffix, write in writers.items()},
         sidecar=sidecar,

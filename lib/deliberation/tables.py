@@ -18,6 +18,7 @@ import pandas as pd
 from deliberation import paths
 from deliberation.params import Profile
 from deliberation.provenance import ReleasedSource, label_caption, write_output_set
+from deliberation.stats.small_samples import withhold_small_intervals
 
 DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
 ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
@@ -62,7 +63,9 @@ def write_table(
     ``markdown`` and ``latex`` default to True, except for a name ending in ``_rows`` (the rows
     a notebook analysed, which are data to re-analyse, not a table to read): CSV alone, and
     asking for Markdown or LaTeX of one is an error. ``float_format`` is the CSV's precision;
-    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`.
+    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`. A row whose interval rests on fewer
+    clusters than the profile's ``min_interval_clusters`` (5) is written without one, saying so
+    (:func:`~deliberation.stats.small_samples.withhold_small_intervals`).
 
     ``uses_model=False`` is for tables that describe a benchmark and involve no model call
     (the same under every profile); their sidecar says so instead of naming a model.
@@ -76,6 +79,7 @@ def write_table(
         )
     markdown = not is_rows if markdown is None else markdown
     latex = not is_rows if latex is None else latex
+    frame = withhold_small_intervals(frame, profile.min_interval_clusters)
     stem = table_dir(profile) / name
     full_caption = label_caption(caption, profile, uses_model=uses_model, source=source)
     texts = {"csv": frame.to_csv(index=False, lineterminator="\n", float_format=float_format)}

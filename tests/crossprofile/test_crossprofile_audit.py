@@ -5,7 +5,7 @@ is fixed by the design (v1's decoy and irrelevant placement make the correct opt
 least-named and shortest in each of these templates, uniquely), and every template is audited
 in all three option rotations so that position plays no part. Its accuracy is then 1.0 for
 two templates as for sixty; the balanced v2 fixture scores exactly 1/3 (a three-way tie).
-The v2 test works the same way: bank v2's single role layout puts four facts on the stated
+The v2 and v3 tests work the same way: bank v2's single role layout puts four facts on the stated
 criteria on the two-decoy option and two on each other option, so a reader that counts facts
 sharing a word with the criteria excludes a wrong option in every such template.
 """
@@ -21,10 +21,10 @@ from deliberation.cli import main
 from deliberation.crossprofile.audit import (
     MAX_ABOVE_CHANCE,
     audit,
+    bootstrap_interval,
     credit,
     format_audit,
     readers,
-    wilson_interval,
 )
 from deliberation.crossprofile.loader import load_template, read_template, template_files
 from deliberation.crossprofile.schema import Template
@@ -32,6 +32,7 @@ from deliberation.crossprofile.schema import Template
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "crossprofile"
 V1 = FIXTURES / "bank_v1"
 V2 = FIXTURES / "bank_v2"
+V3 = FIXTURES / "bank_v3"
 
 
 def _load(directory: Path) -> list[Template]:
@@ -58,7 +59,7 @@ def test_audit_fails_on_two_templates_of_the_old_bank():
     report = audit(_in_every_rotation(old))
     assert not report.ok
     failing = set(report.failures["heuristic"])
-    names = ("fewest name occurrences", "fewest total text (tokens)")
+    names = ("fewest name occurrences", "lowest fact tokens (total)")
     assert set(names) <= failing, format_audit(report)
     for name in names:
         assert _row(report, name)["accuracy"] == 1.0
@@ -94,6 +95,26 @@ def test_audit_fails_on_two_templates_of_bank_v2():
         assert sorted(scores.values())[-1] > sorted(scores.values())[-2]
 
 
+def test_audit_fails_on_two_templates_of_bank_v3():
+    """Issue 32: in v3 the key's facts are the longest in characters (long words), so the
+    option with the longest single fact and the longest mean fact is the key, in every
+    rotation of these two templates; the word and token lengths the v3 audit read miss it."""
+    v3 = _load(V3)
+    assert len(v3) == 2 and {t.domain for t in v3} == {"education", "hiring"}
+    report = audit(_in_every_rotation(v3))
+    assert not report.ok, format_audit(report)
+    failing = set(report.failures["heuristic"])
+    names = ("highest fact characters (max)", "highest fact characters (mean)")
+    assert set(names) <= failing
+    for name in names:
+        assert _row(report, name)["accuracy"] == 1.0
+        reader = next(h for h in readers() if h.name == name)
+        for t in v3:  # a unique pick, not a tie
+            scores = reader.scores(t)
+            assert max(scores, key=scores.get) == t.correct
+            assert sorted(scores.values())[-1] > sorted(scores.values())[-2]
+
+
 def test_every_reader_is_role_blind():
     """A reader scores from what a model sees: blanking every role, option field, polarity
     and tone changes no score (the text classifiers train on the key only)."""
@@ -115,7 +136,7 @@ def test_every_reader_is_scored_against_one_over_the_number_of_options():
     table = audit(_in_every_rotation(_load(V1) + _load(V2))).table
     assert list(table["chance"]) == pytest.approx([1 / 3] * len(table))
     classifiers = table[table["heuristic"].str.contains("leave one domain out")]
-    assert len(classifiers) == 3 and (classifiers["n"] == 12).all()
+    assert len(classifiers) == 4 and (classifiers["n"] == 12).all()
 
 
 def test_classifier_text_drops_option_names_numbers_and_polarity_words():
@@ -155,14 +176,17 @@ def test_the_verdict_is_more_than_ten_points_above_chance():
             assert row["passes"]  # the all-facts lexicon is reported, never failed
 
 
-@pytest.mark.parametrize(("hits", "n"), [(20, 60), (0, 60), (7.5, 12)])
-def test_wilson_interval_matches_the_formula(hits, n):
-    z = 1.959963984540054
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    low, high = wilson_interval(hits, n)
-    assert low == pytest.approx(max(0.0, centre - half)) and high == pytest.approx(centre + half)
+def test_the_interval_bootstraps_templates():
+    """All-or-nothing credits give an interval that holds the mean and stays within [0, 1];
+    constant credits give a zero-width interval; the same credits give the same interval."""
+    credits = [1.0] * 20 + [0.0] * 40
+    low, high = bootstrap_interval(credits)
+    assert 0 <= low < 1 / 3 < high <= 1
+    assert bootstrap_interval(credits) == (low, high)
+    assert bootstrap_interval([0.5] * 12) == pytest.approx((0.5, 0.5))
+    # about +-2 standard errors of a proportion of 60
+    se = math.sqrt((1 / 3) * (2 / 3) / 60)
+    assert high - low == pytest.approx(2 * 1.96 * se, rel=0.2)
 
 
 def test_audit_needs_a_main_template():

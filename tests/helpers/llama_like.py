@@ -2,7 +2,9 @@
 
 It behaves as llama-cpp-python 0.3.36's server was measured to: it lists one model, refuses
 ``response_format`` of type ``json_schema`` with HTTP 500, honours ``json_object`` (+ ``schema``)
-and ignores vLLM's fields, answering free text. Its usage counts its own "tokenizer": a fixed
+and ignores vLLM's fields, answering free text. Like llama-cpp-python, a reply's ``model`` echoes the
+request's (its ``create_chat_completion`` is called with the body's ``model``), while ``GET
+/models`` lists only the alias it serves. Its usage counts its own "tokenizer": a fixed
 31 prompt tokens, unlike the project's counter. Every request body is kept in ``bodies``.
 """
 
@@ -48,7 +50,7 @@ class LlamaCppPythonLike(BaseHTTPRequestHandler):
             return
         text = '{"answer": "yes"}' if kind == "json_object" else "The correct answer is: yes."
         self._send(200, {
-            "id": "x", "object": "chat.completion", "created": 0, "model": SERVED_MODEL,
+            "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": SERVER_PROMPT_TOKENS, "completion_tokens": 5, "total_tokens": 36},

@@ -91,6 +91,7 @@ def test_a_disk_that_stays_full_gives_an_error_naming_the_file_with_the_answers(
         with pytest.raises(CacheWriteError, match=rf"{path}: 10 received answers") as caught:
             client.generate(requests_for(PROMPTS))
         assert caught.value.disk_full
+        assert "MiB free on its disk; storing them needs about" in str(caught.value)
         assert [r.text for _, r in caught.value.unwritten] == [p.upper() for p in PROMPTS]
         # Nothing was half-written, and the answers can still be stored by hand.
         assert cache.keys() == set()
@@ -133,3 +134,18 @@ def test_a_fully_cached_run_is_served_when_hit_counts_cannot_be_written(tmp_path
             )
     assert [r.text for r in out] == ["A", "B"] and backend.sent == []
     assert f"{path}: hit counts not updated" in caplog.text
+
+
+def test_the_write_ahead_log_stays_small_during_a_long_run(tmp_path):
+    from deliberation.inference.cache import WAL_SIZE_LIMIT, wal_path
+
+    path = tmp_path / "c.sqlite"
+    prompts = [f"{i:04d} " + "x" * 3000 for i in range(400)]  # about 2.4 MB of answers
+    with ResponseCache(path) as cache:
+        client = CachedClient(CountingBackend(), cache, profile="p", progress=False)
+        largest = 0
+        for start in range(0, len(prompts), 20):
+            client.generate(requests_for(prompts[start : start + 20]))
+            largest = max(largest, wal_path(path).stat().st_size)
+        assert len(cache.keys()) == len(prompts)
+    assert largest <= WAL_SIZE_LIMIT + 200 * 4096  # bounded, not growing with the run

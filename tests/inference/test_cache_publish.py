@@ -151,8 +151,18 @@ def test_a_different_answer_under_a_key_is_an_error_naming_it_and_nothing_is_imp
         (lambda lines: lines.append(dict(lines[1])), "line 6: answers"),
         (lambda lines: lines.pop(), "line 1: answers: the header says 4"),
         (lambda lines: lines[0]["identity"].update(revision="other"), "line 1: identity"),
+        (lambda lines: lines[2]["response"].update(prompt_tokens=-3),
+         "line 3: response.prompt_tokens"),
+        (lambda lines: lines[2]["response"].update(latency_s=float("nan")),
+         "line 3: response.latency_s"),
+        (lambda lines: lines[0].update(profile="../params/x"), "line 1: profile"),
+        (lambda lines: lines[2]["response"].update(parsed="not what the text says"),
+         "line 3: response.parsed"),
+        (lambda lines: lines[2]["response"].update(text="y" * (64 * 1024 + 256 * 4096 + 1)),
+         "line 3: response.text: longer than"),
     ],
-    ids=["type", "role", "unknown field", "edited request", "twice", "truncated", "identity"],
+    ids=["type", "role", "unknown field", "edited request", "twice", "truncated", "identity",
+         "negative tokens", "NaN latency", "profile path", "parsed edited", "answer too long"],
 )  # fmt: skip
 def test_bad_lines_are_refused_naming_file_line_and_field(
     answered, tmp_path, edit, message
@@ -269,3 +279,19 @@ def test_replies_with_any_text_round_trip_as_ascii_lines(tmp_path) -> None:
     assert import_responses(done.path, profile, cache_file=fresh).added == 1
     with ResponseCache(fresh) as cache:
         assert cache.get_many([client.key(request)])[client.key(request)].text == reply.text
+
+
+def test_a_line_past_the_bound_is_refused_before_it_is_held_in_memory(
+    answered, tmp_path, monkeypatch
+) -> None:
+    """A small gzip can expand to a huge answer: the reader stops at the line bound."""
+    from deliberation.inference import published
+
+    lines = _lines(answered)
+    lines[2]["response"]["text"] = "y" * 5000
+    bad = _rewrite(answered, lines, tmp_path / "bomb.jsonl.gz")
+    monkeypatch.setattr(published, "MAX_LINE_CHARS", 4000)
+    fresh = tmp_path / "fresh.sqlite"
+    with pytest.raises(PublishedFileError, match="line 3: longer than 4,000 characters"):
+        import_responses(bad, load_profile("smoke"), cache_file=fresh)
+    assert not fresh.exists() or not ResponseCache(fresh).keys()

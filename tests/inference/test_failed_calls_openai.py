@@ -141,3 +141,85 @@ def test_failures_after_a_success_do_not_trip_the_breaker(tmp_path) -> None:
 def test_the_hint_names_the_profile_key(complaint, key) -> None:
     assert f"`{key}`" in profile_hint(complaint)
     assert profile_hint("Internal Server Error") == ""
+
+
+def _reply(message: dict, finish: str = "stop", model: str = "sim-mechanism") -> bytes:
+    return json.dumps({
+        "id": "x", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                     "finish_reason": finish}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+    }).encode()  # fmt: skip
+
+
+TOOL_CALL = {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+NO_ANSWER = {
+    "tool call": (_reply({"content": None, "tool_calls": [TOOL_CALL]}, "tool_calls"), "tool call"),
+    "refusal": (_reply({"content": None, "refusal": "I can't help with that."}), "refused"),
+    "content filter": (_reply({"content": None}, "content_filter"), "content filter"),
+    "filter with text": (_reply({"content": "partial"}, "content_filter"), "content filter"),
+    "null content": (_reply({"content": None}), "content is null"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_ANSWER))
+def test_a_reply_without_an_answer_fails_is_not_stored_and_the_rerun_sends_it(case, tmp_path):
+    """HTTP 200 with no usable content is no answer: failed with its reason, counted apart,
+    never cached as text, and sent again by the next run."""
+    body, reason = NO_ANSWER[case]
+    bad = arithmetic_prompt(1)
+    cache_file = tmp_path / "c.sqlite"
+    with failing_server() as server:
+        server.raw = body
+        server.fail = lambda stage, sent: _prompt_of(sent) == bad
+        responses = _client(server.base_url, cache_file).generate(arithmetic_requests(4))
+        assert [r.ok for r in responses] == [True, False, True, True]
+        assert reason in responses[1].error
+        assert server.failed_posts["smoke.arithmetic"] == 1  # not retried within the run
+        server.fail = lambda stage, sent: False  # the server recovers
+        server.reset()
+        rerun = _client(server.base_url, cache_file).generate(arithmetic_requests(4))
+        assert server.total_posts == 1  # exactly the failed call
+    assert all(r.ok for r in rerun)
+    with ResponseCache(cache_file) as cache:
+        assert int(cache.stats()["calls"].sum()) == 4
+
+
+def test_an_empty_answer_is_an_answer_and_a_cut_answer_stays_invalid(tmp_path) -> None:
+    """Content "" and finish_reason length are answers (counted invalid by the parsers), not
+    failures: the model chose to say nothing, or ran out of room."""
+    with failing_server() as server:
+        server.raw = _reply({"content": ""})
+        server.fail = lambda stage, sent: _prompt_of(sent) == arithmetic_prompt(0)
+        empty = _client(server.base_url, tmp_path / "a.sqlite").generate(arithmetic_requests(1))
+        server.raw = _reply({"content": "Answer: 1"}, "length")
+        cut = _client(server.base_url, tmp_path / "b.sqlite").generate(arithmetic_requests(1))
+    assert empty[0].ok and empty[0].text == ""
+    assert cut[0].ok and cut[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize(
+    ("replied", "other"),
+    [("gpt-4o-evil", True), ("other", True), ("sim-mechanism", False),
+     ("sim-mechanism-2024-08-06", False), ("", False)],
+)  # fmt: skip
+def test_which_reply_model_names_are_another_model(replied, other) -> None:
+    from deliberation.inference.openai_api import replied_as_other_model
+
+    assert replied_as_other_model("sim-mechanism", replied) is other
+
+
+def test_a_reply_naming_another_model_fails_unless_an_alias_is_allowed(tmp_path, caplog):
+    bad = arithmetic_prompt(0)
+    with failing_server() as server:
+        server.raw = _reply({"content": "Answer: 7"}, model="gpt-4o-evil")
+        server.fail = lambda stage, sent: _prompt_of(sent) == bad
+        strict = _client(server.base_url, tmp_path / "a.sqlite").generate(arithmetic_requests(2))
+        with caplog.at_level(logging.WARNING):
+            client = _client(server.base_url, tmp_path / "b.sqlite", allow_model_alias=True)
+            allowed = client.generate(arithmetic_requests(2))
+            client.generate([*arithmetic_requests(2)])  # cached: no second warning
+    assert not strict[0].ok and "gpt-4o-evil" in strict[0].error and strict[1].ok
+    assert allowed[0].ok and allowed[0].text == "Answer: 7"
+    warned = [r for r in caplog.records if "answers as model" in r.getMessage()]
+    assert len(warned) == 1 and client.backend.served_as == {"gpt-4o-evil"}

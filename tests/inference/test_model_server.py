@@ -21,6 +21,7 @@ import pytest
 from helpers.llama_like import LlamaCppPythonLike, llama_like_server
 from helpers.serve_sim import SIM_MODEL, arithmetic_requests, openai_profile, wait_until
 
+from deliberation import exit_codes
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.model_server import (
@@ -29,7 +30,7 @@ from deliberation.inference.model_server import (
     answers,
     model_server,
 )
-from deliberation.inference.openai_api import OpenAIBackend, PreflightError
+from deliberation.inference.openai_api import ModelMismatchError, OpenAIBackend, PreflightError
 from deliberation.params import Profile, ProfileError, load_profile
 from deliberation.testing import sim_server_in_thread
 
@@ -214,22 +215,30 @@ def llama_like():
 
 
 def test_a_refused_structured_output_mode_stops_the_run_at_once_naming_the_key(llama_like) -> None:
-    profile = openai_profile(llama_like, structured_output="response_format", max_retries=6)
+    profile = openai_profile(
+        llama_like, structured_output="response_format", max_retries=6, allow_model_alias=True
+    )
     with model_server(profile), pytest.raises(PreflightError) as refused:
         client_for(profile, Path(tempfile.mkdtemp()) / "c.sqlite").generate(arithmetic_requests(20))
     message = str(refused.value)
     assert "openai.structured_output" in message and "Input should be 'text'" in message
     assert llama_like.rsplit("/v1", 1)[0] in message
-    # The pre-flight request, and the same without its structured fields: no batch was sent.
-    assert len(LlamaCppPythonLike.bodies) == 2
-    assert "response_format" not in LlamaCppPythonLike.bodies[1]
+    # It asked the server which dialect it speaks, and says what to set.
+    assert "set openai.structured_output: json_object_schema" in message
+    # The pre-flight request, the same without its structured fields, then one per mode tried
+    # (vLLM's two are ignored, answered in free text) until json_object_schema: no batch sent.
+    bodies = LlamaCppPythonLike.bodies
+    assert "response_format" not in bodies[1]
+    assert [b.get("response_format", {}).get("type") for b in bodies[2:]] == [
+        None, None, "json_object"]  # fmt: skip
+    assert "schema" in bodies[-1]["response_format"]
 
 
 def test_a_mode_the_server_ignores_is_a_warning_and_the_right_mode_passes(llama_like) -> None:
     ignored = OpenAIBackend(model="served-model", base_url=llama_like)  # vLLM's fields
     (warning,) = ignored.preflight()
     assert "openai.structured_output='structured_outputs'" in warning
-    assert "json_object_schema" in warning
+    assert "set openai.structured_output: json_object_schema" in warning
     right = OpenAIBackend(
         model="served-model", base_url=llama_like, structured_output="json_object_schema"
     )
@@ -238,12 +247,42 @@ def test_a_mode_the_server_ignores_is_a_warning_and_the_right_mode_passes(llama_
     assert sent["type"] == "json_object" and sent["schema"]["properties"]["answer"]["enum"]
 
 
-def test_a_model_name_the_server_does_not_list_is_a_warning_naming_both(llama_like) -> None:
+def test_a_server_no_mode_constrains_is_told_to_use_none(llama_like, monkeypatch) -> None:
+    """The dialect search can come back empty: then the advice is free text (mode none)."""
+    monkeypatch.setattr(LlamaCppPythonLike, "do_POST", _free_text_only)
+    backend = OpenAIBackend(model="served-model", base_url=llama_like)
+    assert backend.working_structured_mode() is None
+    (warning,) = backend.preflight()
+    assert "set openai.structured_output: none" in warning
+
+
+def _free_text_only(handler: LlamaCppPythonLike) -> None:
+    handler.rfile.read(int(handler.headers["Content-Length"]))
+    handler._send(200, {"id": "x", "object": "chat.completion", "created": 0,
+                        "model": "served-model", "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "Maybe."}}]})  # fmt: skip
+
+
+def test_a_model_name_the_server_does_not_list_stops_the_run_naming_both(llama_like) -> None:
     backend = OpenAIBackend(
         model="SmolLM2-typo", base_url=llama_like, structured_output="json_object_schema"
     )
+    with pytest.raises(ModelMismatchError) as stopped:
+        backend.preflight()
+    assert "SmolLM2-typo" in str(stopped.value) and "served-model" in str(stopped.value)
+    assert stopped.value.exit_code == exit_codes.MODEL_MISMATCH == 6
+    assert "openai.allow_model_alias" in str(stopped.value)
+
+
+def test_an_allowed_alias_is_a_warning_naming_both(llama_like) -> None:
+    backend = OpenAIBackend(
+        model="SmolLM2-alias",
+        base_url=llama_like,
+        structured_output="json_object_schema",
+        allow_model_alias=True,
+    )
     (warning,) = backend.preflight()
-    assert "SmolLM2-typo" in warning and "served-model" in warning
+    assert "SmolLM2-alias" in warning and "served-model" in warning and "accepted" in warning
 
 
 def test_deliberation_run_starts_the_profiles_server_only_when_it_must_send(

@@ -334,3 +334,20 @@ def test_the_plan_and_cache_stats_show_the_servers_prompt_tokens_beside_the_coun
         counter,
     )
     assert any("by the server's count" in line for line in format_plan(plan))
+
+
+def test_the_printed_plan_table_fits_120_characters():
+    """The terminal table (notebook number, short headers) fits a terminal; --csv keeps all."""
+    import pandas as pd
+
+    from deliberation.paper.plan import PLAN_COLUMNS, shown_table
+
+    # The whole paper on gpt-oss-120b (docs/scaling.md): 211,288 calls, 75.5 M prompt tokens.
+    counts, tokens = [211_288] * 5, [75_500_000] * 6
+    wide = pd.DataFrame(
+        [["03_crossprofile_h1_h3.ipynb", "crossprofile.relevance_labels", *counts, *tokens]],
+        columns=PLAN_COLUMNS,
+    )
+    lines = shown_table(wide).to_markdown(index=False, intfmt=",", tablefmt="simple").splitlines()
+    assert max(len(line) for line in lines) <= 120, lines[0]
+    assert lines[2].lstrip().startswith("03 ") and "crossprofile.relevance_labels" in lines[2]

@@ -22,6 +22,7 @@ from deliberation.results.side_by_side import (
     PaperNumbersError,
     compare_with_papers,
     load_paper_numbers,
+    results_page,
     side_by_side,
     to_points,
     write_papers_page,
@@ -242,3 +243,13 @@ def test_a_table_written_without_any_column_reads_as_missing_not_an_error(tmp_pa
     (tmp_path / "tables" / "p" / "t.csv").write_text("\n")
     where = OurNumber(table="t", row={"arm": "x"}, value="v", low="l", high="h", scale="points")
     assert read_our_number("p", where).text() == "missing (empty table)"
+
+
+def test_the_default_page_holds_the_markers_once_and_the_readme_links_it():
+    """`compare --papers ... --readme` rewrites docs/results.md (the README links there): the
+    markers must be there exactly once, and nowhere in the README any more."""
+    page = results_page().read_text(encoding="utf-8")
+    assert page.count(README_BEGIN) == 1 and page.count(README_END) == 1
+    assert page.index(README_BEGIN) < page.index(README_END)
+    readme = (results_page().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert README_BEGIN not in readme and "(docs/results.md)" in readme

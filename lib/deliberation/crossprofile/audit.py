@@ -5,19 +5,27 @@ criteria, the options, the fact texts and the task's presentation order) and nev
 role, option field, polarity or tone. A fact belongs to the option its text names (the
 verifier proves each fact names exactly one). Each reader picks one option per template:
 
-- *structural counts*: how many facts name an option, how often it is named, its total and
-  longest/shortest fact length, how many numbers its facts hold, how many of its facts share a
-  word with the criteria and how many words they share with the description (most and fewest
-  of each), its place in ``options``, and whether the task's first or last fact names it;
-- *cross-validated text classifiers*: each option's fact texts, with every option name,
+- *surface form, as a family*: every statistic of :mod:`deliberation.crossprofile.surface`
+  (fact length in tokens, characters and words as max, min, mean, total and spread;
+  punctuation, digits, negations, hedges and capitalised words as total and mean; the
+  name's length) gives the readers "highest" and "lowest"; a new statistic there is a new
+  pair of readers here and a new feature of the surface classifier;
+- *structural counts*: how many facts name an option, how often it is named, how many
+  numbers its facts hold, how many of its facts share a word with the criteria and how many
+  words they share with the description (most and fewest of each), its place in
+  ``options``, and whether the task's first or last fact names it;
+- *cross-validated classifiers*: each option's fact texts, with every option name,
   stopwords, numbers and sentiment-lexicon words removed, as word 1-2-grams; naive Bayes and
-  logistic regression (``scikit-learn``), and a logistic regression on the structural counts.
-  Each is trained leave-one-domain-out (the 12 folds never see the held-out domain's
-  vocabulary) and picks, per held-out template, the option it scores most likely correct.
+  logistic regression (``scikit-learn``), and logistic regressions on the structural counts
+  and on all surface statistics together. Each is trained leave-one-domain-out (the 12 folds
+  never see the held-out domain's vocabulary) and picks, per held-out template, the option it
+  scores most likely correct.
 
 Every rule picks one of the template's options, so chance is 1 / number of options (1/3).
 The audit fails when any thresholded reader is more than :data:`MAX_ABOVE_CHANCE` (10 points)
-above chance: an accuracy a reader that ignores meaning can reach measures nothing.
+above chance over the main templates: an accuracy a reader that ignores meaning can reach
+measures nothing. The pilot templates are scored beside them (classifiers trained on the main
+templates of the other domains) and reported, not thresholded: ten templates decide little.
 Sentiment over all facts (VADER's compound score, ``vaderSentiment``) is reported without a
 threshold: the polarity of evidence is its meaning, so with all facts it may find the key.
 
@@ -26,7 +34,8 @@ template scores 1/k (0 if it is not among them): the exact expected accuracy of 
 tie uniformly at random; deterministic, never favouring the correct option, adding no noise.
 
 The decision uses the point estimate, so it means the same for a two-template fixture as for
-the 60-template bank; the Wilson 95% interval (``statsmodels``) shows how sure the estimate is.
+the 60-template bank; the 95% percentile interval of a bootstrap over templates
+(:mod:`deliberation.stats.bootstrap`, fixed seed) shows how sure the estimate is.
 """
 
 from __future__ import annotations
@@ -40,12 +49,15 @@ import numpy as np
 import pandas as pd
 
 from deliberation.crossprofile.schema import Template
+from deliberation.crossprofile.surface import STATISTICS, SurfaceStatistic
 from deliberation.crossprofile.tasks import DEFAULT_SEED, presentation_order
 from deliberation.crossprofile.verifier import mention_count, mentions
-from deliberation.tokens import count_tokens
+from deliberation.seeds import stable_seed
+from deliberation.stats.bootstrap import percentile_interval, resample_counts
 
 MAX_ABOVE_CHANCE = 0.10
 CONFIDENCE = 0.95
+N_RESAMPLES = 2000
 
 # A reader maps a template to a score per option; it picks the highest score.
 Scorer = Callable[[Template], dict[str, float]]
@@ -141,18 +153,6 @@ def _named(t: Template, o: str) -> float:
     return sum(mention_count(f.text, o, ignore_case=True) for f in t.facts)
 
 
-def _tokens(t: Template, o: str) -> float:
-    return sum(count_tokens(x) for x in option_facts(t, o))
-
-
-def _longest_fact(t: Template, o: str) -> float:
-    return max((count_tokens(x) for x in option_facts(t, o)), default=0)
-
-
-def _shortest_fact(t: Template, o: str) -> float:
-    return min((count_tokens(x) for x in option_facts(t, o)), default=0)
-
-
 def _numbers(t: Template, o: str) -> float:
     return sum(len(_NUMBER.findall(x)) for x in option_facts(t, o))
 
@@ -179,17 +179,18 @@ def _mean_sentiment(t: Template, o: str) -> float:
 
 
 # Structural features, in report order: (name, measure). The most/fewest readers and the
-# structural classifier use the same list.
+# structural classifier use the same list (lengths are surface statistics, see surface.py).
 STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("facts naming it", _facts),
     ("name occurrences", _named),
-    ("total text (tokens)", _tokens),
-    ("longest single fact", _longest_fact),
-    ("shortest single fact", _shortest_fact),
     ("numbers", _numbers),
     ("facts on a criterion's words", _on_criteria),
     ("words shared with the description", _description_overlap),
 )
+
+
+def _surface(statistic: SurfaceStatistic) -> Scorer:
+    return lambda t: {o: statistic(option_facts(t, o), o) for o in t.options}
 
 
 def _negate(scores: Scorer) -> Scorer:
@@ -264,29 +265,42 @@ def structure_features(t: Template) -> np.ndarray:
     return raw - raw.mean(axis=0)
 
 
-def _structure_classifier(train: Sequence[Template], test: Sequence[Template]):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+def surface_features(t: Template) -> np.ndarray:
+    """Every surface statistic of each option (rows in ``t.options`` order), centred on the
+    template's mean like :func:`structure_features`."""
+    raw = np.array([[s(option_facts(t, o), o) for s in STATISTICS] for o in t.options], dtype=float)
+    return raw - raw.mean(axis=0)
 
-    y = _labels(train)
-    if len(set(y)) < 2:
-        return [dict.fromkeys(t.options, 0.0) for t in test]
-    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-    model.fit(np.vstack([structure_features(t) for t in train]), y)
-    x = np.vstack([structure_features(t) for t in test])
-    return _per_template(test, model.predict_proba(x)[:, 1])
+
+def _feature_classifier(features: Callable[[Template], np.ndarray]) -> Classifier:
+    """A standardised logistic regression on ``features`` (one row per option)."""
+
+    def fit(train: Sequence[Template], test: Sequence[Template]) -> list[dict[str, float]]:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        y = _labels(train)
+        if len(set(y)) < 2:
+            return [dict.fromkeys(t.options, 0.0) for t in test]
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        model.fit(np.vstack([features(t) for t in train]), y)
+        x = np.vstack([features(t) for t in test])
+        return _per_template(test, model.predict_proba(x)[:, 1])
+
+    return fit
 
 
 def leave_one_domain_out(
-    fit: Classifier, templates: Sequence[Template]
+    fit: Classifier, templates: Sequence[Template], pool: Sequence[Template] | None = None
 ) -> list[dict[str, float] | None]:
-    """Scores for every template from a model trained on the other domains' templates (None
-    where there is no other domain to train on)."""
+    """Scores for every template from a model trained on the templates of ``pool`` (default:
+    ``templates``) from the other domains (None where there is no other domain to train on)."""
+    pool = templates if pool is None else pool
     out: list[dict[str, float] | None] = [None] * len(templates)
     for domain in dict.fromkeys(t.domain for t in templates):
         held = [i for i, t in enumerate(templates) if t.domain == domain]
-        train = [t for t in templates if t.domain != domain]
+        train = [t for t in pool if t.domain != domain]
         if not train:
             continue
         for i, scores in zip(held, fit(train, [templates[i] for i in held]), strict=True):
@@ -306,8 +320,16 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
             Reader(f"most {name}", "option texts", scores),
             Reader(f"fewest {name}", "option texts", _negate(scores)),
         ]
+    surface = []
+    for statistic in STATISTICS:
+        scores = _surface(statistic)
+        surface += [
+            Reader(f"highest {statistic.name}", "option texts", scores),
+            Reader(f"lowest {statistic.name}", "option texts", _negate(scores)),
+        ]
     tone = _per_option(_mean_sentiment)
     return (
+        *surface,
         *counts,
         Reader("first fact of the task", "task order", _task_end(seed, 0)),
         Reader("last fact of the task", "task order", _task_end(seed, -1)),
@@ -325,7 +347,12 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
         Reader(
             "logistic regression, structural counts (leave one domain out)",
             "option texts",
-            fit=_structure_classifier,
+            fit=_feature_classifier(structure_features),
+        ),
+        Reader(
+            "logistic regression, all surface statistics (leave one domain out)",
+            "option texts",
+            fit=_feature_classifier(surface_features),
         ),
         Reader("most positive facts (VADER)", "option texts", tone, thresholded=False),
         Reader("most negative facts (VADER)", "option texts", _negate(tone), thresholded=False),
@@ -341,22 +368,25 @@ def credit(scores: dict[str, float], correct: str) -> float:
     return 1 / len(tied) if correct in tied else 0.0
 
 
-def wilson_interval(
-    successes: float, n: int, confidence: float = CONFIDENCE
+def bootstrap_interval(
+    credits: Sequence[float], n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
 ) -> tuple[float, float]:
-    """Wilson score interval for a proportion (successes may be fractional, see Ties)."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
-    return float(low), float(high)
+    """Percentile interval of the mean credit, resampling templates (fixed seed, so the
+    audit prints the same table every time)."""
+    values = np.asarray(credits, dtype=float)
+    rng = np.random.default_rng(stable_seed("crossprofile audit", len(values)))
+    weights = resample_counts(len(values), n_resamples, rng)
+    return percentile_interval(weights @ values / len(values), confidence)
 
 
 @dataclass(frozen=True)
 class AuditReport:
-    """One row per reader (see :func:`audit`); ``ok`` if no thresholded one fails."""
+    """One row per reader (see :func:`audit`); ``ok`` if no thresholded one fails over the
+    main templates (the ``pilot_*`` columns are reported, not thresholded)."""
 
     table: pd.DataFrame
     n_templates: int
+    n_pilot: int = 0
 
     @property
     def failures(self) -> pd.DataFrame:
@@ -372,73 +402,102 @@ class AuditReport:
         return thresholded.loc[thresholded["above_chance"].idxmax()]
 
 
-def reader_scores(reader: Reader, templates: Sequence[Template]) -> list[dict[str, float] | None]:
-    """The reader's scores per template (None where it cannot score one)."""
+def reader_scores(
+    reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
+) -> list[dict[str, float] | None]:
+    """The reader's scores per template (None where it cannot score one); a classifier
+    trains on the other domains' templates of ``pool`` (default: ``templates``)."""
     if reader.fit is not None:
-        return leave_one_domain_out(reader.fit, templates)
+        return leave_one_domain_out(reader.fit, templates, pool)
     return [reader.scores(t) for t in templates]
 
 
+def _score(
+    reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
+) -> dict[str, float] | None:
+    """Accuracy, chance and interval of one reader over ``templates`` (None if unscored)."""
+    scored = [
+        (s, t) for s, t in zip(reader_scores(reader, templates, pool), templates, strict=True) if s
+    ]
+    if not scored:
+        return None  # a classifier on a single domain has nothing to train on
+    credits = [credit(s, t.correct) for s, t in scored]
+    low, high = bootstrap_interval(credits)
+    return {
+        "n": len(scored),
+        "accuracy": float(np.mean(credits)),
+        "ci_low": low,
+        "ci_high": high,
+        "chance": float(np.mean([1 / len(t.options) for _, t in scored])),
+    }
+
+
 def audit(templates: Sequence[Template], seed: int = DEFAULT_SEED) -> AuditReport:
-    """Run every reader over the main (non-pilot) templates of ``templates``."""
+    """Run every reader over the main (non-pilot) templates of ``templates``, and over its
+    pilot templates beside them (``pilot_*`` columns, NaN without pilots)."""
     main = [t for t in templates if not t.pilot]
+    pilots = [t for t in templates if t.pilot]
     if not main:
         raise ValueError("the cue audit needs at least one main (non-pilot) template")
     rows = []
     for reader in readers(seed):
-        scored = [(s, t) for s, t in zip(reader_scores(reader, main), main, strict=True) if s]
-        n = len(scored)
-        if not n:
-            continue  # a classifier on a single domain has nothing to train on
-        hits = sum(credit(s, t.correct) for s, t in scored)
-        chance = sum(1 / len(t.options) for _, t in scored) / n
-        accuracy = hits / n
-        low, high = wilson_interval(hits, n)
-        above = accuracy - chance
+        found = _score(reader, main)
+        if found is None:
+            continue
+        above = found["accuracy"] - found["chance"]
+        on_pilots = _score(reader, pilots, pool=main) if pilots else None
         rows.append(
             {
                 "heuristic": reader.name,
                 "reads": reader.reads,
-                "n": n,
-                "accuracy": accuracy,
-                "ci_low": low,
-                "ci_high": high,
-                "chance": chance,
+                **found,
                 "above_chance": above,
                 "thresholded": reader.thresholded,
                 "passes": (above <= MAX_ABOVE_CHANCE + 1e-12) if reader.thresholded else True,
+                "pilot_n": on_pilots["n"] if on_pilots else 0,
+                "pilot_accuracy": on_pilots["accuracy"] if on_pilots else float("nan"),
+                "pilot_ci_low": on_pilots["ci_low"] if on_pilots else float("nan"),
+                "pilot_ci_high": on_pilots["ci_high"] if on_pilots else float("nan"),
             }
         )
-    return AuditReport(table=pd.DataFrame(rows), n_templates=len(main))
+    return AuditReport(table=pd.DataFrame(rows), n_templates=len(main), n_pilot=len(pilots))
+
+
+def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
+    return [
+        f"{100 * lo:.1f}-{100 * hi:.1f}" if lo == lo else "-"
+        for lo, hi in zip(lows, highs, strict=True)
+    ]
 
 
 def audit_table(report: AuditReport) -> pd.DataFrame:
-    """The report as a display table: percentages, the interval, and the verdict."""
+    """The report as a display table: percentages, the interval, the verdict, the pilots."""
     t = report.table
     return pd.DataFrame(
         {
             "reader": t["heuristic"],
             "reads": t["reads"],
             "accuracy %": (100 * t["accuracy"]).round(1),
-            f"{CONFIDENCE:.0%} CI": [
-                f"{100 * lo:.1f}-{100 * hi:.1f}"
-                for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)
-            ],
+            f"{CONFIDENCE:.0%} CI": _interval(t["ci_low"], t["ci_high"]),
             "chance %": (100 * t["chance"]).round(1),
             "above chance (points)": (100 * t["above_chance"]).round(1),
             "verdict": [
                 ("ok" if p else "FAIL") if th else "reported"
                 for p, th in zip(t["passes"], t["thresholded"], strict=True)
             ],
+            "pilots %": (100 * t["pilot_accuracy"]).round(1),
+            f"pilots {CONFIDENCE:.0%} CI": _interval(t["pilot_ci_low"], t["pilot_ci_high"]),
         }
     )
 
 
 def format_audit(report: AuditReport) -> str:
     """The audit as text: the table and a summary line naming the failing readers."""
+    pilots = f", {report.n_pilot} pilot templates beside them" if report.n_pilot else ""
     lines = [
-        f"cue audit over {report.n_templates} main templates: role-blind readers (fail: more "
-        f"than {100 * MAX_ABOVE_CHANCE:.0f} points above chance; ties score 1/k)",
+        f"cue audit over {report.n_templates} main templates{pilots}: role-blind readers "
+        f"(fail: more than {100 * MAX_ABOVE_CHANCE:.0f} points above chance over the main "
+        "templates; ties score 1/k; intervals bootstrap templates)",
         audit_table(report).to_string(index=False),
     ]
     if report.ok:

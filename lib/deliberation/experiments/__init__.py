@@ -1,59 +1,125 @@
-"""The experiments, one package each, and what the rest of the library learns about them.
+"""The experiments, one package each, and the one registry the rest of the library reads.
 
-- :mod:`.memory`: memory policies on CrossProfile and HiddenBench (``deliberation run
-  crossprofile|hiddenbench``, notebooks 01-05); its benchmarks are registered in
-  :mod:`.memory.benchmarks`, the model calls its policies need in :mod:`.memory.needs`.
+- :mod:`.memory`: memory policies on every registered memory benchmark (``deliberation run
+  crossprofile|hiddenbench``, notebooks 02-05); one :class:`~.record.Experiment` per benchmark.
 - :mod:`.natural`: natural (free) discussions (``deliberation run natural``, notebook 06).
 - :mod:`.dhd`: Diverse Hypothesis Deliberation (``deliberation run dhd``, notebooks 07-08).
 
-Each package owns its options, tasks, runs, prompts, analyses and sim behaviour. Nothing
-outside imports them to learn about them: this module names them by import path, the way
-``inference/base.py`` names backends. :data:`OPTIONS` gives each section of a profile's
-``experiments:`` its options model (the profile loader, ``deliberation.params``, validates each
-section with it); :data:`SIM_BEHAVIOURS` names each package's sim behaviour modules to the
-generic registry (``inference/sim_registry.py``), which imports them on first lookup, so
-``inference/`` imports no experiment and a profile's ``sim.parameters`` are checked against
-every experiment's declarations. A new experiment is one folder here and its lines below.
+Each package owns its options, tasks, runs, prompts, analyses and sim behaviour, and exports an
+:class:`~.record.Experiment` record naming them. :data:`REGISTRY` names each record by import
+path (the way ``inference/base.py`` names backends), so ``inference/`` imports no experiment.
+From the records come each profile section's options model (:func:`experiment_options`, which
+the profile loader ``deliberation.params`` validates with), the sim behaviour modules (given to
+``inference/sim_registry.py``, which imports them on first lookup), ``deliberation run <name>``
+(:mod:`.run_command`), and the notebooks' experiment calls (``paper/manifest.py``). A new
+experiment is one folder and one line: :data:`REGISTRY` or :func:`register_experiment`.
 """
 
-import importlib
+from __future__ import annotations
 
-from pydantic import BaseModel
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from deliberation.inference.sim_registry import register_behaviour_modules
-
-# Profile section (``experiments.<name>``) -> "module:Class" of its options model. Each memory
-# benchmark has its grid section (experiments/memory/benchmarks/).
-OPTIONS: dict[str, str] = {
-    "crossprofile": "deliberation.experiments.memory.options:MemoryGridOptions",
-    "hiddenbench": "deliberation.experiments.memory.options:MemoryGridOptions",
-    "natural": "deliberation.experiments.natural.options:NaturalOptions",
-    "dhd": "deliberation.experiments.dhd.options:DHDOptions",
-}
-
-# Modules holding sim behaviours or the PARAMETERS they read (helpers first).
-SIM_BEHAVIOURS: tuple[str, ...] = (
-    "deliberation.experiments.memory.sim.mechanism",
-    "deliberation.experiments.memory.sim.crossprofile",
-    "deliberation.experiments.memory.sim.hiddenbench",
-    "deliberation.experiments.natural.sim",
-    "deliberation.experiments.dhd.sim",
+from deliberation.experiments.record import Experiment, NotebookCall, load_object
+from deliberation.inference.sim_registry import (
+    register_behaviour_modules,
+    register_behaviour_source,
 )
 
-register_behaviour_modules(*SIM_BEHAVIOURS)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+# "module:attribute" of an Experiment, or of a function returning several (memory: one per
+# registered memory benchmark). One line per experiment package.
+REGISTRY: list[str | Experiment] = [
+    "deliberation.experiments.memory.experiment:memory_experiments",
+    "deliberation.experiments.natural.experiment:EXPERIMENT",
+    "deliberation.experiments.dhd.experiment:EXPERIMENT",
+]
+
+__all__ = [
+    "REGISTRY",
+    "Experiment",
+    "NotebookCall",
+    "experiment",
+    "experiment_options",
+    "experiment_smoke_sizes",
+    "experiments",
+    "notebook_calls",
+    "register_experiment",
+    "sim_behaviour_modules",
+]
 
 
-def register_experiment_options(section: str, model: str) -> None:
-    """Give profiles an ``experiments.<section>`` validated by ``model`` ("module:Class")."""
-    if section in OPTIONS and OPTIONS[section] != model:
-        raise ValueError(f"experiments.{section} is already registered to {OPTIONS[section]}")
-    OPTIONS[section] = model
+def register_experiment(entry: str | Experiment) -> None:
+    """Register an experiment: its record, or ``"module:attribute"`` naming it (or a function
+    returning records). Its sim behaviours are known from then on."""
+    if entry in REGISTRY:
+        raise ValueError(f"experiment {entry!r} registered twice")
+    REGISTRY.append(entry)
+    experiments()  # checks the names, registers its sim behaviours
+
+
+def _records(entry: str | Experiment) -> Iterable[Experiment]:
+    found = load_object(entry) if isinstance(entry, str) else entry
+    if callable(found) and not isinstance(found, Experiment):
+        found = found()
+    records = (found,) if isinstance(found, Experiment) else tuple(found)
+    for record in records:
+        if not isinstance(record, Experiment):
+            raise TypeError(f"{entry!r} names {record!r}, not an Experiment record")
+    return records
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every registered experiment by name, in registration order (names are unique)."""
+    found: dict[str, Experiment] = {}
+    for entry in REGISTRY:
+        for record in _records(entry):
+            if record.name in found:
+                raise ValueError(f"experiment {record.name!r} registered twice")
+            found[record.name] = record
+            register_behaviour_modules(*record.sim_behaviours)
+    return found
+
+
+def experiment(name: str) -> Experiment:
+    """The registered experiment ``name``; an unknown name is an error listing the known ones."""
+    registered = experiments()
+    if name not in registered:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(registered)}")
+    return registered[name]
 
 
 def experiment_options() -> dict[str, type[BaseModel]]:
-    """Each registered section's options model, imported on first use."""
-    models = {}
-    for section, path in OPTIONS.items():
-        module, _, name = path.partition(":")
-        models[section] = getattr(importlib.import_module(module), name)
-    return models
+    """Each registered experiment's options model (its profile section), imported on first use."""
+    return {name: load_object(record.options) for name, record in experiments().items()}
+
+
+def experiment_smoke_sizes() -> dict[str, dict[str, object]]:
+    """Each experiment's options at smoke size (a profile with ``smoke: true`` starts from them)."""
+    return {name: dict(r.smoke) for name, r in experiments().items() if r.smoke}
+
+
+def notebook_calls() -> dict[str, NotebookCall]:
+    """notebook file name -> the experiment call that sends its model calls, from every record."""
+    calls: dict[str, NotebookCall] = {}
+    for record in experiments().values():
+        for notebook, call in record.notebooks.items():
+            if notebook in calls and calls[notebook] != call:
+                raise ValueError(f"notebook {notebook} is claimed by two experiments")
+            calls[notebook] = call
+    return calls
+
+
+def sim_behaviour_modules() -> list[str]:
+    """Every registered experiment's sim behaviour modules (helpers first, no repeats)."""
+    modules: list[str] = []
+    for record in experiments().values():
+        modules += [m for m in record.sim_behaviours if m not in modules]
+    return modules
+
+
+# Read at the sim's first lookup: reading the records now would import the experiments, which
+# import the profile loader, which imports this module.
+register_behaviour_source(sim_behaviour_modules)

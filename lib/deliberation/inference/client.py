@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from deliberation.inference.base import (
@@ -142,11 +144,14 @@ class CachedClient:
             if key is not None and key not in results and key not in pending:
                 pending[key] = request
         miss_requests = list(pending.values())
+        # Counted as the stage's summary counts them (runs.StageCounts): distinct prompts, so the
+        # "already cached" here and there is one number.
         log.info(
-            "%s: %d requests, %d cached, %d to send",
+            "%s: %d requests, %d unique prompts, %d already cached, %d to send",
             desc or "generate",
             len(requests),
-            sum(k is not None and k not in pending for k in keys),
+            len(results) + len(miss_requests),
+            len(results),
             len(miss_requests),
         )
         calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid
@@ -310,8 +315,9 @@ class CachedClient:
                     error = CacheWriteError(
                         exc.path,
                         f"{len(held)} received answers are not stored after retrying for"
-                        f" {self.write_retry_s:g} s (last error: {exc.problem}); they are in this"
-                        " error's .unwritten",
+                        f" {self.write_retry_s:g} s (last error: {exc.problem});"
+                        f" {space_needed(exc.path, [held[i] for i in held], requests)};"
+                        " they are in this error's .unwritten",
                         disk_full=exc.disk_full,
                     )
                     error.unwritten = [(requests[i], held[i]) for i in sorted(held)]
@@ -325,6 +331,27 @@ class CachedClient:
                 )
                 time.sleep(min(wait, remaining))
                 wait = min(wait * 2, 30.0)
+
+
+# SQLite writes each answer's row to the -wal journal first, then to the file at a checkpoint:
+# room for twice the row, plus a page of overhead per answer.
+_PAGE_BYTES = 4096
+
+
+def space_needed(
+    path: Path, responses: Sequence[ChatResponse], requests: Sequence[ChatRequest]
+) -> str:
+    """What a disk-full error tells the user: the free space on the cache's disk now and about
+    how much storing the held answers takes (so they know what to free)."""
+    rows = sum(len(r.to_json()) for r in responses) + sum(
+        len(m.content) for q in requests for m in q.messages
+    )
+    needed = 2 * rows + _PAGE_BYTES * max(1, len(responses))
+    try:
+        free = f"{shutil.disk_usage(Path(path).parent).free / 2**20:.1f} MiB free on its disk"
+    except OSError:
+        free = "free space on its disk unknown"
+    return f"{free}; storing them needs about {needed / 2**20:.1f} MiB more"
 
 
 class _LeaseKeeper:

@@ -18,6 +18,13 @@ honour ``Retry-After`` exactly:
   ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped;
 * one malformed reply (a body that is not JSON, ``choices: []``, usage counts that are not
   non-negative integers such as NaN, 1e999, ``"x"`` or a list) fails that call alone;
+* a reply with no answer in it fails that call (not retried in the run, not stored, sent again
+  by the next run): content null (a tool call, a refusal, nothing), or ``finish_reason:
+  content_filter``; an empty string is an answer (parsed as invalid), and so is ``finish_reason:
+  length`` (cut: invalid when it does not parse);
+* a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
+  name excepted) fails that call, unless ``openai.allow_model_alias`` is true (then a warning once
+  per run, and the backend's ``served_as`` holds the names it answered as);
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
   ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
@@ -32,7 +39,9 @@ honour ``Retry-After`` exactly:
 Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
 first batch first makes the profile's server answer (starting it when it has a ``server:``
 section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
-request in the structured-output mode; a refusal stops the run naming the profile key.
+request in the structured-output mode; a refusal stops the run naming the profile key
+(exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
+as exit code 6 unless ``openai.allow_model_alias`` is true (:mod:`deliberation.exit_codes`).
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
@@ -53,6 +62,7 @@ import importlib
 import json
 import logging
 import math
+import re
 import time
 import urllib.error
 import urllib.request
@@ -66,6 +76,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from deliberation import exit_codes
 from deliberation.inference.base import (
     STAGE_HEADER,
     Backend,
@@ -95,6 +106,13 @@ from deliberation.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
 
+# The modes the pre-flight tries when the profile's is refused or ignored, strongest constraint
+# first (JSON mode alone, which constrains no field, last), so it names the one to set.
+DISCOVERY_ORDER = (
+    "structured_outputs", "guided", "response_format", "json_object_schema", "grammar",
+    "json_object",
+)  # fmt: skip
+
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 # The circuit breaker (module docstring): identical failures in a row before any success.
 BREAKER_ATTEMPTS = 8
@@ -112,6 +130,22 @@ PREFLIGHT_CHOICES = ("yes", "no")
 
 class PreflightError(RuntimeError):
     """The server refused the pre-flight request; the message quotes it and names the key."""
+
+    exit_code = exit_codes.PREFLIGHT_REFUSED
+
+
+class ServerUnreachableError(PreflightError):
+    """Nothing answers at the profile's ``openai.base_url``."""
+
+    exit_code = exit_codes.SERVER_UNREACHABLE
+
+
+class ModelMismatchError(PreflightError):
+    """The server serves, or answers as, another model than the profile names: its answers
+    would be cached and labelled as the profile's model. ``openai.allow_model_alias: true``
+    accepts another name for the same model (a warning once per run instead)."""
+
+    exit_code = exit_codes.MODEL_MISMATCH
 
 
 def _model_ids(listing: Any) -> set[str] | None:
@@ -162,6 +196,11 @@ class OpenAIOptions(BaseModel):
     structured_output: ServerStructuredMode = "structured_outputs"
     send_seed: bool = Field(
         True, description="send the per-draw seed (off for servers that reject it)"
+    )
+    allow_model_alias: bool = transport_only(
+        False,
+        description="accept a server that lists, or answers as, another model name than"
+        " `model:` (a warning once per run); off: the run stops (exit code 6)",
     )
     preflight: bool = transport_only(
         True,
@@ -246,6 +285,27 @@ class _AttemptFailed(Exception):
         self.reason = reason
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+
+
+def _no_answer(choice: Any, message: Any) -> tuple[str, str]:
+    """The failure kind and reason of a choice that carries no usable content."""
+    if choice.finish_reason == "content_filter":
+        return "content-filter", "the server's content filter withheld the reply"
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        return "refusal", f"the model refused: {str(refusal)[:200]}"
+    if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
+        return "tool-call", "the reply is a tool call, not an answer (content null)"
+    return "no-content", "the reply's message content is null"
+
+
+def replied_as_other_model(asked: str, replied: Any) -> bool:
+    """Whether a reply's ``model`` names another model than the one asked for. A dated
+    snapshot of the same name (``gpt-4o`` answered as ``gpt-4o-2024-08-06``) is the same model;
+    a missing field says nothing."""
+    if not isinstance(replied, str) or not replied or replied == asked:
+        return False
+    return re.fullmatch(re.escape(asked) + r"-\d[\d-]*", replied) is None
 
 
 def _status_detail(exc: openai.APIStatusError) -> str:
@@ -422,6 +482,7 @@ class OpenAIBackend(Backend):
         send_seed: bool = True,
         jitter_seed: int = 0,
         preflight: bool = True,
+        allow_model_alias: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -440,6 +501,8 @@ class OpenAIBackend(Backend):
         self.send_seed = send_seed
         self.jitter_seed = jitter_seed
         self.preflight_enabled = preflight
+        self.allow_model_alias = allow_model_alias
+        self.served_as: set[str] = set()  # other names the server answered as (alias allowed)
         self._api_key = Secret(api_key)
 
     @classmethod
@@ -471,6 +534,7 @@ class OpenAIBackend(Backend):
             send_seed=options.send_seed,
             jitter_seed=profile.seed,
             preflight=options.preflight,
+            allow_model_alias=options.allow_model_alias,
         )
 
     @property
@@ -533,19 +597,28 @@ class OpenAIBackend(Backend):
         status, listing = self._http("GET", "/models")
         served = _model_ids(listing) if status == 200 else None
         if served is not None and self.model not in served:
-            warnings.append(
+            self._other_model(
                 f"the server at {self.base_url} lists the models {sorted(served)}, not the"
-                f" profile's `model: {self.model}`: set `model:` to what it serves (the name"
-                " is sent with every request and hashed into every cache key)"
+                f" profile's `model: {self.model}`",
+                warnings,
             )
         request = self.preflight_request()
         body = self.request_body(request)
         status, reply = self._http("POST", "/chat/completions", body)
         if status == 0:
-            raise PreflightError(f"no server answers at {self.base_url} (openai.base_url): {reply}")
+            raise ServerUnreachableError(
+                f"no server answers at {self.base_url} (openai.base_url): {reply}"
+            )
         if status != 200:
             refusal = self._refusal(status, reply, body)
             raise PreflightError("; ".join([refusal, *warnings]))
+        replied = reply.get("model") if isinstance(reply, Mapping) else None
+        if replied_as_other_model(self.model, replied):
+            self._other_model(
+                f"the server at {self.base_url} answered as model {replied!r}, not the"
+                f" profile's `model: {self.model}`",
+                warnings,
+            )
         text = _reply_text(reply)
         if request.structured is not None and self.structured_output != "none":
             parsed = parse_structured_text(request.structured, text or "")
@@ -553,11 +626,55 @@ class OpenAIBackend(Backend):
                 warnings.append(
                     f"the server at {self.base_url} answered the pre-flight request outside its"
                     f" constraint ({text!r} is not one of {list(PREFLIGHT_CHOICES)}): it may"
-                    f" ignore openai.structured_output={self.structured_output!r}; see the"
-                    " modes in README (llama-cpp-python: json_object_schema, llama-server:"
-                    " grammar, vLLM: structured_outputs)"
+                    f" ignore openai.structured_output={self.structured_output!r}; "
+                    + self._mode_advice()
                 )
         return warnings
+
+    def working_structured_mode(self) -> str | None:
+        """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
+        server answers the pre-flight request inside its constraint, or None: the dialect the
+        server speaks, found by asking it (one small request per mode tried)."""
+        request = self.preflight_request()
+        assert request.structured is not None
+        base = {k: v for k, v in self.request_body(request).items()
+                if k in ("model", "messages", "temperature", "top_p", "seed")}  # fmt: skip
+        for mode in DISCOVERY_ORDER:
+            if mode == self.structured_output:
+                continue
+            body = {
+                **base,
+                "max_tokens": wire_max_tokens(request.structured, mode, request.max_tokens),
+                **openai_structured_extra_body(request.structured, mode),
+            }
+            status, reply = self._http("POST", "/chat/completions", body)
+            text = _reply_text(reply) if status == 200 else None
+            if text is not None and parse_structured_text(request.structured, text) is not None:
+                return mode
+        return None
+
+    def _mode_advice(self) -> str:
+        """What to set instead of the profile's structured-output mode, from asking the server."""
+        mode = self.working_structured_mode()
+        if mode is None:
+            return (
+                f"none of the modes {list(DISCOVERY_ORDER)} kept its answer inside the"
+                " constraint: set openai.structured_output: none (free text, read by the parser)"
+            )
+        return f"the server keeps to the constraint with it: set openai.structured_output: {mode}"
+
+    def _other_model(self, problem: str, warnings: list[str]) -> None:
+        """Another model name than the profile's: a stop, or with ``allow_model_alias`` a
+        warning (the answers are cached under the profile's name either way, so a wrong name
+        would label another model's answers as this one's)."""
+        if self.allow_model_alias:
+            warnings.append(f"{problem} (accepted: openai.allow_model_alias is true)")
+            return
+        raise ModelMismatchError(
+            f"{problem}: set `model:` to the name it serves (the name is sent with every"
+            " request and hashed into every cache key), or openai.allow_model_alias: true if"
+            " it is the same model under another name"
+        )
 
     def _refusal(self, status: int, reply: Any, body: dict[str, Any]) -> str:
         """Why the server refused the pre-flight request, and which profile key to change:
@@ -574,10 +691,11 @@ class OpenAIBackend(Backend):
                            "true"))  # fmt: skip
         for key, trial, value in trials:
             if self._http("POST", "/chat/completions", trial)[0] == 200:
+                advice = "; " + self._mode_advice() if key == "openai.structured_output" else ""
                 return (
                     f"the server at {self.base_url} refused the pre-flight request (HTTP {status}:"
                     f" {said}) and accepts it without what {key}={value} adds: change {key} in"
-                    " the profile"
+                    f" the profile{advice}"
                 )
         hint = ""
         if status == 404 or "model" in said.lower():
@@ -844,7 +962,24 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 "error", self._api_key.scrub(f"{type(exc).__name__}: {exc}"), retryable=False
             ) from None
-        return self._to_response(request, completion, limit)
+        response = self._to_response(request, completion, limit)
+        replied = getattr(completion, "model", None)
+        if replied_as_other_model(self.model, replied):
+            if not self.allow_model_alias:
+                raise _AttemptFailed(
+                    "model-mismatch",
+                    f"the reply names model {replied!r}, not the profile's `model:"
+                    f" {self.model}` (not stored; openai.allow_model_alias: true accepts"
+                    " another name for the same model)",
+                    retryable=False,
+                )
+            if replied not in self.served_as:
+                self.served_as.add(replied)
+                log.warning(
+                    "the server at %s answers as model %r for the profile's %r (accepted:"
+                    " openai.allow_model_alias is true)", self.server, replied, self.model,
+                )  # fmt: skip
+        return response
 
     @staticmethod
     def _to_response(
@@ -861,7 +996,11 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 "malformed", "response choice has no message content", retryable=True
             )
-        text = content or ""
+        if content is None or choice.finish_reason == "content_filter":
+            # HTTP 200 without an answer in it: not a wrong answer of the model's choosing but no
+            # answer at all, so it fails (not stored; the next run sends it again).
+            raise _AttemptFailed(*_no_answer(choice, message), retryable=False)
+        text = content
         if limit is not None and len(text.encode("utf-8", "surrogatepass")) > limit:
             raise _AttemptFailed(  # a compressed body can decode past the wire bound
                 "too-large",

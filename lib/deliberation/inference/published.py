@@ -50,6 +50,8 @@ from deliberation.inference.base import (
     backend_class,
 )
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
+from deliberation.inference.openai_api import reply_byte_limit
+from deliberation.inference.structured_answers import parse_structured_text
 
 FORMAT = "deliberation-responses"
 VERSION = 1
@@ -76,10 +78,17 @@ class _Identity(_Strict):
     base_url: str
 
 
+# Every input is bounded like a server reply: a line longer than this (a prompt plus its answer)
+# is refused before it is held in memory, and an answer's text by the same byte bound as a reply
+# from a server (:func:`~deliberation.inference.openai_api.reply_byte_limit`).
+MAX_LINE_CHARS = 4 * 1024 * 1024
+Count = Field(ge=0, le=10_000_000)
+
+
 class _Header(_Strict):
     format: Literal["deliberation-responses"]
     version: Literal[1]
-    profile: str
+    profile: str = Field(pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$", max_length=200)  # a name
     identity: _Identity
     answers: int = Field(ge=0)
 
@@ -96,11 +105,11 @@ class _Structured(_Strict):
 
 class _Request(_Strict):
     messages: list[_Message] = Field(min_length=1)
-    stage: str
+    stage: str = Field(max_length=200)
     sample: int = Field(ge=0)
-    temperature: float
-    max_tokens: int
-    top_p: float
+    temperature: float = Field(ge=0, allow_inf_nan=False)
+    max_tokens: int = Field(ge=1, le=1_000_000)
+    top_p: float = Field(gt=0, le=1, allow_inf_nan=False)
     seed: int | None
     structured: _Structured | None
 
@@ -108,17 +117,17 @@ class _Request(_Strict):
 class _Response(_Strict):
     text: str
     parsed: Any
-    finish_reason: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
+    finish_reason: str | None = Field(max_length=100)
+    prompt_tokens: int = Count
+    completion_tokens: int = Count
+    latency_s: float = Field(ge=0, allow_inf_nan=False)
 
 
 class _Answer(_Strict):
     key: str = Field(pattern=r"^[0-9a-f]{64}$")
     request: _Request
     response: _Response
-    attempts: int = Field(ge=0)
+    attempts: int = Field(ge=0, le=1000)
 
 
 def _line(value: dict[str, Any]) -> bytes:
@@ -226,7 +235,15 @@ def export_responses(
 def _read_lines(file: Path) -> Iterator[tuple[int, str]]:
     try:
         with gzip.open(file, "rt", encoding="utf-8") as text:
-            yield from enumerate(text, start=1)
+            number = 0
+            while line := text.readline(MAX_LINE_CHARS + 1):
+                number += 1
+                if len(line) > MAX_LINE_CHARS:
+                    raise PublishedFileError(
+                        file, f"line {number}: longer than {MAX_LINE_CHARS:,} characters (refused"
+                        " unread: no answer of a bounded reply is that long)",
+                    )  # fmt: skip
+                yield number, line
     except FileNotFoundError:
         raise PublishedFileError(file, "no such file") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
@@ -292,6 +309,19 @@ def read_published(file: Path, profile: Any) -> list[tuple[str, ChatRequest, Cha
         if key in seen:
             raise PublishedFileError(file, f"line {number}: key: {key} appears twice")
         seen.add(key)
+        limit = reply_byte_limit(request.max_tokens)
+        if len(answer.response.text.encode("utf-8", "surrogatepass")) > limit:
+            raise PublishedFileError(
+                file, f"line {number}: response.text: longer than {limit} bytes, the bound of a"
+                f" server reply for max_tokens={request.max_tokens}",
+            )  # fmt: skip
+        if answer.response.parsed != parse_structured_text(
+            request.structured, answer.response.text
+        ):
+            raise PublishedFileError(
+                file, f"line {number}: response.parsed: {answer.response.parsed!r} is not what"
+                " its text parses to under the request's structured output: edited?",
+            )  # fmt: skip
         response = ChatResponse(**answer.response.model_dump(), attempts=answer.attempts)
         entries.append((key, request, response))
     if header is None:

@@ -107,9 +107,21 @@ def register_behaviour_modules(*modules: str) -> None:
     BEHAVIOUR_MODULES.extend(m for m in modules if m not in BEHAVIOUR_MODULES)
 
 
+# Functions naming more such modules, asked once at the first lookup (the experiments registry
+# names its records' modules so: reading the records at import would import the experiments).
+_SOURCES: list[Callable[[], Iterable[str]]] = []
+
+
+def register_behaviour_source(source: Callable[[], Iterable[str]]) -> None:
+    """Name a function returning behaviour modules, called at the first lookup."""
+    _SOURCES.append(source)
+
+
 def _import_registered() -> None:
     """Import every named module once (cheap after the first call: a tuple comparison)."""
     global _imported
+    while _SOURCES:
+        register_behaviour_modules(*_SOURCES.pop(0)())
     names = tuple(BEHAVIOUR_MODULES)
     if names == _imported:
         return

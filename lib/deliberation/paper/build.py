@@ -452,7 +452,9 @@ def _run_notebooks(
             continue
         out(f"== {name} (profile {profile.name})")
         t0 = time.perf_counter()
-        progress = NotebookProgress(name, planned.get(status.entry.stem))
+        progress = NotebookProgress(
+            name, planned.get(status.entry.stem), planned_exact=profile.synthetic
+        )
         log_file = failed_calls_log(status.entry, executed_dir)
         executed_dir.mkdir(parents=True, exist_ok=True)
         log_file.unlink(missing_ok=True)

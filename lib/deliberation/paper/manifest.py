@@ -1,6 +1,8 @@
 """``notebooks/manifest.yaml``: the paper's notebooks, the data each reads and the experiment
 function that sends its model calls. A new notebook plugs into ``make paper``, ``deliberation
-plan`` and ``make report`` by adding its entry (the file's header documents the fields)."""
+plan`` and ``make report`` by adding its entry (the file's header documents the fields); the
+experiment function of a notebook an experiment record lists (``Experiment.notebooks``) comes
+from the record."""
 
 from __future__ import annotations
 
@@ -100,12 +102,19 @@ def load_manifest(folder: str | Path | None = None) -> list[NotebookEntry]:
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("notebooks"), dict):
         raise ManifestError(f"{path}: expected a mapping `notebooks:` of notebook entries")
+    from deliberation.experiments import notebook_calls
+
+    calls = notebook_calls()  # the experiment records' notebooks
     entries = []
     for name, fields in data["notebooks"].items():
+        fields = dict(fields or {})
+        call = calls.get(name) if isinstance(name, str) else None
+        if call is not None and "experiment" not in fields:
+            fields.update(experiment=call.function, kwargs=dict(call.kwargs))
         if not isinstance(name, str) or not NOTEBOOK_PATTERN.fullmatch(name):
             raise ManifestError(f"{path}: {name!r} is not a numbered notebook name (NN_name.ipynb)")
         try:
-            entries.append(NotebookEntry(name=name, **(fields or {})))
+            entries.append(NotebookEntry(name=name, **fields))
         except (ValidationError, TypeError) as exc:
             detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"msg": str(exc)}
             where = ".".join(str(p) for p in detail.get("loc", ()))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.cost import amount, estimate
+from deliberation.cost import amount, duration_warning, estimate
 from deliberation.inference import cache_path
 from deliberation.inference.base import (
     Backend,
@@ -315,21 +315,44 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
     return plan
 
 
+# The terminal table's columns under short headers, so it fits about 120 characters; the cached
+# calls' token counts and the unshared prompt tokens are totalled in the lines below it, and
+# `deliberation plan --csv` keeps every column.
+SHOWN_COLUMNS = {
+    "notebook": "nb",
+    "stage": "stage",
+    "requests": "calls",
+    "unique": "unique",
+    "cached": "cached",
+    "to_send": "send",
+    "invalid": "invalid",
+    "prompt_tokens": "prompt",
+    "completion_tokens": "~compl",
+    "completion_ceiling": "ceiling",
+}
+SHOWN_LEGEND = (
+    "(send: calls to send; prompt, ~compl: their prompt and estimated completion tokens;"
+    " ceiling: all at max_tokens)"
+)
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The plan table as the terminal shows it: a notebook by its number, short headers."""
+    shown = table[list(SHOWN_COLUMNS)].copy()
+    shown["notebook"] = shown["notebook"].str.split("_").str[0]
+    return shown.rename(columns=SHOWN_COLUMNS)
+
+
 def format_plan(plan: Plan) -> list[str]:
     profile = plan.profile
     kind = "synthetic (sim)" if profile.synthetic else f"{profile.backend} {profile.model}"
     lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
     table = plan.table()
     if len(table):
-        shown = table.rename(
-            columns={
-                "completion_ceiling": "ceiling",
-                "cached_server_tokens": "cached: server tokens",
-                "cached_counter_tokens": "cached: counter tokens",
-                "new_prompt_tokens": "unshared prompt tokens",
-            }
+        lines += (
+            shown_table(table).to_markdown(index=False, intfmt=",", tablefmt="simple").splitlines()
         )
-        lines += shown.to_markdown(index=False, intfmt=",").splitlines()
+        lines.append(SHOWN_LEGEND)
     totals = plan.totals()
     lines.append(
         f"total: {totals['requests']:,} requests, {totals['cached']:,} already in the cache"
@@ -366,6 +389,9 @@ def format_plan(plan: Plan) -> list[str]:
             )
         lines += cost.lines()
         lines.append(ESTIMATE_NOTE)
+        warning = duration_warning(profile.cost, cost, totals["to_send"])
+        if warning:
+            lines.append(warning)
     return lines
 
 
@@ -384,7 +410,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
         money = "none (sim, CPU)"
     elif cost.gpu_hours is not None:
         money = (
-            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} GPU h"
+            f"{amount(cost.wall_hours)} h wall, {amount(cost.gpu_hours)} {cost.device} h"
             f" (at most {amount(cost.gpu_hours_ceiling)})"
         )
     elif cost.money is not None:

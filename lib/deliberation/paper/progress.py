@@ -41,6 +41,8 @@ class NotebookProgress:
 
     notebook: str
     planned_calls: int | None = None
+    # The plan is exact on the sim; for a real model later stages are estimates ("about").
+    planned_exact: bool = True
     calls_file: Path | None = None
     code_cells: int = 0
     cell: int = 0  # 1-based ordinal of the code cell running (0: none yet)
@@ -60,7 +62,9 @@ class NotebookProgress:
             parts[0] += f" (`{shown}`)"
         calls = self.calls()
         if self.planned_calls:
-            parts.append(f"{calls:,} of {self.planned_calls:,} planned calls")
+            # A count past the plan shows the plan was not exact: never "22,882 of 22,400".
+            about = "" if self.planned_exact and calls <= self.planned_calls else "about "
+            parts.append(f"{calls:,} of {about}{self.planned_calls:,} planned calls")
         elif calls:
             parts.append(f"{calls:,} calls")
         parts.append(f"{time.monotonic() - self.started:.0f} s")

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument(
         "--readme",
         action="store_true",
-        help="with --papers: also rewrite README.md's side-by-side section",
+        help="with --papers: also rewrite the side-by-side table of docs/results.md",
     )
     compare.add_argument(
         "--out",
@@ -155,7 +155,7 @@ def _compare_with_papers(args: argparse.Namespace) -> int:
         print(line)
     print(f"\npage: {write_papers_page(comparison, args.out)}")
     if args.readme:
-        print(f"README section rewritten: {write_readme_section(comparison)}")
+        print(f"side-by-side table rewritten: {write_readme_section(comparison)}")
     return 0
 
 

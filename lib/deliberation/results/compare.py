@@ -23,13 +23,14 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation import paths
+from deliberation.stats.small_samples import NOTE_COLUMN
 
 _CLAIM_ROW = re.compile(
     r"^\|\s*(?P<claim>[^|]+?)\s*\|[^|]*\|\s*`tables/<profile>/(?P<table>[^`/]+)\.csv`\s*\|"
     r"\s*(?P<notebook>[^|]+?)\s*\|"
 )
 VALUE_COLUMNS = ("estimate", "accuracy")
-STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows"})
+STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows", NOTE_COLUMN})
 NUMERIC_KEYS = frozenset({"budget", "item_limit", "k", "r"})
 
 
@@ -97,11 +98,11 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def format_interval(estimate: float, low: float, high: float) -> str:
+def format_interval(estimate: float, low: float, high: float, note: str = "") -> str:
     if pd.isna(estimate):
         return "-"
     if pd.isna(low) or pd.isna(high):
-        return _number(estimate)
+        return f"{_number(estimate)} ({note})" if note else _number(estimate)
     return f"{_number(estimate)} [{_number(low)}, {_number(high)}]"
 
 
@@ -161,10 +162,11 @@ def _cells(frame: pd.DataFrame, layout: Layout) -> pd.Series:
     number = {
         c: pd.to_numeric(frame[c], errors="coerce") for c in (layout.value, layout.low, layout.high)
     }
+    notes = frame[NOTE_COLUMN] if NOTE_COLUMN in frame.columns else [""] * len(frame)
     cells = [
-        format_interval(e, lo, hi)
-        for e, lo, hi in zip(
-            number[layout.value], number[layout.low], number[layout.high], strict=True
+        format_interval(e, lo, hi, note)
+        for e, lo, hi, note in zip(
+            number[layout.value], number[layout.low], number[layout.high], notes, strict=True
         )
     ]
     keys = list(layout.keys)

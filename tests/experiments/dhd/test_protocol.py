@@ -197,11 +197,11 @@ def test_a_second_run_of_the_whole_experiment_sends_no_model_call(tmp_path, monk
     profile = load_profile("smoke")
     backend = FailingSim(fail_when=lambda r: False, parameters=profile.options.parameters)
     client = _client(tmp_path, backend)
-    first = run_profile(client, profile)
+    first = run_profile(profile, client)
     sent = backend.sent
     assert sent > 0 and len(first.replays) > 0
     assert set(first.replays["arm"]) >= {"solo", "single", "full", "loo", "drop-1"}
-    second = run_profile(client, profile)
+    second = run_profile(profile, client)
     assert backend.sent == sent
     pd.testing.assert_frame_equal(first.replays, second.replays)
     pd.testing.assert_frame_equal(first.proposals, second.proposals)
@@ -214,7 +214,7 @@ def test_notebook_tables_are_recomputed_from_the_published_rows(tmp_path, monkey
 
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
     profile = load_profile("smoke")
-    results = run_profile(_client(tmp_path), profile, limit=20)
+    results = run_profile(profile, _client(tmp_path), limit=20)
     results.replays.to_csv(tmp_path / "rows.csv", index=False)
     results.proposals.to_csv(tmp_path / "proposals.csv", index=False)
     rows = pd.read_csv(tmp_path / "rows.csv", dtype={"message": "Int64", "block": "Int64"})

@@ -81,7 +81,7 @@ def test_every_analysis_of_notebooks_07_and_08_gives_an_empty_table_when_no_pool
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path / "out"))
     settings, client = open_run(load_profile("smoke"))
-    results = run_profile(client, settings)
+    results = run_profile(settings, client)
     assert len(results.replays)  # the columns of a real run, then no row
     replays, proposals = results.replays.iloc[0:0], results.proposals.iloc[0:0]
     effects = report.labelled_effects(replays, proposals)

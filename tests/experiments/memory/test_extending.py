@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from deliberation import experiments, paths
+from deliberation import paths
 from deliberation.experiments.memory import benchmarks, needs, prompts
 from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
 from deliberation.experiments.memory.grid import Grid
@@ -78,6 +78,7 @@ class ToyBench:
     policies = ("B4", "numbers-first")
     has_truth = False
     selects_templates = False
+    sim_behaviours = ()  # no sim: the tests answer with RuleBackend
 
     def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[ToyTask]:
         return [TASK][:limit]
@@ -124,7 +125,6 @@ def toy_extensions(monkeypatch):
     monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
     monkeypatch.setattr(registry, "_POLICIES", dict(registry._POLICIES))
     monkeypatch.setattr(needs, "_NEEDS", dict(needs._NEEDS))
-    monkeypatch.setitem(experiments.OPTIONS, "toybench", experiments.OPTIONS["crossprofile"])
     benchmarks.register_memory_benchmark(ToyBench())
     registry.rank_policy("numbers-first", needs=("numbers",))(numbers_first)
     needs.register_need(NUMBERS)

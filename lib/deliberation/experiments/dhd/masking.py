@@ -355,7 +355,7 @@ def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame,
     from deliberation.experiments.dhd.run import run_profile
 
     options = profile.experiments.dhd
-    results = run_profile(client, profile)
+    results = run_profile(profile, client)
     values = trajectory_values(results.replays)
     cases = choose_cases(values, results.proposals, per_cell=options.masking_cases)
     return run_masking(

@@ -197,8 +197,8 @@ def pool_dir(profile: Profile) -> Path:
 
 
 def run_profile(
-    client: Client,
     profile: Profile,
+    client: Client,
     *,
     stages: Sequence[str] = STAGES,
     benchmarks: Sequence[str] | None = None,

@@ -170,7 +170,8 @@ def difference_by_budget(
 
 def cue_baseline(templates, seed: int) -> pd.DataFrame:
     """The best meaning-free heuristic of the cue audit as one accuracy row (its interval is
-    Wilson's over templates: the heuristic makes one pick per template, whatever the cell)."""
+    the audit's bootstrap over templates: the heuristic makes one pick per template, whatever
+    the cell)."""
     from deliberation.crossprofile.audit import audit
 
     table = audit(templates, seed=seed).table

@@ -33,6 +33,7 @@ class MemoryBenchmark(Protocol):
     policies: tuple[str, ...]  # the default grid: every policy the benchmark supports
     has_truth: bool  # true roles known, so oracle policies can run
     selects_templates: bool  # tasks come in template sets (main, pilot, all)
+    sim_behaviours: tuple[str, ...]  # modules registering its sim behaviours (its sim)
 
     def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[Any]:
         """The tasks a run asks about (``templates`` only when ``selects_templates``)."""

@@ -110,6 +110,7 @@ class CrossProfile:
     policies = CROSSPROFILE_POLICIES
     has_truth = True
     selects_templates = True
+    sim_behaviours = ("deliberation.experiments.memory.sim.crossprofile",)
 
     def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[Task]:
         return crossprofile_tasks(templates or "main", limit, seed=seed)  # type: ignore[arg-type]

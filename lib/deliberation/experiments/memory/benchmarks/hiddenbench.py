@@ -33,6 +33,7 @@ class HiddenBench:
     policies = HIDDENBENCH_POLICIES
     has_truth = False
     selects_templates = False
+    sim_behaviours = ("deliberation.experiments.memory.sim.hiddenbench",)
 
     def tasks(
         self, seed: int, *, templates: str | None, limit: int | None

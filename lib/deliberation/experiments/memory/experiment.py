@@ -1,0 +1,149 @@
+"""The memory experiment's records: one :class:`~deliberation.experiments.record.Experiment` per
+registered memory benchmark (``deliberation run crossprofile|hiddenbench``, notebooks 02-05), its
+flags (grid overrides) and its summary (rows, counts, the results table)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from deliberation.experiments.memory.benchmarks import memory_benchmark, memory_benchmarks
+from deliberation.experiments.record import Experiment, NotebookCall
+
+if TYPE_CHECKING:
+    from deliberation.params import Profile
+
+_HERE = "deliberation.experiments.memory.experiment"
+_NOTEBOOK = "deliberation.experiments.memory.analyses.runs:notebook_experiment"
+# The paper's notebooks, by the benchmark they run (their kwargs are the notebook's options).
+NOTEBOOKS: dict[str, dict[str, NotebookCall]] = {
+    "hiddenbench": {
+        "02_hiddenbench.ipynb": NotebookCall(
+            _NOTEBOOK, {"benchmark": "hiddenbench", "item_limit": 0}
+        ),
+    },
+    "crossprofile": {
+        "03_crossprofile_h1_h3.ipynb": NotebookCall(
+            _NOTEBOOK,
+            {"benchmark": "crossprofile", "tags": ["keep"], "templates": ["main", "pilot"]},
+        ),
+        "04_tag_ablation.ipynb": NotebookCall(
+            _NOTEBOOK,
+            {
+                "benchmark": "crossprofile",
+                "policies": ["all", "R1", "B4", "Random", "R1-rel"],
+                "primary_budget_only": True,
+                "item_limit": 0,
+                "tags": ["keep", "remove", "shuffle"],
+            },
+        ),
+        "05_evidence_balance.ipynb": NotebookCall(
+            _NOTEBOOK, {"benchmark": "crossprofile", "tags": ["keep"], "item_limit": 0}
+        ),
+    },
+}
+
+
+# The smoke profile's grid of each benchmark (params/smoke.yaml starts from it).
+SMOKE: dict[str, dict[str, Any]] = {
+    "crossprofile": {"limit": 3, "n_resamples": 200},  # 3 templates x 8 variants
+    "hiddenbench": {"limit": 4, "n_resamples": 200},
+}
+
+
+def memory_experiment(benchmark: str) -> Experiment:
+    """The memory experiment on the registered memory benchmark ``benchmark``."""
+    found = memory_benchmark(benchmark)
+    return Experiment(
+        name=benchmark,
+        summary=(
+            f"memory policies x budgets x tag modes on {found.description}; one row per decision"
+        ),
+        description=(
+            "Scripted discussion, memory policies under a token budget, and the decision "
+            "call, for every task and grid cell. The grid comes from the profile's "
+            f"experiments.{benchmark} section; the options below override it. Every "
+            "request goes through the response cache; identical prompts are sent once."
+        ),
+        options="deliberation.experiments.memory.options:MemoryGridOptions",
+        runner=f"{_HERE}:run",
+        arguments=f"{_HERE}:add_arguments",
+        report=f"{_HERE}:report",
+        stages=(f"{benchmark}.",),
+        sim_behaviours=("deliberation.experiments.memory.sim.mechanism", *found.sim_behaviours),
+        notebooks=NOTEBOOKS.get(benchmark, {}),
+        smoke=SMOKE.get(benchmark, {}),
+        bound={"benchmark": benchmark},
+    )
+
+
+def memory_experiments() -> tuple[Experiment, ...]:
+    """One record per registered memory benchmark (a benchmark registered later gets its own)."""
+    return tuple(memory_experiment(name) for name in memory_benchmarks())
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    from deliberation.cli import positive_int
+
+    parser.add_argument("--policies", help="comma-separated policies, e.g. R1,B4,Random")
+    parser.add_argument("--budgets", help="comma-separated budget fractions, e.g. 0.4,0.6")
+    parser.add_argument("--tags", help="comma-separated tag modes: keep,remove,shuffle")
+    parser.add_argument(
+        "--item-limit", type=int, help="fixed item count of the control rows (0: none)"
+    )
+    if memory_benchmark(name).selects_templates:
+        parser.add_argument("--templates", choices=("main", "pilot", "all"), help="which templates")
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench)",
+    )
+
+
+def run(
+    profile: Profile,
+    client: Any,
+    *,
+    benchmark: str,
+    policies: str | None = None,
+    budgets: str | None = None,
+    tags: str | None = None,
+    progress: bool = True,
+    **options: Any,
+) -> Any:
+    """One benchmark's grid (comma-separated overrides as the CLI takes them)."""
+    from deliberation.experiments.memory.grid import parse_budgets, parse_list
+    from deliberation.experiments.memory.runs import run_from_profile
+
+    return run_from_profile(
+        benchmark,
+        profile,
+        policies=parse_list(policies),
+        budgets=parse_budgets(parse_list(budgets)),
+        tags=parse_list(tags),
+        client=client,
+        progress=progress,
+        **options,
+    )
+
+
+def report(result: Any, profile: Profile, args: argparse.Namespace) -> str | None:
+    """Write the rows and their sidecar, print the counts and the results table."""
+    from deliberation.experiments.memory.summary import (
+        command_rows,
+        format_summary,
+        summary_table,
+        write_command_rows,
+    )
+
+    rows = command_rows(result.frame, profile, result.gold)
+    sidecar = write_command_rows(
+        rows, args.out, profile, command=f"run {args.experiment}", failed=result.report.failed
+    )
+    for line in result.report.lines():
+        print(line)
+    print(f"{len(rows)} rows -> {args.out} (provenance: {sidecar.name})")
+    if len(rows):
+        print("")
+        print(format_summary(summary_table(result.frame)))
+    return f"FAILED: {result.report.failed} rows failed" if result.report.failed else None

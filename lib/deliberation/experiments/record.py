@@ -1,0 +1,67 @@
+"""The :class:`Experiment` record: everything the rest of the library learns about an experiment.
+
+An experiment package exports one record (or, like the memory experiment, one per benchmark) and
+the registry (:mod:`deliberation.experiments`) names it in one line. From the records come the
+profile's ``experiments.<name>`` sections (:attr:`Experiment.options`), the sim behaviour modules
+(:attr:`Experiment.sim_behaviours`), ``deliberation run <name>`` (:mod:`.run_command`: one generic
+skeleton, the experiment adds only its flags and its printed summary), the manifest's experiment
+entries (:attr:`Experiment.notebooks`) and with them ``deliberation plan`` and ``make paper``.
+
+Code is named by ``"module:attribute"`` strings, imported on first use, so that loading a profile
+or ``deliberation --help`` imports no experiment's code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def load_object(path: str) -> Any:
+    """The attribute ``path`` (``"package.module:attribute"``) names, its module imported."""
+    module, _, attribute = path.partition(":")
+    if not attribute:
+        raise ValueError(f"{path!r} is not 'package.module:attribute'")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class NotebookCall:
+    """The model calls one notebook sends: ``function(profile=..., client=..., **kwargs)``, the
+    call the notebook makes (``deliberation plan`` and ``make paper`` make it too)."""
+
+    function: str  # "module:function"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment, as the CLI, the profile loader, the sim, the plan and the manifest see it.
+
+    ``run`` is called as ``run(profile, client, progress=..., **options)`` with the options its
+    ``arguments(parser, name)`` added to ``deliberation run <name>`` and returns the
+    experiment's result; ``report(result, profile, args)`` writes the rows, prints the summary
+    and returns a ``FAILED: ...`` line when rows (or pools) failed, else None, so the generic
+    command exits with ``CALLS_FAILED``.
+    """
+
+    name: str  # `deliberation run <name>`, the profile section `experiments.<name>`
+    summary: str  # one line for `deliberation run --help`
+    description: str  # the paragraph of `deliberation run <name> --help`
+    options: str  # "module:Class" of the options model validating `experiments.<name>`
+    runner: str  # "module:function": run(profile, client, *, progress, **options) -> result
+    arguments: str  # "module:function": add the experiment's flags to its parser
+    report: str  # "module:function": report(result, profile, args) -> FAILED line | None
+    out_help: str = "rows.csv to write (default build/runs/<profile>/<experiment>_rows.csv)"
+    outputs: str | None = None  # "module:function": output flags beside --out, read by report
+    stages: tuple[str, ...] = ()  # stage prefixes its requests carry (part of each cache key)
+    sim_behaviours: tuple[str, ...] = ()  # modules registering its sim behaviours / PARAMETERS
+    notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls
+    smoke: Mapping[str, Any] = field(default_factory=dict)  # its options in the smoke profile
+    bound: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments runner always gets
+
+    def run(self, profile: Any, client: Any, **options: Any) -> Any:
+        """The experiment's model calls and rows: ``runner(profile, client, **options)``."""
+        return load_object(self.runner)(profile, client, **self.bound, **options)
