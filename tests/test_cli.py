@@ -143,6 +143,7 @@ INVOCATIONS = {
     ("data", "sources"): ([], None, 0, "licence"),
     ("data", "check"): (["--root", "{tmp}"], None, 1, "deliberation data fetch"),
     ("plan",): (["smoke", "--notebooks", "00"], None, 0, "smoke.arithmetic"),
+    ("power",): (["smoke", "--effect", "nosuch=3", "--no-plan"], None, 2, "names no test"),
     ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
     ("report",): (["smoke", "--out", "{tmp}/report"], None, 0, "index.html"),
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),

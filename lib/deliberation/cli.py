@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "deliberation.experiments.run_command",
     "deliberation.paper.commands",
     "deliberation.results.commands",
+    "deliberation.power_commands",
 ]
 
 # The registry: every top-level command and what `deliberation --help` says of it.
@@ -38,6 +39,7 @@ COMMANDS = {
     "run": "run a registered experiment through the response cache (`run --help` lists them)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
+    "power": "power of each preregistered test at the profile's grid; the smallest grid reaching it",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
     "bench": "run every benchmark and write one table (build/bench.md)",

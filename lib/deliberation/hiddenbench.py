@@ -23,9 +23,13 @@ A task becomes what the scripted discussion and the memory policies need:
 - **Holders**: a shared fact is held by every agent; a hidden entry's facts by its own agent
   (agents ``A1``..``An``, one per hidden entry).
 - **Order**: the file lists shared facts first and puts the correct answer last in 39 of 65
-  tasks, so both the facts and the options are shuffled per task with the seed (the original
-  protocol also shuffles facts). Fact ids name their origin: ``s2.1`` is the first fact of
-  shared entry 2, ``h3.2`` the second fact of agent 3's hidden entry.
+  tasks, so the facts are shuffled per task with the seed (the original protocol also
+  shuffles facts), and the options are counterbalanced (``option_order: rotate``, the
+  default): the file's order rotated so the key sits at position (task number + seed) mod
+  number of options, which spreads the key over the positions across tasks with as many
+  options (``option_order: template`` keeps the file's order). Fact ids name their origin:
+  ``s2.1`` is the first fact of shared entry 2, ``h3.2`` the second fact of agent 3's hidden
+  entry (ids are never sent to a model).
 
 HiddenBench states no separate criteria; the description says what matters.
 """
@@ -35,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,6 +47,7 @@ from deliberation import paths
 from deliberation.datasets.items import DatasetFormatError, DatasetNotFoundError, read_json
 from deliberation.seeds import stable_seed
 
+OptionOrder = Literal["rotate", "template"]
 FILE_NAME = "benchmark_all_clean.json"
 NAME = "hiddenbench"
 
@@ -125,8 +130,24 @@ def _require(record: Any, field: str, kind: type, path: Path, number: int) -> An
     return value
 
 
+def presented_options(
+    options: list[str], correct: str, number: int, seed: int, option_order: OptionOrder
+) -> tuple[str, ...]:
+    """The file's options rotated so the key sits at (number + seed) mod k (``rotate``), or
+    as the file lists them (``template``)."""
+    if option_order not in ("rotate", "template"):
+        raise ValueError(f"option_order must be rotate or template; got {option_order!r}")
+    if option_order == "template":
+        return tuple(options)
+    offset = options.index(correct) - (number + seed) % len(options)
+    return tuple(options[(j + offset) % len(options)] for j in range(len(options)))
+
+
 def build_task(
-    record: dict[str, Any], seed: int = 0, path: Path | str = FILE_NAME
+    record: dict[str, Any],
+    seed: int = 0,
+    path: Path | str = FILE_NAME,
+    option_order: OptionOrder = "rotate",
 ) -> HiddenBenchTask:
     """One task from its JSON record (see the module docstring for every rule)."""
     path = Path(path)
@@ -168,14 +189,14 @@ def build_task(
     ]
     task_id = f"hb{number:02d}"
     rng = np.random.default_rng(stable_seed("hiddenbench-order", task_id, seed))
-    option_order = rng.permutation(len(options))
+    rng.permutation(len(options))  # drawn (and unused) so fact orders stay as they were
     fact_order = rng.permutation(len(facts))
     return HiddenBenchTask(
         id=task_id,
         number=number,
         name=name,
         description=description.strip(),
-        options=tuple(options[i] for i in option_order),
+        options=presented_options(options, correct, number, seed, option_order),
         correct=correct,
         facts=tuple(facts[i] for i in fact_order),
         agents=agents,
@@ -194,15 +215,17 @@ def default_path() -> Path:
     return fetched
 
 
-def load_hiddenbench(path: Path | str | None = None, seed: int = 0) -> list[HiddenBenchTask]:
-    """Every task of the file, in file order."""
+def load_hiddenbench(
+    path: Path | str | None = None, seed: int = 0, option_order: OptionOrder = "rotate"
+) -> list[HiddenBenchTask]:
+    """Every task of the file, in file order (options as ``option_order`` lists them)."""
     path = Path(path) if path is not None else default_path()
     if not path.is_file():
         raise DatasetNotFoundError(f"{NAME}: no file {path} (run `make data`)")
     records = read_json(path)
     if not isinstance(records, list):
         raise DatasetFormatError(path, "expected a JSON list of task objects")
-    tasks = [build_task(record, seed, path) for record in records]
+    tasks = [build_task(record, seed, path, option_order) for record in records]
     ids = [t.number for t in tasks]
     if len(set(ids)) != len(ids):
         raise DatasetFormatError(path, "duplicate task ids")

@@ -117,7 +117,10 @@ def test_audit_fails_on_two_templates_of_bank_v3():
 
 def test_every_reader_is_role_blind():
     """A reader scores from what a model sees: blanking every role, option field, polarity
-    and tone changes no score (the text classifiers train on the key only)."""
+    and tone changes no score (the text classifiers train on the key only). The task-order
+    readers are left out: the task's first and last facts are chosen knowing which facts are on
+    the key (that is how they are balanced to a third), so blanking the options changes what a
+    model is shown; their own test is the audit's share at 1/3."""
     hiring = load_template(FIXTURES / "valid" / "hiring-01.yaml")
     other = hiring.options[1]
     blind_facts = [
@@ -128,7 +131,7 @@ def test_every_reader_is_role_blind():
     ]
     blind = hiring.model_copy(update={"facts": blind_facts})
     for reader in readers():
-        if reader.scores is not None:
+        if reader.scores is not None and reader.reads != "task order":
             assert reader.scores(blind) == reader.scores(hiring), reader.name
 
 

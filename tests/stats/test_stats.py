@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import deliberation.stats as stats
-from deliberation.crossprofile.variants import OwnershipVariant
-from deliberation.stats.simulate import (
+from deliberation.crossprofile.simulate import (
     population_value,
     simulate_results_frame,
 )
+from deliberation.crossprofile.variants import OwnershipVariant
 
 POLICIES = ("R1", "B4", "Random", "R1-rel")
 

@@ -4,7 +4,11 @@ A task is what a run needs: the decision (description, criteria, options in pres
 order, the key) and the 12 facts with the agents that hold them.
 
 Facts are presented in a seeded order, never in the template's role order (support, decoy,
-irrelevant), which put the correct option first in 43 of 60 old templates. The order depends
+irrelevant), which put the correct option first in 43 of 60 old templates. Nothing a task
+derives reads the file's order either (its first fact is on the correct option in most
+templates): every draw below starts from the facts sorted by a hash of their text
+(:func:`canonical_order`), so the same facts listed in another order, or under other ids,
+give the same task, and fact ids are never sent to a model. The order depends
 on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
 read the same sequence and differ only in who holds what (a paired design, like the holders).
 
@@ -21,9 +25,17 @@ opens and which closes (among those allowed) and the order of the other ten are 
 from (template id, seed). Pilot templates (and any id outside the main scheme) open and close
 with the correct option with probability 1/3 each.
 
-Options are presented in the template's order; the bank balances the position of the
-correct option across templates (the cue audit checks it). Ids are
-``<template id>/<variant id>``, e.g. ``hiring-01/SP-DS-IP``.
+Options are counterbalanced (``option_order: rotate``, the default; :func:`presented_options`):
+each task lists the template's options rotated so that the key sits at position
+(template number + variant index + seed) mod 3, where the template number is the main slot
+(0..59; a stable hash of the id for pilots) and the variant index is its place in
+``ALL_VARIANTS`` (0..7). A rotation moves every option together, so within a template each
+option is listed in each position 3, 3 and 2 times over the 8 variants (8 is not a multiple of
+3), and in every ownership variant (every cell of the design) the key is listed first, second
+and third in exactly 20 of the 60 main templates, for every seed. ``option_order: template``
+keeps the template file's order in every variant (the papers' fixed order, where a model's
+position preference can pass for an effect). Ids are ``<template id>/<variant id>``, e.g.
+``hiring-01/SP-DS-IP``.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -49,6 +61,8 @@ from deliberation.crossprofile.variants import (
 from deliberation.seeds import stable_seed
 
 DEFAULT_SEED = 0
+OptionOrder = Literal["rotate", "template"]
+OPTION_ORDERS: tuple[str, ...] = get_args(OptionOrder)
 
 
 @dataclass(frozen=True)
@@ -145,14 +159,25 @@ class Task:
         )
 
 
+def canonical_order(template: Template) -> list[int]:
+    """Indices into ``template.facts`` sorted by a hash of each fact's text (ties by text):
+    the order every draw starts from, so nothing derived depends on the file's order."""
+    facts = template.facts
+    return sorted(
+        range(len(facts)),
+        key=lambda i: (stable_seed("crossprofile-fact", facts[i].text), facts[i].text),
+    )
+
+
 def assign_holders(
     template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[str, ...]]:
     """Holders of every fact (by fact id) under ``variant``: all agents for a shared group,
     one agent per fact for a private group (deterministic in template id, group and seed)."""
     holders: dict[str, tuple[str, ...]] = {}
+    ordered = [template.facts[i] for i in canonical_order(template)]
     for group in GROUPS:
-        facts = template.facts_with_role(group)
+        facts = [f for f in ordered if f.role == group]
         if variant.ownership(group) == "shared":
             holders.update({f.id: AGENTS for f in facts})
         else:
@@ -198,7 +223,7 @@ def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[in
     (:func:`opens_with_correct`, :func:`closes_with_correct`), each drawn uniformly among
     those facts, and the other facts uniformly shuffled between them."""
     rng = fact_order_rng(template.id, seed)
-    indices = list(range(len(template.facts)))
+    indices = canonical_order(template)
 
     def pick(on_correct: bool, taken: tuple[int, ...]) -> int:
         free = [i for i in indices if i not in taken]
@@ -212,8 +237,39 @@ def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[in
     return (first, *(middle[int(i)] for i in rng.permutation(len(middle))), last)
 
 
-def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED) -> Task:
-    """The task for one template under one ownership variant, facts in presentation order."""
+def key_position(template: Template, variant: OwnershipVariant, seed: int = DEFAULT_SEED) -> int:
+    """Where the rotated listing puts the key (0 = first): (template number + variant index +
+    seed) mod number of options (module docstring)."""
+    slot = main_slot(template.id, template.domain)
+    number = slot if slot is not None else stable_seed("crossprofile-option-order", template.id)
+    return (number + ALL_VARIANTS.index(variant) + seed) % len(template.options)
+
+
+def presented_options(
+    template: Template,
+    variant: OwnershipVariant,
+    seed: int = DEFAULT_SEED,
+    option_order: OptionOrder = "rotate",
+) -> tuple[str, ...]:
+    """The options as the task lists them: the template's order rotated so the key sits at
+    :func:`key_position` (``rotate``), or the template's order (``template``)."""
+    if option_order not in OPTION_ORDERS:
+        raise ValueError(f"option_order must be one of {OPTION_ORDERS}; got {option_order!r}")
+    options = tuple(template.options)
+    if option_order == "template":
+        return options
+    offset = options.index(template.correct) - key_position(template, variant, seed)
+    return tuple(options[(j + offset) % len(options)] for j in range(len(options)))
+
+
+def derive_task(
+    template: Template,
+    variant: OwnershipVariant,
+    seed: int = DEFAULT_SEED,
+    option_order: OptionOrder = "rotate",
+) -> Task:
+    """The task for one template under one ownership variant, facts in presentation order,
+    options in the ``option_order`` listing (:func:`presented_options`)."""
     holders = assign_holders(template, variant, seed)
     ordered = [template.facts[i] for i in presentation_order(template, seed)]
     facts = tuple(
@@ -240,7 +296,7 @@ def derive_task(template: Template, variant: OwnershipVariant, seed: int = DEFAU
         title=template.title,
         description=template.description,
         criteria=tuple(template.criteria),
-        options=tuple(template.options),
+        options=presented_options(template, variant, seed, option_order),
         correct=template.correct,
         facts=facts,
     )
@@ -250,9 +306,10 @@ def derive_tasks(
     templates: Iterable[Template],
     seed: int = DEFAULT_SEED,
     variants: Sequence[OwnershipVariant] = ALL_VARIANTS,
+    option_order: OptionOrder = "rotate",
 ) -> list[Task]:
     """Every template under every variant, in template order then variant order."""
-    return [derive_task(t, v, seed) for t in templates for v in variants]
+    return [derive_task(t, v, seed, option_order) for t in templates for v in variants]
 
 
 def write_tasks_jsonl(tasks: Iterable[Task], path: Path) -> Path:

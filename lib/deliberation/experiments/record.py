@@ -2,10 +2,10 @@
 
 An experiment package exports one record (or, like the memory experiment, one per benchmark) and
 the registry (:mod:`deliberation.experiments`) names it in one line. From the records come the
-profile's ``experiments.<name>`` sections (:attr:`Experiment.options`), the sim behaviour modules
-(:attr:`Experiment.sim_behaviours`), ``deliberation run <name>`` (:mod:`.run_command`: one generic
+profile's ``experiments.<name>`` sections (``Experiment.options``), the sim behaviour modules
+(``Experiment.sim_behaviours``), ``deliberation run <name>`` (:mod:`.run_command`: one generic
 skeleton, the experiment adds only its flags and its printed summary), the manifest's experiment
-entries (:attr:`Experiment.notebooks`) and with them ``deliberation plan`` and ``make paper``.
+entries (``Experiment.notebooks``) and with them ``deliberation plan`` and ``make paper``.
 
 Code is named by ``"module:attribute"`` strings, imported on first use, so that loading a profile
 or ``deliberation --help`` imports no experiment's code.

@@ -4,7 +4,7 @@ The skeleton every experiment shares lives here once: load the profile, start it
 if a call must be sent, open the run (cache, progress, synthetic label), call the experiment's
 ``run(profile, client, **options)``, let its ``report`` write the rows and print the summary, and
 exit with :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed. An experiment adds
-only its own flags (:attr:`~deliberation.experiments.record.Experiment.arguments`) beside the
+only its own flags (``Experiment.arguments``) beside the
 common ``--profile``, ``--cache``, ``--out`` and ``--no-progress``.
 """
 

@@ -38,6 +38,7 @@ from deliberation.inference.sim_registry import (
     declared_parameters,
     find_behaviour,
     registered_stages,
+    seed_view,
     sim_behaviour,
 )
 from deliberation.seeds import stable_seed
@@ -142,7 +143,8 @@ class SimBackend(Backend):
                 f" known: {registered_stages()}",
                 prompt_tokens=prompt_tokens,
             )
-        rng = request_rng(request, self.seed)
+        view = seed_view(request.stage)
+        rng = request_rng(request if view is None else view(request), self.seed)
         try:
             context = SimContext(
                 request=request, rng=rng, parameters=self.parameters, declared=declared

@@ -80,17 +80,28 @@ class SimContext:
 
 
 SimBehaviour = Callable[[SimContext], SimAnswer]
+SeedView = Callable[[ChatRequest], ChatRequest]
 _BEHAVIOURS: dict[str, SimBehaviour] = {}
+_SEED_VIEWS: dict[str, SeedView] = {}
 
 
-def sim_behaviour(stage: str) -> Callable[[SimBehaviour], SimBehaviour]:
+def sim_behaviour(
+    stage: str, *, seed_view: SeedView | None = None
+) -> Callable[[SimBehaviour], SimBehaviour]:
     """Register the sim's answer for a stage tag; ``a.b`` also serves ``a.b.c`` unless that
-    has its own behaviour (longest dotted prefix wins)."""
+    has its own behaviour (longest dotted prefix wins).
+
+    ``seed_view`` maps a request to what its random generator is seeded from (default: the
+    request itself). A behaviour whose answer must not depend on something the prompt shows
+    (e.g. the order options are listed in) gives a view that puts it in a canonical form, so
+    the same content in another order draws the same noise."""
 
     def decorate(func: SimBehaviour) -> SimBehaviour:
         if stage in _BEHAVIOURS:
             raise ValueError(f"sim behaviour for stage {stage!r} registered twice")
         _BEHAVIOURS[stage] = func
+        if seed_view is not None:
+            _SEED_VIEWS[stage] = seed_view
         return func
 
     return decorate
@@ -131,15 +142,27 @@ def _import_registered() -> None:
     _imported = names
 
 
-def find_behaviour(stage: str) -> SimBehaviour | None:
-    """The behaviour for ``stage`` (longest registered dotted prefix), or None."""
+def _registered_prefix(stage: str) -> str | None:
+    """The longest dotted prefix of ``stage`` with a registered behaviour, or None."""
     _import_registered()
     parts = stage.split(".")
     for end in range(len(parts), 0, -1):
-        behaviour = _BEHAVIOURS.get(".".join(parts[:end]))
-        if behaviour is not None:
-            return behaviour
+        prefix = ".".join(parts[:end])
+        if prefix in _BEHAVIOURS:
+            return prefix
     return None
+
+
+def find_behaviour(stage: str) -> SimBehaviour | None:
+    """The behaviour for ``stage`` (longest registered dotted prefix), or None."""
+    prefix = _registered_prefix(stage)
+    return None if prefix is None else _BEHAVIOURS[prefix]
+
+
+def seed_view(stage: str) -> SeedView | None:
+    """The seed view registered with ``stage``'s behaviour (None: seed from the request)."""
+    prefix = _registered_prefix(stage)
+    return None if prefix is None else _SEED_VIEWS.get(prefix)
 
 
 def registered_stages() -> list[str]:

@@ -7,7 +7,8 @@ whose kept scores K
 
 1. keep every strict order of the full ranking (F[a] > F[b] implies K[a] > K[b]),
 2. with the largest margin for the full set's leader, K[leader] - max of the others (the leader
-   is the first option, in the task's option order, with the highest F),
+   is the option with the highest F, the first by name on a tie: never by the order the
+   options are listed in, which tasks counterbalance),
 3. ties broken by rarity: the smallest total holder count, then fewest tokens, then earliest
    first mentions.
 
@@ -69,9 +70,9 @@ def audit_balance(
     capacity: Capacity,
 ) -> tuple[MemoryCandidate, ...]:
     """The kept subset (see the module docstring for the objective)."""
-    options = list(options) or list(
-        dict.fromkeys(lab.option for lab in labels.values() if lab.option is not None)
-    )
+    options = sorted(
+        set(options) or {lab.option for lab in labels.values() if lab.option is not None}
+    )  # by name: the listing order of the options must not choose the leader
     index = {o: k for k, o in enumerate(options)}
     scored = sorted(
         (

@@ -4,7 +4,7 @@
 - :mod:`.pipeline`: discussion -> labelling/summary calls -> memories -> decision calls, each
   stage one batch through the cache (identical prompts sent once, counts reported).
 - :mod:`.runs`: tasks, the results frames (columns documented there) and the library entry
-  point :func:`run_from_profile` behind the CLI (:mod:`.commands`).
+  point :func:`run_from_profile` behind the CLI (:mod:`.experiment`).
 """
 
 from deliberation.experiments.memory.grid import Cell, Grid

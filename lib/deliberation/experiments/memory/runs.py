@@ -130,7 +130,8 @@ def run_memory_experiment(
 def profile_grid(benchmark: str | MemoryBenchmark, profile) -> tuple[Grid, dict]:
     """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
     benchmark supports when it names none; the section's defaults for a benchmark the profile
-    model has no section for), and its task selection (``templates``, ``limit``)."""
+    model has no section for), and its task selection (``templates``, ``limit``,
+    ``option_order``)."""
     benchmark = _benchmark(benchmark)
     section = getattr(profile.experiments, benchmark.name, None) or MemoryGridOptions()
     grid = Grid(
@@ -139,7 +140,8 @@ def profile_grid(benchmark: str | MemoryBenchmark, profile) -> tuple[Grid, dict]
         item_limit=section.item_limit or None,
         tags=tuple(section.tags),
     )
-    return grid, {"limit": section.limit, "templates": section.templates}
+    selection = {"limit": section.limit, "templates": section.templates}
+    return grid, {**selection, "option_order": section.option_order}
 
 
 def run_from_profile(
@@ -168,7 +170,10 @@ def run_from_profile(
     )
     limit = check_limit(limit if limit is not None else selection.get("limit"))
     tasks = benchmark.tasks(
-        profile.seed, templates=templates or selection.get("templates"), limit=limit
+        profile.seed,
+        templates=templates or selection.get("templates"),
+        limit=limit,
+        option_order=selection["option_order"],
     )
     if client is None:
         from deliberation.inference import make_client

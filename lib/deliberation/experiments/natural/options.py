@@ -29,6 +29,11 @@ class NaturalOptions(Strict):
     limit: int | None = Field(
         None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
     )
+    option_order: Literal["rotate", "template"] = Field(
+        "rotate",
+        description="rotate: options counterbalanced so no position predicts the key;"
+        " template: the stored order in every variant (the papers' fixed order)",
+    )
     n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
 
     _distinct_values = field_validator("benchmarks", "variants", "policies")(distinct_values)

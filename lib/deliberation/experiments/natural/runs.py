@@ -488,7 +488,9 @@ def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
     """The tasks the profile's ``experiments.natural`` section selects."""
     if benchmark not in ("crossprofile", "hiddenbench"):
         raise ValueError(f"unknown benchmark {benchmark!r}; expected crossprofile or hiddenbench")
-    return memory_benchmark(benchmark).tasks(seed, templates=options.templates, limit=options.limit)
+    return memory_benchmark(benchmark).tasks(
+        seed, templates=options.templates, limit=options.limit, option_order=options.option_order
+    )
 
 
 def runnable_benchmarks(benchmarks: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -48,6 +48,7 @@ from deliberation.experiments.memory.sim.mechanism import (
     decide,
     label_balance,
     label_relevance,
+    order_free_request,
     prompt_options,
     section,
     summarize,
@@ -224,4 +225,6 @@ for _benchmark_name in READERS:
         ("balance", natural_balance),
         ("summary", natural_summary),
     ):
-        sim_behaviour(f"natural.{_benchmark_name}.{_step}")(_behaviour)
+        sim_behaviour(f"natural.{_benchmark_name}.{_step}", seed_view=order_free_request)(
+            _behaviour
+        )

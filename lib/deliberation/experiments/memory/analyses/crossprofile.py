@@ -253,8 +253,13 @@ def relevance_labels(profile: Profile, client: Client, templates: str = "main") 
     from deliberation.experiments.memory.pipeline import RunReport, prepare
     from deliberation.experiments.memory.runs import crossprofile_tasks
 
-    limit = profile.experiments.crossprofile.limit
-    tasks = crossprofile_tasks(templates, limit, seed=profile.seed)  # type: ignore[arg-type]
+    section = profile.experiments.crossprofile
+    tasks = crossprofile_tasks(
+        templates,  # type: ignore[arg-type]
+        section.limit,
+        seed=profile.seed,
+        option_order=section.option_order,
+    )
     prepared = prepare(
         tasks,
         Grid(policies=("R1-rel",), budgets=(PRIMARY_FRACTION,), item_limit=None, tags=("keep",)),

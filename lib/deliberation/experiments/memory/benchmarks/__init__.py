@@ -35,8 +35,11 @@ class MemoryBenchmark(Protocol):
     selects_templates: bool  # tasks come in template sets (main, pilot, all)
     sim_behaviours: tuple[str, ...]  # modules registering its sim behaviours (its sim)
 
-    def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[Any]:
-        """The tasks a run asks about (``templates`` only when ``selects_templates``)."""
+    def tasks(
+        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+    ) -> list[Any]:
+        """The tasks a run asks about (``templates`` only when ``selects_templates``), options
+        listed as ``option_order`` says (``rotate``: counterbalanced; ``template``: as stored)."""
         ...
 
     def truth(self, task: Any) -> Mapping[str, Any] | None:

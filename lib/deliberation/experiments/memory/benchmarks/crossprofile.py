@@ -11,7 +11,7 @@ import pandas as pd
 
 from deliberation.crossprofile.schema import Template
 from deliberation.crossprofile.scoring import irrelevant_tone, net_evidence_lead, tone_lead
-from deliberation.crossprofile.tasks import Task
+from deliberation.crossprofile.tasks import OptionOrder, Task
 from deliberation.crossprofile.variants import OwnershipVariant
 from deliberation.experiments.memory.grid import CROSSPROFILE_POLICIES
 from deliberation.experiments.memory.pipeline import Decision
@@ -69,17 +69,21 @@ def crossprofile_rows(decisions: Sequence[Decision]) -> pd.DataFrame:
 
 
 def crossprofile_tasks(
-    templates: TemplateSet = "main", limit: int | None = None, seed: int = 0
+    templates: TemplateSet = "main",
+    limit: int | None = None,
+    seed: int = 0,
+    option_order: OptionOrder = "rotate",
 ) -> list[Task]:
     """Tasks of the verified bank: main, pilot or all templates (the first ``limit`` templates,
-    each under all 8 ownership variants)."""
+    each under all 8 ownership variants), options listed as ``option_order`` says."""
     from deliberation.crossprofile import derive_tasks
 
     if templates not in ("main", "pilot", "all"):
         raise ValueError(f"templates must be main, pilot or all; got {templates!r}")
     check_limit(limit)
     bank = [t for t in verified_bank() if templates == "all" or t.pilot == (templates == "pilot")]
-    return derive_tasks(bank[:limit] if limit is not None else bank, seed=seed)
+    chosen = bank[:limit] if limit is not None else bank
+    return derive_tasks(chosen, seed=seed, option_order=option_order)
 
 
 _VERIFIED_BANKS: dict[tuple[tuple[str, int, int], ...], tuple[Template, ...]] = {}
@@ -112,8 +116,15 @@ class CrossProfile:
     selects_templates = True
     sim_behaviours = ("deliberation.experiments.memory.sim.crossprofile",)
 
-    def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[Task]:
-        return crossprofile_tasks(templates or "main", limit, seed=seed)  # type: ignore[arg-type]
+    def tasks(
+        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+    ) -> list[Task]:
+        return crossprofile_tasks(
+            templates or "main",  # type: ignore[arg-type]
+            limit,
+            seed=seed,
+            option_order=option_order,  # type: ignore[arg-type]
+        )
 
     def truth(self, task: Task) -> Mapping[str, Any]:
         return {f.id: f for f in task.facts}

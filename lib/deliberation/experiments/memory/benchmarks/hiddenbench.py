@@ -36,11 +36,11 @@ class HiddenBench:
     sim_behaviours = ("deliberation.experiments.memory.sim.hiddenbench",)
 
     def tasks(
-        self, seed: int, *, templates: str | None, limit: int | None
+        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
     ) -> list[HiddenBenchTask]:
         from deliberation.hiddenbench import load_hiddenbench
 
-        return load_hiddenbench(seed=seed)[:limit]
+        return load_hiddenbench(seed=seed, option_order=option_order)[:limit]  # type: ignore[arg-type]
 
     def truth(self, task: HiddenBenchTask) -> None:
         return None

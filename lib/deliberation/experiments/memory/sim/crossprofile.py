@@ -20,6 +20,7 @@ from deliberation.experiments.memory.sim.mechanism import (
     decide,
     label_balance,
     label_relevance,
+    order_free_request,
     summarize,
 )
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
@@ -49,21 +50,21 @@ def read_fact(text: str, options: Sequence[str]) -> Reading | None:
     return world_knowledge().get(normalize(text))
 
 
-@sim_behaviour("crossprofile.decision")
+@sim_behaviour("crossprofile.decision", seed_view=order_free_request)
 def crossprofile_decision(context: SimContext) -> SimAnswer:
     return decide(context, read_fact)
 
 
-@sim_behaviour("crossprofile.relevance")
+@sim_behaviour("crossprofile.relevance", seed_view=order_free_request)
 def crossprofile_relevance(context: SimContext) -> SimAnswer:
     return label_relevance(context, read_fact)
 
 
-@sim_behaviour("crossprofile.balance")
+@sim_behaviour("crossprofile.balance", seed_view=order_free_request)
 def crossprofile_balance(context: SimContext) -> SimAnswer:
     return label_balance(context, read_fact)
 
 
-@sim_behaviour("crossprofile.summary")
+@sim_behaviour("crossprofile.summary", seed_view=order_free_request)
 def crossprofile_summary(context: SimContext) -> SimAnswer:
     return summarize(context)

@@ -26,6 +26,7 @@ from deliberation.experiments.memory.sim.mechanism import (
     decide,
     label_balance,
     label_relevance,
+    order_free_request,
     summarize,
 )
 from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
@@ -76,21 +77,21 @@ def read_statement(text: str, options: Sequence[str]) -> Reading | None:
     return Reading(option=named[0], polarity=polarity)
 
 
-@sim_behaviour("hiddenbench.decision")
+@sim_behaviour("hiddenbench.decision", seed_view=order_free_request)
 def hiddenbench_decision(context: SimContext) -> SimAnswer:
     return decide(context, read_statement)
 
 
-@sim_behaviour("hiddenbench.relevance")
+@sim_behaviour("hiddenbench.relevance", seed_view=order_free_request)
 def hiddenbench_relevance(context: SimContext) -> SimAnswer:
     return label_relevance(context, read_statement)
 
 
-@sim_behaviour("hiddenbench.balance")
+@sim_behaviour("hiddenbench.balance", seed_view=order_free_request)
 def hiddenbench_balance(context: SimContext) -> SimAnswer:
     return label_balance(context, read_statement)
 
 
-@sim_behaviour("hiddenbench.summary")
+@sim_behaviour("hiddenbench.summary", seed_view=order_free_request)
 def hiddenbench_summary(context: SimContext) -> SimAnswer:
     return summarize(context)

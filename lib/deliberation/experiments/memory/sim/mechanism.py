@@ -29,6 +29,11 @@ Parameters (``sim.parameters`` in the profile; defaults here):
 - ``summary_overrun`` (0.0): the summarizer writes up to ``(1 + overrun) x`` the word limit, so
   the pipeline's cut to the budget is exercised.
 
+Option order tells the sim nothing: its generator is seeded from the request with every
+option list in a canonical (sorted) order (:func:`order_free_request`, registered as each
+behaviour's seed view) and the noise is drawn option by option in that order, so a task whose
+options are listed in another order gets the same answers (profile ``option_order``).
+
 The summarizer (B3, :func:`summarize`) has one fixed rule and no parameter: it keeps statements
 verbatim in order of how many speakers said them (most widely held first, ties by first
 appearance) until the word limit. So where decoys are shared and support private it keeps the
@@ -38,13 +43,16 @@ this mechanism's choice, not a finding about summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from deliberation.experiments.memory import prompts
+from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim_registry import SimAnswer, SimContext
 from deliberation.tokens import count_tokens
 
@@ -79,6 +87,48 @@ _SPEAKER = re.compile(r"^(A\d+):\s+(.*)$")
 _WORD_LIMIT = re.compile(
     re.escape(prompts.WORD_LIMIT_MARKER).replace(re.escape("{limit}"), r"(\d+)")
 )
+
+
+_OPTION_LIST = re.compile(rf"(^|\n){re.escape(prompts.OPTIONS_HEADER)}\n((?:- [^\n]*(?:\n|$))+)")
+
+
+def _sorted_option_lists(text: str) -> str:
+    """``text`` with the lines of every option list (``Options:`` then ``- name`` lines) sorted."""
+
+    def sort_block(match: re.Match[str]) -> str:
+        block = match.group(2)
+        end = "\n" if block.endswith("\n") else ""
+        lines = sorted(block.rstrip("\n").split("\n"))
+        return f"{match.group(1)}{prompts.OPTIONS_HEADER}\n" + "\n".join(lines) + end
+
+    return _OPTION_LIST.sub(sort_block, text)
+
+
+def _sorted_enums(schema: Any) -> Any:
+    """A JSON schema with every ``enum`` list sorted (the vote and label schemas list options)."""
+    if isinstance(schema, dict):
+        return {
+            k: sorted(v, key=str) if k == "enum" and isinstance(v, list) else _sorted_enums(v)
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_sorted_enums(v) for v in schema]
+    return schema
+
+
+def order_free_request(request: ChatRequest) -> ChatRequest:
+    """The request with every option list in sorted order (prompt lists, structured choices,
+    schema enums): what paper 1's behaviours seed their generator from, so the order in which
+    options are shown draws no different noise."""
+    structured = request.structured
+    if structured is not None:
+        structured = (
+            StructuredOutput(choices=tuple(sorted(structured.choices)))
+            if structured.choices is not None
+            else StructuredOutput(json_schema=_sorted_enums(dict(structured.json_schema or {})))
+        )
+    messages = tuple(Message(m.role, _sorted_option_lists(m.content)) for m in request.messages)
+    return dataclasses.replace(request, messages=messages, structured=structured)
 
 
 def param(context: SimContext, name: str) -> float:
@@ -163,9 +213,10 @@ def choose(
     if rng.random() < invalid_rate:
         return None
     noise = param(context, "choice_noise")
-    values = [scores[o] + (noise * rng.gumbel() if noise > 0 else 0.0) for o in options]
+    canonical = sorted(scores)  # noise per option in a fixed order: listing order tells nothing
+    values = [scores[o] + (noise * rng.gumbel() if noise > 0 else 0.0) for o in canonical]
     best = max(values)
-    tied = [o for o, v in zip(options, values, strict=True) if math.isclose(v, best)]
+    tied = [o for o, v in zip(canonical, values, strict=True) if math.isclose(v, best)]
     return tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
 
@@ -181,7 +232,8 @@ def decide(
     notes = memory_notes(prompt) if notes is None else notes
     choice = choose(context, options, notes, reader, param(context, "invalid_rate"))
     if choice is None:
-        return SimAnswer(text=f"I cannot decide between {options[0]} and {options[-1]}.")
+        names = sorted(options)
+        return SimAnswer(text=f"I cannot decide between {names[0]} and {names[-1]}.")
     return SimAnswer(text=choice, parsed=choice)
 
 

@@ -1,0 +1,502 @@
+"""Power of the papers' preregistered tests at a profile's grid, by simulation (a planning aid).
+
+Why simulation: the tests are cluster bootstraps, Holm families and permutation tests, whose
+power has no closed form; a formula would answer a different test. Each replicate draws a
+synthetic experiment with the effect planted (clusters = templates, tasks or problems), runs a
+vectorised equivalent of the notebooks' analysis and records the decision:
+
+- bootstrap tests: per-cluster cell means, the percentile cluster bootstrap of the linear contrast
+  and its two-sided p-value (the formula of :func:`deliberation.stats.bootstrap_p_value`) with one
+  resample-count matrix shared by all replicates; for a balanced design the resampled contrast is
+  the weighted mean of the per-cluster contrasts, so this equals
+  :func:`deliberation.stats.cluster_bootstrap` (tests/stats/test_stats_power.py checks the
+  decisions agree); H1, H2 and H3 are Holm-adjusted together per replicate;
+- the repeated-replay test: within-problem label permutations of 0/1 outcomes are hypergeometric
+  counts, so the permutation null is drawn exactly as such; Benjamini-Hochberg across problems as
+  ``deliberation.experiments.dhd.labels.repeated_tests`` does.
+
+Row probabilities are ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal with
+the template/task/problem SD; ``effect_k`` the cluster's effect, normal around the planted effect
+with the contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]. 0.5 is the accuracy
+with the largest binomial variance, so the power is not flattered. The SDs come from the profile's
+published rows (``tables/<profile>/*_rows.csv``, method of moments) when they have enough
+clusters, from :data:`ASSUMED_SD` otherwise; :class:`PowerRow` says which.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+# SDs used when a profile has no published rows for a test (or too few clusters to estimate):
+# the cluster level and the cluster-to-cluster spread of the contrast, on the 0-1 scale (those
+# of deliberation.crossprofile.simulate's uniform(-0.1, 0.1) shifts).
+ASSUMED_SD = {"level": 0.1 / math.sqrt(3), "contrast": 0.1 / math.sqrt(3)}
+MIN_CLUSTERS_TO_ESTIMATE = 5
+CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
+CSV_COLUMNS = ["test", "effect_points", "power", "mc_error", "recommended", "calls", "cost"]
+
+
+@dataclass(frozen=True)
+class Design:
+    """One preregistered test: its statistic's cells, the grid dimension that sets its power."""
+
+    name: str
+    paper: int
+    headline: str | None  # id in results/paper_numbers.yaml; None: not reported there
+    dimension: str  # "templates", "tasks", "problems", "masking cases", "repeated replays"
+    cells_positive: int  # cells on the + side of the contrast, per cluster
+    cells_negative: int  # cells on the - side (0: a share tested against a null value)
+    rows_per_cell: int  # rows per cell and cluster (budgets x replicates)
+    notebook: str  # the notebook whose calls scale with the dimension (for calls and cost)
+    rows_file: str | None = None  # tables/<profile>/<rows_file> to estimate the SDs from
+    rows_filter: Mapping[str, object] = field(default_factory=dict)
+    cluster_column: str = "template"
+    family: str | None = None  # tests Holm-adjusted together
+    bank: int | None = None  # the most clusters that exist
+    null_value: float = 0.0  # the share a one-arm test is against (helpful share: 0.5)
+    kind: str = "bootstrap"  # or "permutation"
+    assumed_effect: float | None = None  # points, when the papers report none
+    # the grid this design runs at is read from the profile by grid_size()
+
+
+def designs() -> list[Design]:
+    """Every preregistered test of both papers, in the papers' order."""
+    cp = dict(rows_file="03_crossprofile_h1_h3_rows.csv", bank=CROSSPROFILE_BANK)
+    return [
+        Design("H1", 1, "h1_r1_minus_b4", "templates", 8, 8, 1, "03", family="H1-H3", **cp),
+        Design("H1 vs Random", 1, "h1_r1_minus_random", "templates", 8, 8, 1, "03", **cp),
+        Design("H1 at 7 items", 1, "h1_fixed_seven_items", "templates", 8, 8, 1, "03", **cp),
+        Design("H2", 1, None, "templates", 8, 8, 1, "03", family="H1-H3", assumed_effect=10, **cp),
+        Design("H3", 1, "h3_r1rel_minus_r1", "templates", 8, 8, 1, "03", family="H1-H3", **cp),
+        Design(
+            "tags: remove - keep (classic cell)",
+            1,
+            "classic_cell_remove_tags",
+            "templates",
+            1,
+            1,
+            1,
+            "04",
+            rows_file="04_tag_ablation_rows.csv",
+            bank=CROSSPROFILE_BANK,
+        ),
+        Design(
+            "tags: support shared - private",
+            1,
+            "social_proof_shared_minus_private",
+            "templates",
+            4,
+            4,
+            1,
+            "04",
+            rows_file="04_tag_ablation_rows.csv",
+            bank=CROSSPROFILE_BANK,
+        ),
+        Design(
+            "HiddenBench R1 - B3",
+            1,
+            "hiddenbench_r1_minus_b3",
+            "tasks",
+            3,
+            3,
+            1,
+            "02",
+            rows_file="02_hiddenbench_rows.csv",
+            cluster_column="task",
+        ),
+        Design(
+            "DHD helpful share - 50%",
+            2,
+            "wrong_helpful_share",
+            "problems",
+            1,
+            0,
+            1,
+            "07",
+            null_value=0.5,
+            cluster_column="problem",
+        ),
+        Design(
+            "six-cell: wrong-helpful reasoning hidden - full",
+            2,
+            "masking_reasoning_hidden",
+            "masking cases",
+            1,
+            1,
+            5,
+            "08",
+            cluster_column="problem",
+        ),
+        Design(
+            "six-cell: wrong-helpful answer hidden - full",
+            2,
+            "masking_answer_hidden",
+            "masking cases",
+            1,
+            1,
+            5,
+            "08",
+            cluster_column="problem",
+        ),
+        Design(
+            "repeated-replay permutation",
+            2,
+            None,
+            "repeated replays",
+            1,
+            1,
+            5,
+            "07",
+            kind="permutation",
+            assumed_effect=30,
+            cluster_column="problem",
+        ),
+        Design(
+            "cross-fitted selection gain",
+            2,
+            "selection_gain",
+            "problems",
+            1,
+            1,
+            1,
+            "08",
+            cluster_column="problem",
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The SDs a design is simulated with, and where they come from."""
+
+    level: float
+    contrast: float
+    source: str  # "tables/<profile>/<file> (k clusters)" or "assumed (no published rows)"
+
+
+def estimate_spread(rows: pd.DataFrame, cluster: str, value: str = "correct") -> Spread | None:
+    """Cluster SD of accuracy by the method of moments (variance of cluster means minus the
+    binomial part), or None with fewer than :data:`MIN_CLUSTERS_TO_ESTIMATE` clusters."""
+    if cluster not in rows or value not in rows:
+        return None
+    y = pd.to_numeric(rows[value], errors="coerce")
+    grouped = y.groupby(rows[cluster]).agg(["mean", "size"])
+    if len(grouped) < MIN_CLUSTERS_TO_ESTIMATE:
+        return None
+    p = float(y.mean())
+    binomial = float((p * (1 - p) / grouped["size"]).mean())
+    level = math.sqrt(max(0.0, float(grouped["mean"].var(ddof=1)) - binomial))
+    return Spread(level, level, f"{len(grouped)} clusters")
+
+
+def spread_for(design: Design, tables: Path | None) -> Spread:
+    """The design's SDs from the profile's published rows when they allow it, else assumed."""
+    if design.rows_file and tables is not None:
+        path = tables / design.rows_file
+        if path.is_file():
+            rows = pd.read_csv(path)
+            for column, level in design.rows_filter.items():
+                rows = rows[rows[column] == level]
+            found = estimate_spread(rows, design.cluster_column)
+            if found is not None:
+                return replace(found, source=f"{path} ({found.source})")
+            return Spread(
+                ASSUMED_SD["level"],
+                ASSUMED_SD["contrast"],
+                f"assumed: {path} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters",
+            )
+    return Spread(ASSUMED_SD["level"], ASSUMED_SD["contrast"], "assumed: no published rows")
+
+
+def holm_rows(p: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values of each row of ``p`` (replicates x tests): the step-down formula
+    of :func:`deliberation.stats.holm`, vectorised (that one costs ~0.1 s a call)."""
+    m = p.shape[1]
+    order = np.argsort(p, axis=1)
+    ranked = np.take_along_axis(p, order, axis=1) * (m - np.arange(m))
+    adjusted_sorted = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, adjusted_sorted, axis=1)
+    return out
+
+
+def bh_rows(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg q-values of each row of ``p``: the step-up formula of
+    :func:`deliberation.stats.benjamini_hochberg`, vectorised."""
+    m = p.shape[1]
+    order = np.argsort(p, axis=1)
+    ranked = np.take_along_axis(p, order, axis=1) * m / np.arange(1, m + 1)
+    adjusted_sorted = np.minimum(1.0, np.minimum.accumulate(ranked[:, ::-1], axis=1)[:, ::-1])
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, adjusted_sorted, axis=1)
+    return out
+
+
+def bootstrap_p_values(per_cluster: np.ndarray, counts: np.ndarray, null: float) -> np.ndarray:
+    """Two-sided cluster-bootstrap p-values of the mean of ``per_cluster`` (replicates x
+    clusters) for the resample counts ``counts`` (resamples x clusters): the formula of
+    :func:`deliberation.stats.bootstrap_p_value` applied to every replicate at once."""
+    k = per_cluster.shape[1]
+    resampled = per_cluster @ counts.T / k  # (replicates, resamples)
+    distance = resampled - null
+    below = (distance <= 1e-9).sum(axis=1)
+    above = (distance >= -1e-9).sum(axis=1)
+    r = counts.shape[0]
+    return np.minimum(1.0, 2 * np.minimum(1 + below, 1 + above) / (1 + r))
+
+
+def resample_counts(rng: np.random.Generator, n_resamples: int, k: int) -> np.ndarray:
+    """Cluster multiplicities of ``n_resamples`` bootstrap resamples (as the bootstrap draws)."""
+    draws = rng.integers(0, k, size=(n_resamples, k))
+    return np.stack([np.bincount(row, minlength=k) for row in draws]).astype(float)
+
+
+def simulate_cluster_contrasts(
+    design: Design,
+    effect: float,
+    n: int,
+    spread: Spread,
+    replicates: int,
+    rng: np.random.Generator,
+    rows_per_cell: int | None = None,
+) -> np.ndarray:
+    """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted."""
+    m = rows_per_cell or design.rows_per_cell
+    level = rng.normal(0.0, spread.level, size=(replicates, n, 1))
+    if design.cells_negative == 0:  # a share against its null value
+        p = np.clip(design.null_value + effect + level, 0, 1)
+        hits = rng.binomial(m * design.cells_positive, p[..., 0])
+        return hits / (m * design.cells_positive) - design.null_value
+    local = effect + rng.normal(0.0, spread.contrast, size=(replicates, n, 1))
+    plus = np.clip(0.5 + level + local / 2, 0, 1)
+    minus = np.clip(0.5 + level - local / 2, 0, 1)
+    pos = rng.binomial(m, np.broadcast_to(plus, (replicates, n, design.cells_positive)))
+    neg = rng.binomial(m, np.broadcast_to(minus, (replicates, n, design.cells_negative)))
+    return pos.mean(axis=2) / m - neg.mean(axis=2) / m
+
+
+def permutation_rejections(
+    effect: float,
+    problems: int,
+    blocks: int,
+    replicates: int,
+    alpha: float,
+    rng: np.random.Generator,
+    n_permutations: int = 200,
+) -> np.ndarray:
+    """Per replicate, the share of problems whose within-problem permutation test (BH across
+    problems) finds a message whose removal changes success by ``effect``; ``blocks`` replays per
+    arm. Permuting 0/1 labels within a problem draws the treated count hypergeometrically."""
+    p_full = np.full((replicates, problems), 0.5 + effect / 2)
+    p_drop = np.full((replicates, problems), 0.5 - effect / 2)
+    full = rng.binomial(blocks, np.clip(p_full, 0, 1))
+    drop = rng.binomial(blocks, np.clip(p_drop, 0, 1))
+    observed = np.abs(full - drop)
+    total = full + drop
+    null_full = rng.hypergeometric(
+        np.broadcast_to(total, (n_permutations, replicates, problems)),
+        np.broadcast_to(2 * blocks - total, (n_permutations, replicates, problems)),
+        blocks,
+    )
+    null = np.abs(2 * null_full - total)
+    p = (1 + (null >= observed - 1e-9).sum(axis=0)) / (1 + n_permutations)
+    return (bh_rows(p) <= alpha).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class PowerEstimate:
+    power: float
+    mc_error: float  # binomial standard error of the estimate over the replicates
+
+
+def estimate_power(
+    design: Design,
+    effect_points: float,
+    n: int,
+    spread: Spread,
+    *,
+    alpha: float = 0.05,
+    replicates: int = 400,
+    n_resamples: int = 400,
+    seed: int = 0,
+    family: Sequence[tuple[Design, float]] = (),
+) -> PowerEstimate:
+    """Rejection rate of ``design``'s test at ``n`` clusters (its dimension) with the effect
+    planted; ``family``: the other (design, effect) pairs Holm-adjusted with it."""
+    rng = np.random.default_rng(seed)
+    effect = effect_points / 100
+    if design.kind == "permutation":
+        shares = permutation_rejections(effect, 60, n, replicates, alpha, rng)
+        return PowerEstimate(
+            float(shares.mean()), float(shares.std(ddof=1) / math.sqrt(replicates))
+        )
+    counts = resample_counts(rng, n_resamples, n)
+    contrasts = simulate_cluster_contrasts(design, effect, n, spread, replicates, rng)
+    p = bootstrap_p_values(contrasts, counts, 0.0)
+    if family:
+        others = [
+            bootstrap_p_values(
+                simulate_cluster_contrasts(d, e / 100, n, spread, replicates, rng), counts, 0.0
+            )
+            for d, e in family
+        ]
+        p = holm_rows(np.column_stack([p, *others]))[:, 0]
+    rejected = p <= alpha
+    rate = float(rejected.mean())
+    return PowerEstimate(rate, math.sqrt(max(rate * (1 - rate), 1e-12) / replicates))
+
+
+def grid_size(design: Design, experiments: object) -> int | None:
+    """The profile's size of ``design.dimension`` (None: the profile's grid does not say)."""
+    cp = experiments.crossprofile  # type: ignore[attr-defined]
+    hb = experiments.hiddenbench  # type: ignore[attr-defined]
+    dhd = experiments.dhd  # type: ignore[attr-defined]
+    sizes = {
+        "templates": cp.limit or CROSSPROFILE_BANK,
+        "tasks": hb.limit,
+        "problems": dhd.repeated_problems if design.notebook == "08" else dhd.problems,
+        "masking cases": dhd.masking_cases,
+        "repeated replays": dhd.blocks,
+    }
+    return sizes[design.dimension]
+
+
+def rows_per_cell(design: Design, experiments: object) -> int:
+    """Rows per cell and cluster at the profile's grid (budgets, masking replicates)."""
+    if design.dimension == "masking cases":
+        return experiments.dhd.masking_replicates  # type: ignore[attr-defined]
+    return design.rows_per_cell
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """One test: power at the profile's grid and the smallest grid reaching the target."""
+
+    design: Design
+    effect_points: float
+    effect_source: str
+    n: int
+    power: float
+    mc_error: float
+    recommended: int | None  # None: not reached within the search
+    recommended_power: float
+    spread_source: str
+    bank_short: int = 0  # clusters missing from the bank for the recommendation
+    curve: tuple[tuple[int, float], ...] = ()
+
+
+SEARCH_CAP = 4096
+
+
+def smallest_n(
+    power_at, target: float, start: int, cap: int = SEARCH_CAP
+) -> tuple[int | None, float]:
+    """The smallest n with power_at(n) >= target: doubling from ``start``, then bisection."""
+    # below 5 clusters the percentile bootstrap rejects a true null far more often than alpha
+    low, high = MIN_CLUSTERS_TO_ESTIMATE - 1, max(MIN_CLUSTERS_TO_ESTIMATE, start)
+    value = power_at(high)
+    while value < target:
+        if high >= cap:
+            return None, value
+        low, high = high, min(cap, high * 2)
+        value = power_at(high)
+    best = (high, value)
+    while high - low > max(1, high // 20):
+        middle = (low + high) // 2
+        at = power_at(middle)
+        if at >= target:
+            high, best = middle, (middle, at)
+        else:
+            low = middle
+    return best
+
+
+def _cached_power(cache, design, effect, spread, alpha, replicates, seed, family):
+    """power(n) for the search, each n simulated once (``cache`` keeps the curve)."""
+
+    def power_at(n: int) -> float:
+        if n not in cache:
+            cache[n] = estimate_power(
+                design,
+                effect,
+                n,
+                spread,
+                alpha=alpha,
+                replicates=replicates,
+                seed=seed,
+                family=family,
+            ).power
+        return cache[n]
+
+    return power_at
+
+
+def power_table(
+    experiments: object,
+    effects: Mapping[str, tuple[float, str]],
+    tables: Path | None,
+    *,
+    target: float = 0.8,
+    alpha: float = 0.05,
+    replicates: int = 400,
+    search_replicates: int = 200,
+    seed: int = 0,
+) -> list[PowerRow]:
+    """Every design's power at the profile's grid and its recommended size (see module doc)."""
+    out = []
+    all_designs = designs()
+    for design in all_designs:
+        effect, effect_source = effects[design.name]
+        spread = spread_for(design, tables)
+        m = rows_per_cell(design, experiments)
+        design_m = replace(design, rows_per_cell=m)
+        family = [
+            (replace(d, rows_per_cell=m), effects[d.name][0])
+            for d in all_designs
+            if design.family and d.family == design.family and d.name != design.name
+        ]
+        n_now = grid_size(design, experiments)
+
+        if n_now is None:
+            now = PowerEstimate(float("nan"), float("nan"))
+        else:
+            now = estimate_power(
+                design_m,
+                effect,
+                n_now,
+                spread,
+                alpha=alpha,
+                replicates=replicates,
+                seed=seed,
+                family=family,
+            )
+        cache: dict[int, float] = {}
+        search = _cached_power(
+            cache, design_m, effect, spread, alpha, search_replicates, seed, family
+        )
+        recommended, at = smallest_n(search, target, n_now or 8)
+        bank_short = 0
+        if recommended is not None and design.bank is not None and recommended > design.bank:
+            bank_short = recommended - design.bank
+        out.append(
+            PowerRow(
+                design,
+                effect,
+                effect_source,
+                n_now or 0,
+                now.power,
+                now.mc_error,
+                recommended,
+                at,
+                spread.source,
+                bank_short,
+                tuple(sorted(cache.items())),
+            )
+        )
+    return out

@@ -1,0 +1,104 @@
+"""deliberation.stats.power: the planted-effect simulation behind `deliberation power`."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deliberation.stats import benjamini_hochberg, cluster_bootstrap, holm, linear_contrast
+from deliberation.stats import power as P
+
+SPREAD = P.Spread(0.05, 0.05, "test")
+
+
+def design(name: str) -> P.Design:
+    return next(d for d in P.designs() if d.name == name)
+
+
+def test_zero_effect_rejects_at_alpha_within_monte_carlo_error():
+    started = time.perf_counter()
+    found = P.estimate_power(design("H3"), 0.0, 30, SPREAD, replicates=2000, n_resamples=400)
+    seconds = time.perf_counter() - started
+    print(f"zero effect: power {found.power:.4f} +/- {found.mc_error:.4f} in {seconds:.2f} s")
+    assert abs(found.power - 0.05) <= 3 * found.mc_error
+
+
+def test_zero_effect_of_the_permutation_test_rejects_at_most_alpha():
+    found = P.estimate_power(design("repeated-replay permutation"), 0.0, 20, SPREAD, replicates=300)
+    assert found.power <= 0.05 + 3 * found.mc_error
+
+
+def test_power_rises_with_n():
+    powers = [
+        P.estimate_power(design("H3"), 8.5, n, SPREAD, replicates=400).power for n in (10, 40, 160)
+    ]
+    assert powers[0] < powers[1] < powers[2]
+
+
+def test_vectorised_bootstrap_gives_the_notebooks_decision():
+    """Per-cluster contrasts tested by the vectorised p-value and by cluster_bootstrap on the
+    same rows: the same reject/keep decision at alpha 0.05 whenever p is not near 0.05."""
+    rng = np.random.default_rng(3)
+    agree = checked = 0
+    for effect in (0.0, 0.05, 0.1, 0.2):
+        for _ in range(10):
+            k = 30
+            a = rng.binomial(1, np.clip(0.5 + effect / 2 + rng.normal(0, 0.05, k), 0, 1))
+            b = rng.binomial(1, np.clip(0.5 - effect / 2 + rng.normal(0, 0.05, k), 0, 1))
+            frame = pd.DataFrame(
+                {
+                    "template": np.r_[np.arange(k), np.arange(k)],
+                    "arm": ["a"] * k + ["b"] * k,
+                    "correct": np.r_[a, b],
+                }
+            )
+            stat = linear_contrast({"a": 1.0, "b": -1.0}, by="arm")
+            reference = cluster_bootstrap(frame, stat, "template", n_resamples=2000, seed=1)
+            counts = P.resample_counts(np.random.default_rng(1), 2000, k)
+            ours = P.bootstrap_p_values((a - b)[None, :].astype(float), counts, 0.0)[0]
+            assert ours == pytest.approx(reference.p_value, abs=0.03)
+            if abs(reference.p_value - 0.05) > 0.03:
+                checked += 1
+                agree += (ours <= 0.05) == (reference.p_value <= 0.05)
+    assert checked >= 20
+    assert agree == checked
+
+
+def test_vectorised_holm_and_bh_equal_the_stats_functions():
+    rng = np.random.default_rng(0)
+    p = rng.random((20, 4)) ** 3
+    np.testing.assert_allclose(P.holm_rows(p), np.array([holm(row) for row in p]))
+    np.testing.assert_allclose(P.bh_rows(p), np.array([benjamini_hochberg(row) for row in p]))
+
+
+def test_smallest_n_finds_the_first_n_reaching_the_target():
+    assert P.smallest_n(lambda n: n / 100, 0.8, 10)[0] in range(80, 85)
+    assert P.smallest_n(lambda n: 0.1, 0.8, 10, cap=64) == (None, 0.1)
+
+
+def test_spread_is_estimated_from_rows_with_enough_clusters():
+    rng = np.random.default_rng(0)
+    level = rng.normal(0, 0.2, 40)
+    rows = pd.DataFrame(
+        {
+            "template": np.repeat(np.arange(40), 50),
+            "correct": rng.binomial(1, np.clip(0.5 + np.repeat(level, 50), 0, 1)),
+        }
+    )
+    found = P.estimate_spread(rows, "template")
+    assert found is not None and 0.12 < found.level < 0.28
+    assert P.estimate_spread(rows[rows["template"] < 3], "template") is None
+
+
+def test_bank_shortfall_is_reported():
+    from deliberation.params import load_profile
+    from deliberation.power_commands import default_effects
+
+    profile = load_profile("sim")
+    effects = default_effects("qwen", {"H3": 2.0})
+    rows = P.power_table(profile.experiments, effects, None, replicates=100, search_replicates=100)
+    h3 = next(r for r in rows if r.design.name == "H3")
+    assert h3.recommended is None or h3.recommended > 60
+    if h3.recommended is not None:
+        assert h3.bank_short == h3.recommended - 60
