@@ -149,11 +149,14 @@ def show_memory(
     profile=None,
     client=None,
     item_limit: int | None = None,
+    benchmark: str = "crossprofile",
 ) -> MemoryView:
     """Build ``task``'s memory under ``policy`` (token budget fraction ``budget``, default the
     primary r = 0.6; or ``item_limit`` items; neither for a reference policy), send the decision
-    through the cache, and show the prompt as the model saw it. ``task`` is a task or a task id;
-    ``profile`` (a profile or its name) and ``client`` default as the module says."""
+    through the cache, and show the prompt as the model saw it. ``task`` is a task of the
+    registered memory ``benchmark`` (or a CrossProfile task id); ``profile`` (a profile or its
+    name) and ``client`` default as the module says."""
+    from deliberation.experiments.memory.benchmarks import memory_benchmark
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
     from deliberation.memory import PRIMARY_FRACTION, policy_spec
@@ -170,21 +173,20 @@ def show_memory(
         item_limit=item_limit,
         tags=(tags,),
     )
-    prefix = "crossprofile" if hasattr(task, "template") else "hiddenbench"
+    found = memory_benchmark(benchmark)
     report = RunReport()
-    has_roles = all(hasattr(f, "role") for f in task.facts)
     prepared = prepare(
         [task],
         grid,
-        stage_prefix=prefix,
+        stage_prefix=benchmark,
         profile=profile,
         client=client,
         seed=profile.seed,
-        truth=lambda t: {f.id: f for f in t.facts} if has_roles else None,
+        truth=found.truth,
         report=report,
     )
     decisions = decide(
-        prepared, grid, stage_prefix=prefix, profile=profile, client=client,
+        prepared, grid, stage_prefix=benchmark, profile=profile, client=client,
         seed=profile.seed, report=report, progress=False,
     )  # fmt: skip
     return memory_html(decisions[0], profile.seed, synthetic=profile.synthetic)

@@ -239,3 +239,15 @@ def test_a_profile_sets_the_toy_benchmarks_grid_in_its_own_section(toy_extension
     path.write_text("extends: sim\nexperiments:\n  toybench: {tags: [keep, keep]}\n")
     with pytest.raises(ProfileError, match=r"experiments.toybench.tags: .*more than once"):
         load_profile(path)
+
+
+def test_the_registered_benchmark_is_an_experiment_with_its_run_command(toy_extensions, capsys):
+    """Its one registry line is all `deliberation run toybench` and its profile section need."""
+    from deliberation.cli import main
+    from deliberation.experiments import experiment
+
+    record = experiment("toybench")
+    assert record.stages == ("toybench.",) and record.bound == {"benchmark": "toybench"}
+    with pytest.raises(SystemExit):
+        main(["run", "toybench", "--help"])
+    assert "experiments.toybench section" in capsys.readouterr().out.replace("\n", " ")

@@ -12,7 +12,7 @@ from deliberation.params import Strict, distinct_values
 class NaturalOptions(Strict):
     """The natural-discussion experiment (``deliberation run natural``, notebook 06)."""
 
-    benchmarks: tuple[Literal["crossprofile", "hiddenbench"], ...] = Field(
+    benchmarks: tuple[str, ...] = Field(
         ("crossprofile", "hiddenbench"), description="task sets (HiddenBench needs make data)"
     )
     variants: tuple[Literal["plain", "evidence-first"], ...] = Field(
@@ -37,3 +37,14 @@ class NaturalOptions(Strict):
     n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
 
     _distinct_values = field_validator("benchmarks", "variants", "policies")(distinct_values)
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Each a registered memory benchmark (experiments/memory/benchmarks)."""
+        from deliberation.experiments.memory.benchmarks import memory_benchmarks
+
+        unknown = [name for name in value if name not in memory_benchmarks()]
+        if unknown:
+            raise ValueError(f"unknown benchmarks {unknown}; registered: {memory_benchmarks()}")
+        return value

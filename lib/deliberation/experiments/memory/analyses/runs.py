@@ -4,7 +4,7 @@ main and pilot templates in one frame (``pilot`` column), with the ``capacity`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def notebook_rows(
-    benchmark: Literal["crossprofile", "hiddenbench"],
+    benchmark: str,  # a registered memory benchmark
     profile: Profile,
     client: Client,
     analysis: AnalysisSettings,
@@ -57,7 +57,7 @@ def notebook_experiment(
     profile: Profile,
     client: Client,
     *,
-    benchmark: Literal["crossprofile", "hiddenbench"],
+    benchmark: str,  # a registered memory benchmark
     primary_budget_only: bool = False,
     **options: Any,
 ) -> tuple[pd.DataFrame, list[str]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from deliberation.memory import PRIMARY_FRACTION
 from deliberation.params import Profile
@@ -27,7 +26,7 @@ class AnalysisSettings:
 
 def resolve(
     profile: Profile,
-    benchmark: Literal["crossprofile", "hiddenbench"],
+    benchmark: str,  # a registered memory benchmark
     *,
     budgets: Sequence[float] | None = None,
     n_resamples: int | None = None,
