@@ -80,8 +80,10 @@ class ToyBench:
     selects_templates = False
     sim_behaviours = ()  # no sim: the tests answer with RuleBackend
 
-    def tasks(self, seed: int, *, templates: str | None, limit: int | None) -> list[ToyTask]:
-        return [TASK][:limit]
+    def tasks(
+        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+    ) -> list[ToyTask]:
+        return [TASK][:limit]  # one task: no option order to counterbalance
 
     def truth(self, task: ToyTask) -> None:
         return None
