@@ -115,6 +115,9 @@ class PlanningClient:
         # Keys of the requests keyed since the last batch, by identity: a stage keys its
         # requests for its counts and then again in generate(); hashing them once is enough.
         self._keys: dict[int, tuple[ChatRequest, str]] = {}
+        # The first request of each stage and kind of constraint (choice, JSON schema, free
+        # text): what the engine contract checks validate (deliberation.paper.stage_examples).
+        self.examples: dict[tuple[str, str], ChatRequest] = {}
 
     def key(self, request: ChatRequest) -> str:
         known = self._keys.get(id(request))
@@ -125,6 +128,8 @@ class PlanningClient:
         return key
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
+        for request in requests:
+            self.examples.setdefault((request.stage, constraint_kind(request)), request)
         keys, invalid = keys_or_failures(self.key, requests)  # as CachedClient decides
         self._keys.clear()
         fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
@@ -170,6 +175,13 @@ class PlanningClient:
             )
             out.append(response)
         return out
+
+
+def constraint_kind(request: ChatRequest) -> str:
+    """``choice``, ``json`` (a JSON schema) or ``free`` (no structured output)."""
+    if request.structured is None:
+        return "free"
+    return "choice" if request.structured.choices is not None else "json"
 
 
 MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean length is used
@@ -236,6 +248,8 @@ class Plan:
     notebooks: list[str] = field(default_factory=list)
     without_model: list[str] = field(default_factory=list)
     not_planned: dict[str, str] = field(default_factory=dict)  # notebook -> why (e.g. no data)
+    # (stage, constraint kind) -> the first request of it (PlanningClient.examples)
+    examples: dict[tuple[str, str], ChatRequest] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """One row per notebook and stage (columns :data:`PLAN_COLUMNS`)."""
@@ -312,6 +326,7 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
         finally:
             reader.close()
     plan.calls = client.calls
+    plan.examples = client.examples
     return plan
 
 

@@ -1,0 +1,57 @@
+"""One request of every stage a profile's notebooks send, for the engine contract checks.
+
+The plan (:func:`deliberation.paper.plan.plan_calls`) builds the very requests a run builds and
+sends nothing; run at the smoke profile's experiment sizes it meets every stage in seconds. The
+first request of each stage and kind of constraint (a choice list, a JSON schema, free text) is
+what ``tests/contract/`` hands to the engines' own code (the ``openai`` SDK's request types,
+vLLM's ``SamplingParams`` and server request model), so a field an engine does not know is found
+without a GPU, a key or a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from deliberation.inference.base import ChatRequest, StructuredOutput
+from deliberation.params import Profile, load_profile
+
+
+def smoke_sized(profile: Profile | str) -> Profile:
+    """``profile`` with the smoke profile's experiment sizes (every stage, the smallest grid)."""
+    if not isinstance(profile, Profile):
+        profile = load_profile(profile)
+    return profile.model_copy(update={"experiments": load_profile("smoke").experiments})
+
+
+def stage_examples(profile: Profile | str) -> dict[tuple[str, str], ChatRequest]:
+    """``(stage, kind) -> request`` for every stage and constraint kind (``choice``, ``json``,
+    ``free``) of the profile's notebooks, built by the plan at smoke size (sends nothing)."""
+    from deliberation.paper.plan import plan_calls
+
+    plan = plan_calls(smoke_sized(profile))
+    return dict(sorted(plan.examples.items()))
+
+
+def request_to_dict(request: ChatRequest) -> dict[str, Any]:
+    """A request as JSON (for a checker running in another environment, e.g. vLLM's)."""
+    data = dataclasses.asdict(request)
+    data["messages"] = request.messages_as_dicts()
+    data["structured"] = None if request.structured is None else request.structured.to_dict()
+    return data
+
+
+def request_from_dict(data: dict[str, Any]) -> ChatRequest:
+    """The inverse of :func:`request_to_dict`."""
+    from deliberation.inference.base import Message
+
+    fields = dict(data)
+    fields["messages"] = tuple(Message(m["role"], m["content"]) for m in data["messages"])
+    structured = data.get("structured")
+    if structured is not None:
+        choices = structured.get("choices")
+        fields["structured"] = StructuredOutput(
+            choices=None if choices is None else tuple(choices),
+            json_schema=structured.get("json_schema"),
+        )
+    return ChatRequest(**fields)
