@@ -7,7 +7,7 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models test-real bench clean clean-cache
+.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models test-real contract bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
@@ -23,6 +23,7 @@ help:
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
 	@echo "make test-real            every experiment's stages on the real model (one server, ~2 min)"
+	@echo "make contract             vLLM's own code checks every request the backends build (CPU, no model)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
@@ -136,6 +137,30 @@ models: setup $(LLAMACPP_STAMP)
 # tiny grid (tests/real_model_lane.py; not collected by `make unit`). Prints its time.
 test-real: models
 	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py
+
+# The vLLM contract lane (tests/contract/vllm_contract.py, docs/engines.md): vLLM's own classes
+# check every request the backends build for every shipped vLLM profile and stage, on a CPU, no
+# model loaded, for the newest and the oldest release of the `vllm` extra's range. One venv per
+# release under CONTRACT_VENVS, installed once from tests/contract/vllm-<version>.txt with
+# --no-deps (pip never resolves vLLM's CUDA dependencies). Tables: build/contract/. Not in CI
+# (docs/engines.md: it takes longer than CI can spare).
+CONTRACT_VENVS ?= .venv-contract
+VLLM_CONTRACT_VERSIONS ?= 0.33.0 0.10.2
+CONTRACT_OUT := build/contract
+$(CONTRACT_VENVS)/vllm-%/.stamp: tests/contract/vllm-%.txt
+	test -x $(@D)/bin/python || python3 -m venv $(@D)
+	$(@D)/bin/pip install --quiet --no-deps -r $<
+	touch $@
+
+contract: setup $(foreach v,$(VLLM_CONTRACT_VERSIONS),$(CONTRACT_VENVS)/vllm-$(v)/.stamp)
+	@$(TIMED) mkdir -p $(CONTRACT_OUT) && \
+	PYTHONPATH=lib $(PY) tests/contract/vllm_contract.py export $(CONTRACT_OUT)/cases.json && \
+	failed=""; for v in $(VLLM_CONTRACT_VERSIONS); do \
+	  PYTHONPATH=lib $(CONTRACT_VENVS)/vllm-$$v/bin/python tests/contract/vllm_contract.py check \
+	    $(CONTRACT_OUT)/cases.json --table $(CONTRACT_OUT)/vllm-$$v.md \
+	    2> $(CONTRACT_OUT)/vllm-$$v.log || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== make contract: FAILED for vLLM$$failed (logs: $(CONTRACT_OUT)/)"; exit 1; fi
 
 # One table of the project's performance figures (printed and written to build/bench.md).
 bench: setup

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from deliberation.inference.base import ChatRequest, StructuredOutput
+from deliberation.inference.base import ChatRequest
 from deliberation.params import Profile, load_profile
 
 
@@ -34,24 +34,9 @@ def stage_examples(profile: Profile | str) -> dict[tuple[str, str], ChatRequest]
 
 
 def request_to_dict(request: ChatRequest) -> dict[str, Any]:
-    """A request as JSON (for a checker running in another environment, e.g. vLLM's)."""
+    """A request as JSON, for a checker running in another environment (vLLM's: the inverse
+    is ``request_from_dict`` in ``tests/contract/vllm_contract.py``)."""
     data = dataclasses.asdict(request)
     data["messages"] = request.messages_as_dicts()
     data["structured"] = None if request.structured is None else request.structured.to_dict()
     return data
-
-
-def request_from_dict(data: dict[str, Any]) -> ChatRequest:
-    """The inverse of :func:`request_to_dict`."""
-    from deliberation.inference.base import Message
-
-    fields = dict(data)
-    fields["messages"] = tuple(Message(m["role"], m["content"]) for m in data["messages"])
-    structured = data.get("structured")
-    if structured is not None:
-        choices = structured.get("choices")
-        fields["structured"] = StructuredOutput(
-            choices=None if choices is None else tuple(choices),
-            json_schema=structured.get("json_schema"),
-        )
-    return ChatRequest(**fields)
