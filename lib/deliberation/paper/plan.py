@@ -40,6 +40,7 @@ from deliberation.inference.client import keys_or_failures, prefix_order
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.params import Profile, load_profile
+from deliberation.throughput import priced_cost
 from deliberation.tokens import count_tokens
 
 ESTIMATE_NOTE = (
@@ -389,8 +390,11 @@ def format_plan(plan: Plan) -> list[str]:
     if profile.synthetic:
         lines.append("cost: none (the sim runs on the CPU)")
     else:
+        priced, measured = priced_cost(profile.name, profile.cost)
+        if measured:
+            lines.append(measured)
         cost = estimate(
-            profile.cost,
+            priced,
             totals["prompt_tokens"],
             totals["completion_tokens"],
             totals["completion_ceiling"],
@@ -404,7 +408,7 @@ def format_plan(plan: Plan) -> list[str]:
             )
         lines += cost.lines()
         lines.append(ESTIMATE_NOTE)
-        warning = duration_warning(profile.cost, cost, totals["to_send"])
+        warning = duration_warning(priced, cost, totals["to_send"])
         if warning:
             lines.append(warning)
     return lines
@@ -415,7 +419,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
     totals = plan.totals()
     profile = plan.profile
     cost = estimate(
-        profile.cost,
+        priced_cost(profile.name, profile.cost)[0],
         totals["prompt_tokens"],
         totals["completion_tokens"],
         totals["completion_ceiling"],
