@@ -101,9 +101,6 @@ def prefix_order(requests: Sequence[ChatRequest]) -> list[int]:
 class CachedClient:
     """The :class:`Client` that sends: cache hits served, each distinct miss sent once."""
 
-    # Whether generate() really sends (a planning client only counts): run logs say "sent"
-    # only for a client that does.
-    sends = True
     # Send each batch's misses in :func:`prefix_order` (False: in the caller's order). Only the
     # order on the wire changes: answers are keyed and returned in the caller's order.
     send_in_prefix_order = True
@@ -154,7 +151,7 @@ class CachedClient:
             len(results),
             len(miss_requests),
         )
-        calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid
+        calls_done(results)  # the cached prompts; the others count as they are answered
         if miss_requests:
             if sending_forbidden():
                 stages = sorted({r.stage for r in miss_requests})
@@ -171,7 +168,7 @@ class CachedClient:
                     " not in this read-only cache; sending them needs write access",
                 )
             self._send_once_across_processes(pending, results, desc)
-        calls_done(0, flush=True)
+        calls_done(flush=True)
         out: list[ChatResponse] = []
         seen: set[str] = set()
         for index, key in enumerate(keys):
@@ -213,7 +210,7 @@ class CachedClient:
                 for key, response in (*arrived.items(), *failed.items()):
                     results[key] = response
                     del todo[key]
-                calls_done(len(arrived) + len(failed))
+                calls_done([*arrived, *failed])
                 if todo and not mine:
                     if delay == self.poll_s:  # once per wait, not per poll
                         log.info(
@@ -252,7 +249,7 @@ class CachedClient:
             done.add(index)
             held[index] = response
             bar.update(1)
-            calls_done(1)
+            calls_done((keys[index],))
             try:
                 write_held()
             except CacheWriteError as exc:
