@@ -17,7 +17,8 @@ vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<
   define (``extra="allow"``, HTTP 200), so the wrong mode answers *unconstrained*. Measured:
   vLLM 0.10.2's ``ChatCompletionRequest`` has no ``structured_outputs`` field (ignored there) and
   0.33.0's no ``guided_*`` fields (it logs "removed guided-decoding field(s) ... ignored"; the
-  vLLM docs say they "were removed in v0.12.0"). :func:`vllm_server_mode_problem` holds this, and
+  vLLM docs say they "were removed in v0.12.0"); 0.11.0 (read from its wheel) defines both.
+  :func:`vllm_server_mode_problem` holds this, and
   the pre-flight asks a vLLM server its version (``GET /version``) and stops a run whose mode
   that release ignores.
 * Seeds: vLLM's server bounds ``seed`` to a signed 64-bit integer (``le=2**63-1``, HTTP 400
@@ -25,8 +26,14 @@ vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<
   half of them above 2**63: the contract lane found every such request refused). The ``openai``
   backend sends a seed above :data:`~deliberation.seeds.SEED_MODULUS` folded below it
   (:func:`wire_seed`), as ``derive_seed`` does for later draws, except in the llama.cpp modes
-  (``json_object_schema``, ``grammar``): llama.cpp reads any integer's low 32 bits, and the
-  published SmolLM2 answers are keyed on the seed as sent.
+  (``json_object_schema``, ``grammar``): llama-cpp-python 0.3.36 hands the seed to
+  ``llama_sampler_init_dist(uint32_t)`` through ctypes, which keeps its low 32 bits, and the
+  published SmolLM2 answers are keyed on the seed as sent. Offline ``SamplingParams`` takes the
+  64-bit seed (0.10.2 and 0.33.0).
+* The ``openai`` SDK's request types (``CompletionCreateParams``) define none of the dialect
+  fields above (``structured_outputs``, ``guided_*``, ``grammar``, ``json_schema``,
+  ``response_format.schema``): the SDK sends them only as ``extra_body``; the backend posts its
+  body as is (tests/contract/test_openai_sdk_contract.py lists them per mode).
 * Server, OpenAI style (vLLM and OpenAI): ``response_format={"type": "json_schema",
   "json_schema": {"name": ..., "schema": ...}}`` (example in the same vLLM docs page).
 * llama-cpp-python's server (``python -m llama_cpp.server``, 0.3.x): ``response_format=
