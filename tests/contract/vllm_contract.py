@@ -306,6 +306,7 @@ def check(cases_file: Path, table: Path | None = None) -> int:
     warnings.simplefilter("ignore", DeprecationWarning)  # reading max_tokens warns on 0.3x
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU: vLLM's CPU platform
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # it logs every dropped field
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # what it still logs: to stderr
     cases = json.loads(cases_file.read_text())["cases"]
     vllm = importlib.import_module("vllm")
     lane = Lane(vllm.__version__)
