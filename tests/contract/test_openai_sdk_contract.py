@@ -77,7 +77,7 @@ def test_every_stage_of_every_openai_profile_is_planned(examples) -> None:
     for requests in examples.values():
         stages = {stage for stage, _ in requests}
         kinds = {kind for _, kind in requests}
-        assert {"crossprofile.decision", "dhd.recruiter", "smoke.arithmetic"} <= stages
+        assert {"crossprofile.decision", "dhd.recruiter", "dhd.judge", "smoke.arithmetic"} <= stages
         assert kinds == {"choice", "json", "free"}
 
 

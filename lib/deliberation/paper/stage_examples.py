@@ -26,11 +26,24 @@ def smoke_sized(profile: Profile | str) -> Profile:
 
 def stage_examples(profile: Profile | str) -> dict[tuple[str, str], ChatRequest]:
     """``(stage, kind) -> request`` for every stage and constraint kind (``choice``, ``json``,
-    ``free``) of the profile's notebooks, built by the plan at smoke size (sends nothing)."""
+    ``free``) of the profile's notebooks, built by the plan at smoke size (sends nothing), and
+    DHD's judge (:func:`judge_example`)."""
     from deliberation.paper.plan import plan_calls
 
-    plan = plan_calls(smoke_sized(profile))
-    return dict(sorted(plan.examples.items()))
+    profile = smoke_sized(profile)
+    examples = plan_calls(profile).examples
+    examples.setdefault(("dhd.judge", "choice"), judge_example(profile.seed))
+    return dict(sorted(examples.items()))
+
+
+def judge_example(seed: int) -> ChatRequest:
+    """DHD's judge call, which the plan meets only on items no rule can grade (Omni-MATH's,
+    with ``make data``): built for the first synthetic problem and a made-up reply."""
+    from deliberation.experiments.dhd.judge import judge_request
+    from deliberation.experiments.dhd.run import load_problems
+
+    (problem,) = load_problems("synthetic", 1, seed=seed)
+    return judge_request(problem, "The final answer is 42.")
 
 
 def request_to_dict(request: ChatRequest) -> dict[str, Any]:
