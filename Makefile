@@ -11,7 +11,8 @@ EXECUTED := build/executed/$(PROFILE)
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
-	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage"
+	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage,"
+	@echo "                          then each test's power and the grid reaching 80% (NOPOWER=1: skip)"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
 	@echo "make replay PROFILE=...   rebuild the committed tables from results/<profile>/ (sends nothing)"
 	@echo "make test                 every lane: lint, unit, experiments, notebooks (each reported; fails if any failed)"
@@ -49,7 +50,7 @@ paper: setup
 
 # Model calls, tokens, cache hits and cost per notebook and stage; sends nothing.
 plan: setup
-	$(PY) -m deliberation plan $(PROFILE) $(if $(ONLY),--notebooks $(ONLY))
+	$(PY) -m deliberation plan $(PROFILE) $(if $(ONLY),--notebooks $(ONLY)) $(if $(NOPOWER),--no-power)
 
 # HTML site of the executed notebooks, figures and tables: build/report/<profile>/index.html.
 report: setup
