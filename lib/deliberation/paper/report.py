@@ -7,7 +7,9 @@ linked), every table (a page per table from its CSV, with the CSV, Markdown and 
 linked) and ``papers.html``, the papers' headline numbers beside the sim's and this profile's
 (``deliberation compare --papers``). Every page says which profile made it and whether it is
 synthetic, in a banner at its top. The site is self-contained: no script, font or style is
-fetched from the network, so it opens offline and from ``file://``.
+fetched from the network, so it opens offline and from ``file://``. Every table is checked
+against its provenance sidecar first, and a damaged one is refused, naming it
+(:mod:`deliberation.results.published_tables`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pandas as pd
 from deliberation import paths
 from deliberation.atomic import atomic_write_text
 from deliberation.pages import CSS, page, run_label
+from deliberation.results.published_tables import check_table_folder
 
 
 def _notebook_body(path: Path) -> str:
@@ -134,6 +137,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
     profile = label.profile
     executed = paths.build_dir() / "executed" / profile
     root = paths.output_root()
+    check_table_folder(root / "tables" / profile)  # a damaged table is refused, naming it
     target = Path(out) if out is not None else paths.build_dir() / "report" / profile
     staging = target.with_name(f".tmp-{target.name}")
     shutil.rmtree(staging, ignore_errors=True)
