@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from deliberation import disk
+from deliberation.inference import served_models
 from deliberation.inference.base import (
     NO_SEND_ENV,
     Backend,
@@ -131,6 +132,7 @@ class CachedClient:
         self.write_wait_s = write_wait_s
         self.poll_s = poll_s
         self.failed = FailedCalls()  # every call of this client that got no usable reply
+        self.served_as: set[str] = set()  # other model names its answers were given as
 
     @property
     def server(self) -> str:
@@ -192,6 +194,9 @@ class CachedClient:
             if key in seen and not response.cached:
                 response = dataclasses.replace(response, cached=True)
             seen.add(key)
+            if response.served_model is not None:  # sent now or cached: the outputs say so
+                self.served_as.add(response.served_model)
+                served_models.note(self.backend.identity.model, response.served_model)
             out.append(response)
         return out
 
