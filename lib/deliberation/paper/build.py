@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deliberation import paths
+from deliberation import exit_codes, paths
 from deliberation.atomic import atomic_write_text
 from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
@@ -61,6 +61,14 @@ Printer = Callable[[str], None]
 _print_now: Printer = functools.partial(print, flush=True)
 
 
+# Errors raised inside a notebook whose outcome has an exit code of its own (the build exits
+# with it): a cache or an output that cannot be written (a full disk) is not a bug.
+KERNEL_OUTCOMES = {
+    "CacheWriteError": exit_codes.OUTPUT_UNWRITABLE,
+    "OutputUnwritableError": exit_codes.OUTPUT_UNWRITABLE,
+}
+
+
 class NotebookFailed(RuntimeError):
     """A notebook that raised: names it and the first line of the failing cell."""
 
@@ -69,6 +77,11 @@ class NotebookFailed(RuntimeError):
         where = f" in the cell starting `{cell_line}`" if cell_line else ""
         keep = f"; the partial notebook is {kept}" if kept else ""
         super().__init__(f"{notebook} failed{where}: {error}{keep}")
+
+    @property
+    def exit_code(self) -> int:
+        """The build's exit code: the outcome's own for :data:`KERNEL_OUTCOMES`, else 1."""
+        return KERNEL_OUTCOMES.get(self.error.split(":", 1)[0], exit_codes.ERROR)
 
 
 def _hash_files(files: Iterable[Path], base: Path) -> str:
