@@ -206,3 +206,37 @@ def test_a_really_full_disk_spills_elsewhere_and_exits_7_until_space_is_freed(
         CachedClient(again, cache, profile="p", progress=False).generate(requests_for(prompts))
     assert again.sent == prompts[stored + 1 :]  # only what was never received
     assert spill_files(path) == []
+
+
+def test_over_http_a_full_disk_stops_sending_and_the_rerun_sends_only_the_rest(tmp_path):
+    """The openai backend at concurrency 4: the first answer that cannot be stored stops the
+    batch (nothing more is sent; the requests in flight end and are spilled with it); the rerun
+    sends only the others."""
+    from helpers.failing_server import cached_openai_client, failing_server
+    from helpers.serve_sim import arithmetic_requests
+
+    cache_file = tmp_path / "c.sqlite"
+    with failing_server() as server:
+        _, client = cached_openai_client(server.base_url, cache_file, concurrency=4)
+        client.write_wait_s = 0
+
+        def fill_at_first_post(stage, body):  # leases are taken: the disk fills as replies come
+            with client.cache._lock:
+                _fill_disk(client.cache)
+            return False  # forwarded to serve-sim, answered
+
+        server.fail = fill_at_first_post
+        with pytest.raises(CacheWriteError, match="stopped, its disk is full"):
+            client.generate(arithmetic_requests(40))
+        sent, stored = server.total_posts, len(client.cache.keys())
+        client.cache.close()
+        (spill,) = spill_files(cache_file)
+        spilled = len(spill.read_text().splitlines()) - 1
+        # Stopped at once: at most the requests in flight (concurrency 4) after the first
+        # answer that could not be stored, each of them received and spilled.
+        assert 1 <= spilled <= 4 and sent == stored + spilled < 40
+        server.reset()
+        server.fail = lambda stage, body: False
+        _, again = cached_openai_client(server.base_url, cache_file, concurrency=4)
+        assert all(r.ok for r in again.generate(arithmetic_requests(40)))
+        assert server.total_posts == 40 - sent  # only what was never received

@@ -749,7 +749,9 @@ class OpenAIBackend(Backend):
     ) -> list[ChatResponse]:
         """Send the batch and wait for every response. Works inside a running event loop
         (Jupyter): the batch runs on its own loop in a worker thread. Ctrl-C stops sending at
-        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``)."""
+        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``).
+        So does an ``on_response`` that raises (a cache that cannot be written): nothing more
+        is sent, the requests in flight end, and the first error is raised."""
         if not requests:
             return []
         # Inside `deliberation run` / `make paper`: start the profile's server, pre-flight it.
@@ -781,14 +783,27 @@ class OpenAIBackend(Backend):
             ),
         )
 
+        stop = stop if stop is not None else BatchStop()
+        refused: list[Exception] = []
+
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
             response = await self._complete(client, semaphore, index, request, stop, breaker)
             if response is not None and on_response is not None:
-                on_response(index, response)
+                try:
+                    on_response(index, response)
+                except Exception as exc:
+                    # The caller cannot take answers (its cache is full): send nothing more, as
+                    # after an interrupt; the requests in flight end and reach on_response too,
+                    # so every answer received is handed over before the error is raised.
+                    refused.append(exc)
+                    stop.set()
             return response
 
         async with client:
-            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+            responses = list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+        if refused:
+            raise refused[0]
+        return responses
 
     @property
     def server(self) -> str:
