@@ -110,3 +110,13 @@ def test_replay_refuses_a_damaged_committed_table_before_any_work(tmp_path):
     pd.read_csv(csv).drop(columns=["low"]).to_csv(csv, index=False)
     with pytest.raises(DamagedTableError, match=f"{csv}: its bytes differ"):
         replay_published("smoke")
+
+
+def test_the_report_refuses_an_edited_markdown_copy_of_a_table(tmp_path):
+    from deliberation.paper.report import build_report
+
+    csv = _written(_accuracy())
+    markdown = csv.with_suffix(".md")
+    markdown.write_text(markdown.read_text().replace("64", "94"))
+    with pytest.raises(DamagedTableError, match=f"{markdown}: differs from the hash in"):
+        build_report("smoke", out=tmp_path / "site")

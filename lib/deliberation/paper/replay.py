@@ -36,7 +36,7 @@ from deliberation import paths
 from deliberation.inference.published import ImportResult, import_responses, published_path
 from deliberation.paper.build import BuildResult, build_paper
 from deliberation.params import load_profile
-from deliberation.results.published_tables import read_published_table
+from deliberation.results.published_tables import check_tables
 
 Printer = Callable[[str], None]
 # Sidecar fields that name the checkout that wrote a file, not what the file says.
@@ -191,8 +191,7 @@ def replay_published(
 
         stems = {entry.stem for entry in select(load_manifest(), notebooks)}
     files = committed_tables(committed, stems)
-    for csv in (p for p in files if p.suffix == ".csv"):
-        read_published_table(csv)  # a damaged committed table is refused before any work
+    check_tables(files)  # a damaged committed table is refused before any work
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))

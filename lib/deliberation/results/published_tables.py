@@ -7,7 +7,8 @@ estimate without its interval, or a whole table as "no intervals", and exit 0. S
 refused, naming it, when
 
 * it has no sidecar, or its sidecar does not list it, or its bytes differ from the sidecar's
-  hash (edited, cut, or written by something other than the table writer);
+  hash (edited, cut, or written by something other than the table writer); the same for the
+  set's Markdown and LaTeX, where a reader shows or copies them (the report, replay);
 * its header repeats a column, or holds half of an interval (``low`` without ``high``, or
   ``<kind>_low`` without ``<kind>_high``: a dropped column);
 * a number is missing or does not parse where one is required: the value column the comparison
@@ -34,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation import exit_codes
+from deliberation.provenance import check_output_set
 from deliberation.stats.small_samples import NOTE_COLUMN
 
 COUNT_COLUMNS = ("n_clusters", "n_rows", "n_calls")
@@ -209,8 +211,32 @@ def read_published_table(csv: Path) -> pd.DataFrame:
     return frame
 
 
+def check_file_set(sidecar: Path) -> None:
+    """Refuse a set (CSV, Markdown, LaTeX) whose sidecar names a file that is missing or whose
+    bytes differ from the hash it holds (:func:`deliberation.provenance.check_output_set`)."""
+    try:
+        problems = check_output_set(sidecar)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DamagedTableError(sidecar, f"not a readable provenance sidecar ({exc})") from None
+    if problems:
+        path, _, problem = problems[0].partition(": ")
+        raise DamagedTableError(Path(path), problem)
+
+
+def check_tables(files: list[Path]) -> None:
+    """Check every table (CSV) among ``files`` and every file set whose sidecar is among them;
+    the first damaged one is refused."""
+    for path in sorted(files):
+        if path.name.startswith("."):
+            continue
+        if path.suffix == ".csv":
+            read_published_table(path)
+        elif path.name.endswith(".provenance.json"):
+            check_file_set(path)
+
+
 def check_table_folder(folder: Path) -> None:
-    """Check every table (CSV) of a published folder; the first damaged one is refused."""
-    for csv in sorted(Path(folder).glob("*.csv")):
-        if not csv.name.startswith("."):
-            read_published_table(csv)
+    """Check every table of a published folder (:func:`check_tables`)."""
+    folder = Path(folder)
+    if folder.is_dir():
+        check_tables([p for p in folder.iterdir() if p.is_file()])
