@@ -790,10 +790,15 @@ class ResponseCache:
                         )
                         self._conn.execute("DELETE FROM failures WHERE key = ?", (row["key"],))
             except CacheWriteError as exc:
+                why = (
+                    f"its disk is full, {disk.free_space(self.path)}"
+                    if exc.disk_full
+                    else exc.problem
+                )
                 raise CacheWriteError(
                     self.path,
                     f"cannot import the {len(rows)} answers an earlier run spilled to {spill}"
-                    f" ({exc.problem}); free space, then rerun the same command",
+                    f" ({why}); free space, then rerun the same command",
                     disk_full=exc.disk_full,
                 ) from exc
             spill.unlink(missing_ok=True)
