@@ -48,7 +48,9 @@ import glob
 import hashlib
 import json
 import logging
+import math
 import os
+import re
 import shutil
 import sqlite3
 import struct
@@ -425,14 +427,35 @@ def _keep_aside(wal: Path, data: bytes) -> Path | None:
     return target
 
 
-SPILL_FORMAT = "deliberation-spill"
-SPILL_DIR_ENV = "DELIBERATION_SPILL_DIR"
-# The columns of a spilled answer, in the order of the responses table.
-_SPILL_FIELDS = (
+# The columns of an answer row as stored (and spilled), in the order of the responses table;
+# the first seven hold text, the others non-negative numbers.
+ANSWER_COLUMNS = (
     "key", "profile", "backend", "model", "stage", "request", "response", "prompt_tokens",
     "completion_tokens", "latency_s", "attempts",
 )  # fmt: skip
+_TEXT_COLUMNS = ANSWER_COLUMNS[:7]
+
+
+def _answer_row(
+    key: str,
+    request: ChatRequest,
+    response: ChatResponse,
+    profile: str,
+    identity: BackendIdentity,
+) -> dict:
+    return {
+        "key": key, "profile": profile, "backend": identity.backend, "model": identity.model,
+        "stage": request.stage, "request": _request_record(request),
+        "response": response.to_json(), "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens, "latency_s": response.latency_s,
+        "attempts": response.attempts,
+    }  # fmt: skip
+
+
+SPILL_FORMAT = "deliberation-spill"
+SPILL_DIR_ENV = "DELIBERATION_SPILL_DIR"
 _SPILL_MAX_LINE = 64 * 1024 * 1024
+_KEY = re.compile(r"[0-9a-f]{64}")
 
 
 def spill_dir() -> Path:
@@ -482,12 +505,13 @@ def _read_spill(spill: Path, cache: Path) -> list[dict]:
                 raise refuse("line 1: no spill header")
             while line := handle.readline(_SPILL_MAX_LINE):
                 row = json.loads(line)
-                if not isinstance(row, dict) or set(row) != set(_SPILL_FIELDS):
+                if not isinstance(row, dict) or set(row) != set(ANSWER_COLUMNS):
                     raise refuse(f"line {len(rows) + 2}: not a spilled answer")
-                texts = _SPILL_FIELDS[:7]
-                if not all(isinstance(row[name], str) for name in texts) or not all(
-                    isinstance(row[name], int | float) and row[name] >= 0
-                    for name in _SPILL_FIELDS[7:]
+                numbers = [row[name] for name in ANSWER_COLUMNS if name not in _TEXT_COLUMNS]
+                if (
+                    not all(isinstance(row[name], str) for name in _TEXT_COLUMNS)
+                    or not _KEY.fullmatch(row["key"])
+                    or not all(isinstance(n, int | float) and 0 <= n < math.inf for n in numbers)
                 ):
                     raise refuse(f"line {len(rows) + 2}: a field of the wrong type")
                 ChatResponse(**json.loads(row["response"]))  # a response the cache can serve
@@ -746,14 +770,7 @@ class ResponseCache:
                   "answers": len(answers)}  # fmt: skip
         lines = [json.dumps(header)]
         for key, request, response in answers:
-            row = {
-                "key": key, "profile": profile, "backend": identity.backend,
-                "model": identity.model, "stage": request.stage,
-                "request": _request_record(request), "response": response.to_json(),
-                "prompt_tokens": response.prompt_tokens,
-                "completion_tokens": response.completion_tokens,
-                "latency_s": response.latency_s, "attempts": response.attempts,
-            }  # fmt: skip
+            row = _answer_row(key, request, response, profile, identity)
             lines.append(json.dumps(row, ensure_ascii=True))
         text = "\n".join(lines) + "\n"
         problems: list[str] = []
@@ -781,14 +798,7 @@ class ResponseCache:
             try:
                 with self._writing("import spilled answers"):
                     for row in rows:
-                        self._conn.execute(
-                            "INSERT INTO responses (key, profile, backend, model, stage, request,"
-                            " response, prompt_tokens, completion_tokens, latency_s, attempts,"
-                            " hits, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
-                            " ON CONFLICT(key) DO NOTHING",
-                            (*(row[name] for name in _SPILL_FIELDS), time.time()),
-                        )
-                        self._conn.execute("DELETE FROM failures WHERE key = ?", (row["key"],))
+                        self._insert_row(row)
             except CacheWriteError as exc:
                 why = (
                     f"its disk is full, {disk.free_space(self.path)}"
@@ -874,26 +884,17 @@ class ResponseCache:
         identity: BackendIdentity,
     ) -> None:
         """One answer row (the first stored for a key stays), and the key's failures go."""
+        self._insert_row(_answer_row(key, request, response, profile, identity))
+
+    def _insert_row(self, row: dict) -> None:
+        """An answer row as :func:`_answer_row` makes it (or a spill file holds it)."""
         self._conn.execute(
             "INSERT INTO responses (key, profile, backend, model, stage, request,"
             " response, prompt_tokens, completion_tokens, latency_s, attempts, hits, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(key) DO NOTHING",
-            (
-                key,
-                profile,
-                identity.backend,
-                identity.model,
-                request.stage,
-                _request_record(request),
-                response.to_json(),
-                response.prompt_tokens,
-                response.completion_tokens,
-                response.latency_s,
-                response.attempts,
-                time.time(),
-            ),
+            (*(row[name] for name in ANSWER_COLUMNS), time.time()),
         )
-        self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+        self._conn.execute("DELETE FROM failures WHERE key = ?", (row["key"],))
 
     def put_all_or_none(
         self,
