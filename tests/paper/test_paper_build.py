@@ -140,3 +140,15 @@ def test_a_notebook_stopped_by_a_full_disk_ends_the_build_with_exit_7(monkeypatc
         result = build.BuildResult("smoke", failed=failed)
         monkeypatch.setattr(build, "build_paper", lambda *a, result=result, **k: result)
         assert main(["paper", "smoke", "--no-plan"]) == code
+
+
+def test_the_build_summary_names_other_model_names_from_the_outputs_provenance():
+    import json
+
+    from deliberation import paths
+
+    folder = paths.output_root() / "tables" / "p"
+    folder.mkdir(parents=True)
+    (folder / "a.provenance.json").write_text(json.dumps({"served_as": ["m-2024-08-06"]}))
+    (folder / "b.provenance.json").write_text(json.dumps({"files": {}}))
+    assert build.served_names("p") == ["m-2024-08-06"] and build.served_names("q") == []

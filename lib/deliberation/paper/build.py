@@ -164,6 +164,20 @@ def written_outputs(profile: str, notebook_stem: str) -> dict[str, str]:
     return found
 
 
+def served_names(profile: str) -> list[str]:
+    """Other model names the replies gave, from the ``served_as`` of the profile's outputs."""
+    root = paths.output_root()
+    names: set[str] = set()
+    for kind in ("figures", "tables"):
+        for sidecar in (root / kind / profile).glob("*.provenance.json"):
+            try:
+                served = json.loads(sidecar.read_text()).get("served_as", [])
+            except (OSError, ValueError, AttributeError):
+                continue
+            names.update(str(name) for name in served if isinstance(served, list))
+    return sorted(names)
+
+
 def _outputs_intact(recorded: dict[str, str]) -> list[str]:
     """Recorded outputs now missing or changed."""
     root = paths.output_root()
@@ -437,6 +451,13 @@ def build_paper(
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
         _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
     result.seconds = time.perf_counter() - started
+    served = served_names(profile.name)
+    if served:
+        out(
+            f"model: the server answered as {', '.join(served)} for the profile's `model:"
+            f" {profile.model}` (recorded as served_as in the outputs' provenance;"
+            " openai.strict_model: true fails such calls)"
+        )
     out(
         f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
         f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"
