@@ -17,8 +17,8 @@ Paid answers are never lost:
 * An interrupt or crash mid-batch: every answer received so far is in the cache before the
   exception propagates (they are written as they arrive).
 * A failed write (disk full): the batch stops at once (no further request is sent; the
-  ``openai`` backend lets the requests in flight end, as after Ctrl-C, and their answers are
-  kept with the rest). The write of what was received is retried ``write_attempts`` times, ``write_wait_s``
+  ``openai`` backend lets the requests in flight end, as after Ctrl-C, and ``vllm`` hands over
+  the rest of its finished chunk: those answers are kept with the others). The write of what was received is retried ``write_attempts`` times, ``write_wait_s``
   apart and doubling; what still cannot be stored is *spilled* (``ResponseCache.spill``: a
   file beside the cache or in ``spill_dir()``, which the next open imports). Then
   :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
