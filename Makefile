@@ -39,10 +39,11 @@ $(SETUP_STAMP): pyproject.toml
 # of notebooks/manifest.yaml whose inputs changed since its last successful run (FORCE=1: all)
 # into build/executed/<profile>/, stops at a failing notebook naming it and the failing cell
 # (kept as FAILED-<name>), then checks that every file figures/README.md lists exists.
-# ONLY="00 07" limits the run. The notebooks write figures/<profile>/ and tables/<profile>/.
+# ONLY="00 07" limits the run. The notebooks write figures/<profile>/ and tables/<profile>/;
+# for a profile with published results (results/<profile>/) under build/outputs/ unless PUBLISH=1.
 paper: setup
 	$(PY) -m deliberation paper $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
-	  $(if $(ONLY),--notebooks $(ONLY))
+	  $(if $(filter 1 yes true,$(PUBLISH)),--publish) $(if $(ONLY),--notebooks $(ONLY))
 
 # Model calls, tokens, cache hits and cost per notebook and stage; sends nothing.
 plan: setup

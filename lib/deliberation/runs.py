@@ -69,8 +69,9 @@ def send(
     stage_counts = StageCounts(stage, len(requests), len(unique), cached, answered, failed)
     if counts is not None:
         counts.append(stage_counts)
-    # A planning client sends nothing: its counts are the plan's to report, not "sent" lines.
-    log.log(logging.INFO if getattr(client, "sends", True) else logging.DEBUG, stage_counts.line())
+    # The commands print the stage's counts once, in their summary (StageCounts.line); the log
+    # line is for --verbose (the client's INFO line before sending says what will be sent).
+    log.debug(stage_counts.line())
     return responses, keys
 
 

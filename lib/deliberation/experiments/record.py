@@ -56,6 +56,9 @@ class Experiment:
     report: str  # "module:function": report(result, profile, args) -> FAILED line | None
     out_help: str = "rows.csv to write (default build/runs/<profile>/<experiment>_rows.csv)"
     outputs: str | None = None  # "module:function": output flags beside --out, read by report
+    # "module:function": quick_try(profile, name, options) -> (options, line | None), called
+    # when `--limit` is given: narrows the grid flags not given and says so in the first line.
+    quick_try: str | None = None
     stages: tuple[str, ...] = ()  # stage prefixes its requests carry (part of each cache key)
     sim_behaviours: tuple[str, ...] = ()  # modules registering its sim behaviours / PARAMETERS
     notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls

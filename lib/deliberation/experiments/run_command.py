@@ -5,7 +5,8 @@ if a call must be sent, open the run (cache, progress, synthetic label), call th
 ``run(profile, client, **options)``, let its ``report`` write the rows and print the summary, and
 exit with :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed. An experiment adds
 only its own flags (``Experiment.arguments``) beside the
-common ``--profile``, ``--cache``, ``--out`` and ``--no-progress``.
+common ``--profile``, ``--cache``, ``--out`` and ``--no-progress``, and may narrow a quick try
+(``--limit`` without its grid flags: ``Experiment.quick_try``), which the run's first line names.
 """
 
 from __future__ import annotations
@@ -51,15 +52,26 @@ def run_command(args: argparse.Namespace) -> int:
     """Run, write the rows, print the counts and the summary; exit
     :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed and
     :data:`~deliberation.exit_codes.BAD_INPUT` when the options or the data do not fit."""
+    from deliberation.exit_codes import BAD_INPUT
     from deliberation.inference.model_server import model_server
     from deliberation.params import load_profile
 
     profile = load_profile(args.profile)
+    record = experiment(args.experiment)
+    options = {name: getattr(args, name) for name in args.run_options}
+    quick = None
+    if record.quick_try is not None and options.get("limit") is not None:
+        # A quick try (`--limit`) narrows the grid flags not given, and says so first.
+        try:
+            options, quick = load_object(record.quick_try)(profile, record.name, options)
+        except (KeyError, ValueError) as error:
+            print(f"deliberation run {record.name}: {error}")
+            return BAD_INPUT
     with model_server(profile):  # starts the profile's server if a call must be sent
-        return _run(args, profile)
+        return _run(args, profile, options, quick)
 
 
-def _run(args: argparse.Namespace, loaded) -> int:
+def _run(args: argparse.Namespace, loaded, options: dict, quick: str | None) -> int:
     from deliberation import paths
     from deliberation.exit_codes import BAD_INPUT, CALLS_FAILED, OK, CommandError
     from deliberation.inference import open_run
@@ -68,7 +80,8 @@ def _run(args: argparse.Namespace, loaded) -> int:
     command = f"deliberation run {record.name}"
     # open_run: a run against a serve-sim endpoint is labelled synthetic whatever the profile.
     profile, client = open_run(loaded, cache_file=args.cache, progress=not args.no_progress)
-    options = {name: getattr(args, name) for name in args.run_options}
+    if quick:
+        print(f"{command}: {quick}")  # the first line, before anything is sent
     try:
         result = record.run(profile, client, progress=not args.no_progress, **options)
     except (KeyError, ValueError) as error:

@@ -18,9 +18,10 @@ Paid answers are never lost:
   exception propagates (they are written as they arrive).
 * A failed write (disk full): the batch stops at once (no further request is sent; the
   ``openai`` backend lets the requests in flight end, as after Ctrl-C, and ``vllm`` hands over
-  the rest of its finished chunk: those answers are kept with the others). The write of what was received is retried ``write_attempts`` times, ``write_wait_s``
-  apart and doubling; what still cannot be stored is *spilled* (``ResponseCache.spill``: a
-  file beside the cache or in ``spill_dir()``, which the next open imports). Then
+  the rest of its finished chunk: those answers are kept with the others). The write of what
+  was received is retried ``write_attempts`` times, ``write_wait_s`` apart and doubling; what
+  still cannot be stored is *spilled* (``ResponseCache.spill``: a file beside the cache or in
+  ``spill_dir()``, which the next open imports). Then
   :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
   space needed (exit code ``OUTPUT_UNWRITABLE``); anything neither stored nor spilled (failure
   rows, or everything when no spill file could be written) is in its ``unwritten``.
@@ -106,9 +107,6 @@ def prefix_order(requests: Sequence[ChatRequest]) -> list[int]:
 class CachedClient:
     """The :class:`Client` that sends: cache hits served, each distinct miss sent once."""
 
-    # Whether generate() really sends (a planning client only counts): run logs say "sent"
-    # only for a client that does.
-    sends = True
     # Send each batch's misses in :func:`prefix_order` (False: in the caller's order). Only the
     # order on the wire changes: answers are keyed and returned in the caller's order.
     send_in_prefix_order = True
@@ -162,7 +160,7 @@ class CachedClient:
             len(results),
             len(miss_requests),
         )
-        calls_done(len(requests) - len(miss_requests))  # cached, repeated in the batch, invalid
+        calls_done(results)  # the cached prompts; the others count as they are answered
         if miss_requests:
             if sending_forbidden():
                 stages = sorted({r.stage for r in miss_requests})
@@ -179,7 +177,7 @@ class CachedClient:
                     " not in this read-only cache; sending them needs write access",
                 )
             self._send_once_across_processes(pending, results, desc)
-        calls_done(0, flush=True)
+        calls_done(flush=True)
         out: list[ChatResponse] = []
         seen: set[str] = set()
         for index, key in enumerate(keys):
@@ -224,7 +222,7 @@ class CachedClient:
                 for key, response in (*arrived.items(), *failed.items()):
                     results[key] = response
                     del todo[key]
-                calls_done(len(arrived) + len(failed))
+                calls_done([*arrived, *failed])
                 if todo and not mine:
                     if delay == self.poll_s:  # once per wait, not per poll
                         log.info(
@@ -262,7 +260,7 @@ class CachedClient:
             done.add(index)
             held[index] = response
             bar.update(1)
-            calls_done(1)
+            calls_done((keys[index],))
             write_held()  # a failed write raises: the backend stops sending at once
 
         try:

@@ -684,6 +684,15 @@ class OpenAIBackend(Backend):
                 return mode
         return None
 
+    def served_models(self) -> list[str] | None:
+        """The model ids ``GET /models`` lists, sorted; None when the server answers without
+        such a listing. Nothing answering raises :class:`ServerUnreachableError`."""
+        status, listing = self._http("GET", "/models")
+        if status == 0:
+            raise ServerUnreachableError(f"no server answers at {self.base_url}: {listing}")
+        served = _model_ids(listing) if status == 200 else None
+        return None if served is None else sorted(served)
+
     def _mode_advice(self) -> str:
         """What to set instead of the profile's structured-output mode, from asking the server."""
         mode = self.working_structured_mode()

@@ -417,7 +417,7 @@ def build_paper(
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
     stale = [s.entry for s in statuses if s.run]
-    planned: dict[str, int] = {}  # notebook stem -> calls the plan counts (progress lines)
+    planned: dict[str, int] = {}  # notebook stem -> prompts the plan counts (progress lines)
     # Without a plan, any stale notebook with model calls may send some.
     to_send = any(e.experiment is not None for e in stale)
     if (plan or replay) and stale:
@@ -429,8 +429,12 @@ def build_paper(
         for line in format_plan(the_plan):
             out(line)
         out("")
+        # Distinct prompts, as the kernels' progress counts them (deliberation.progress).
+        prompts: dict[str, set[str]] = {}
         for call in the_plan.calls:
-            planned[call.notebook] = planned.get(call.notebook, 0) + 1
+            if call.key:
+                prompts.setdefault(call.notebook, set()).add(call.key)
+        planned = {notebook: len(keys) for notebook, keys in prompts.items()}
         if replay and to_send:
             result.failed = ReplayIncomplete(the_plan.calls)
             out(f"FAILED: {result.failed}")
@@ -518,6 +522,35 @@ def _run_notebooks(
         result.executed.append(name)
         of_calls = f", {call_count:,} model calls" if call_count else ""
         out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
+
+
+# Where a build of a profile with published results writes, unless it publishes (build/...).
+PREVIEW_FOLDER = "outputs"
+OUTPUT_ROOT_ENV = "DELIBERATION_OUTPUT_ROOT"
+
+
+@contextlib.contextmanager
+def output_folders(profile: Profile, *, publish: bool, out: Printer = _print_now) -> Iterator[Path]:
+    """The output root of a ``make paper`` build, set for the build and its kernels. A profile
+    whose results are published (``results/<profile>/responses.jsonl.gz`` committed) keeps its
+    committed ``figures/`` and ``tables/`` as they are: the build writes under
+    ``build/outputs/`` instead, so a newcomer's run leaves ``git status`` clean, and only the
+    publishing build (``publish``, ``make paper PUBLISH=1``) writes the committed folders. An
+    output root already chosen (``DELIBERATION_OUTPUT_ROOT``: tests, replays) is kept."""
+    from deliberation.inference.published import published_path
+
+    published = published_path(profile.name, paths.repo_root())
+    if publish or os.environ.get(OUTPUT_ROOT_ENV) or not published.is_file():
+        yield paths.output_root()
+        return
+    root = paths.build_dir() / PREVIEW_FOLDER
+    out(
+        f"make paper: {profile.name} has published results ({published.parent}); this build"
+        f" writes {root}/figures/{profile.name}/ and {root}/tables/{profile.name}/ and leaves the"
+        " committed folders as they are (PUBLISH=1: the publishing build writes those)"
+    )
+    with _environment(OUTPUT_ROOT_ENV, str(root)):
+        yield root
 
 
 @contextlib.contextmanager

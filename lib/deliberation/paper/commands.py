@@ -16,6 +16,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     paper.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
     paper.add_argument("--force", action="store_true", help="run every notebook (FORCE=1)")
     paper.add_argument("--no-plan", action="store_true", help="do not print the plan first")
+    paper.add_argument(
+        "--publish",
+        action="store_true",
+        help="write figures/ and tables/ of a profile with published results (PUBLISH=1);"
+        " without it such a build writes build/outputs/",
+    )
     paper.set_defaults(func=_paper)
 
     plan = add_command(subparsers, "plan")
@@ -73,13 +79,15 @@ def _reported(command):
 @_reported
 def _paper(args: argparse.Namespace) -> int:
     from deliberation.inference import require_backend
-    from deliberation.paper.build import build_paper
+    from deliberation.paper.build import build_paper, output_folders
     from deliberation.params import load_profile
 
-    require_backend(load_profile(args.profile))  # before the plan: no vLLM, no notebook runs
-    result = build_paper(
-        args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
-    )
+    profile = load_profile(args.profile)
+    require_backend(profile)  # before the plan: no vLLM, no notebook runs
+    with output_folders(profile, publish=args.publish):
+        result = build_paper(
+            args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
+        )
     if result.failed is not None:
         return result.failed.exit_code  # 7 for a full disk, else 1
     return 0 if result.ok else 1

@@ -88,8 +88,6 @@ class PlanningClient:
     profile's backend, hits from its cache (read only), misses answered by ``answerer`` (the
     sim) and remembered, as the cache would."""
 
-    sends = False  # experiments' "... sent" log lines stay quiet while planning
-
     def __init__(
         self,
         backend: Backend,

@@ -223,3 +223,35 @@ def test_a_grid_value_given_twice_is_refused_not_run_twice(overrides, named):
     grid = {"policies": ("R1",), "budgets": (0.6,), "tags": ("keep",)}
     with pytest.raises(ValueError, match=f"{named} listed more than once"):
         Grid(**{**grid, **{k: tuple(v) for k, v in overrides.items()}})
+
+
+def _quick_run(tmp_path, capsys, *flags: str) -> tuple[list[str], pd.DataFrame]:
+    out = tmp_path / "rows.csv"
+    argv = ["run", "crossprofile", "--profile", "smoke", "--limit", "1", *flags,
+            "--cache", str(tmp_path / "c.sqlite"), "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    return capsys.readouterr().out.splitlines(), pd.read_csv(out)
+
+
+def test_a_quick_try_runs_one_policy_budget_and_tag_mode_and_says_so_first(tmp_path, capsys):
+    printed, frame = _quick_run(tmp_path, capsys)
+    assert printed[0].startswith(
+        "deliberation run crossprofile: a quick try (--limit 1): only policy R1, budget 0.6"
+        " (no fixed-item-count rows) and tags keep"
+    )
+    assert len(frame) == 8  # one template's 8 variants, one cell each
+    assert set(frame["policy"]) == {"R1"} and set(frame["tags"]) == {"keep"}
+    assert set(frame["budget"]) == {0.6} and frame["item_limit"].isna().all()
+    # No relevance labels for a policy that needs none (the full grid's R1-rel would).
+    assert not any(line.startswith("crossprofile.relevance") for line in printed)
+
+
+def test_a_grid_flag_given_keeps_its_values_in_a_quick_try(tmp_path, capsys):
+    printed, frame = _quick_run(tmp_path, capsys, "--policies", "R1,B4")
+    assert "only budget 0.6 (no fixed-item-count rows) and tags keep;" in printed[0]
+    assert set(frame["policy"]) == {"R1", "B4"} and set(frame["budget"]) == {0.6}
+    printed, _ = _quick_run(
+        tmp_path, capsys, "--policies", "R1", "--budgets", "0.6", "--tags", "keep",
+        "--item-limit", "0",
+    )  # fmt: skip
+    assert not any("quick try" in line for line in printed)  # nothing narrowed, nothing said

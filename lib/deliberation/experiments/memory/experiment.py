@@ -69,6 +69,7 @@ def memory_experiment(benchmark: str) -> Experiment:
         runner=f"{_HERE}:run",
         arguments=f"{_HERE}:add_arguments",
         report=f"{_HERE}:report",
+        quick_try=f"{_HERE}:quick_try",
         stages=(f"{benchmark}.",),
         sim_behaviours=("deliberation.experiments.memory.sim.mechanism", *found.sim_behaviours),
         notebooks=NOTEBOOKS.get(benchmark, {}),
@@ -96,7 +97,44 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--limit",
         type=positive_int,
-        help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench)",
+        help="only the first N templates (CrossProfile, all variants) or tasks (HiddenBench);"
+        " a quick try: the grid flags not given narrowed to one value each (the first line says)",
+    )
+
+
+def quick_try(
+    profile: Profile, name: str, options: dict[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """``--limit`` without a grid flag: one policy (the grid's first), one budget (the primary
+    r = .6 when the grid has it, without the fixed-item-count control) and one tag mode (keep),
+    so a first try on a slow model sends tens of calls, not the grid's thousands. A flag given
+    keeps its values; the returned line names what was narrowed (None when nothing was)."""
+    from deliberation.experiments.memory.runs import profile_grid
+    from deliberation.memory import PRIMARY_FRACTION
+
+    grid, _ = profile_grid(name, profile)
+    narrowed = dict(options)
+    said = []
+    if options.get("policies") is None and len(grid.policies) > 1:
+        narrowed["policies"] = grid.policies[0]
+        said.append(f"policy {grid.policies[0]}")
+    if options.get("budgets") is None and (len(grid.budgets) > 1 or grid.item_limit):
+        budget = PRIMARY_FRACTION if PRIMARY_FRACTION in grid.budgets else grid.budgets[0]
+        narrowed["budgets"] = f"{budget:g}"
+        control = options.get("item_limit") is None and bool(grid.item_limit)
+        if control:
+            narrowed["item_limit"] = 0  # the fixed-item-count control is a second "budget"
+        said.append(f"budget {budget:g}" + (" (no fixed-item-count rows)" if control else ""))
+    if options.get("tags") is None and len(grid.tags) > 1:
+        tag = "keep" if "keep" in grid.tags else grid.tags[0]
+        narrowed["tags"] = tag
+        said.append(f"tags {tag}")
+    if not said:
+        return options, None
+    listed = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+    return narrowed, (
+        f"a quick try (--limit {options['limit']}): only {listed}; give --policies, --budgets,"
+        " --tags (--item-limit) for more of the profile's grid"
     )
 
 
