@@ -240,3 +240,17 @@ def test_over_http_a_full_disk_stops_sending_and_the_rerun_sends_only_the_rest(t
         _, again = cached_openai_client(server.base_url, cache_file, concurrency=4)
         assert all(r.ok for r in again.generate(arithmetic_requests(40)))
         assert server.total_posts == 40 - sent  # only what was never received
+
+
+def test_the_stop_on_a_really_full_disk_is_one_line_with_no_warning_beside_it(
+    tiny_disk, tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "elsewhere"))
+    prompts = [f"{i:03d} " + "y" * 20_000 for i in range(40)]
+    with ResponseCache(tiny_disk / "c.sqlite") as cache:
+        client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with caplog.at_level(logging.DEBUG), pytest.raises(CacheWriteError, match="stopped"):
+            client.generate(requests_for(prompts))
+    # The error says it all: no warning beside it (a lease that cannot be released is DEBUG).
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

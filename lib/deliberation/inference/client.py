@@ -396,10 +396,13 @@ class _LeaseKeeper:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         self._stop.set()
         self._thread.join()
         try:
             self.cache.release()
-        except CacheWriteError as error:
-            log.warning("%s (leases expire on their own)", error)
+        except CacheWriteError as failed:
+            # Leaving on a full disk: the error on its way out already says so, in one line.
+            quiet = isinstance(error, CacheWriteError) and failed.disk_full
+            log.log(logging.DEBUG if quiet else logging.WARNING,
+                    "%s (leases expire on their own)", failed)  # fmt: skip
