@@ -23,7 +23,7 @@ COMMAND_MODULES = [
     "deliberation.experiments.run_command",
     "deliberation.paper.commands",
     "deliberation.results.commands",
-    "deliberation.power_commands",
+    "deliberation.paper.power",
     "deliberation.profile_commands",
 ]
 

@@ -93,13 +93,33 @@ def _frame(option_order: str, tmp_path) -> pd.DataFrame:
     return result.frame.drop(columns=["key"])  # the cache key hashes the prompt text
 
 
-def test_the_sim_answers_a_rotated_task_as_the_unrotated_one(tmp_path):
+# What the listing changes by construction: the prompt (so the cache key) and where the chosen
+# option sits in it. Everything else must be the same if the sim has no position preference.
+ORDER_DEPENDENT = ["answer_position"]
+
+
+@pytest.fixture(scope="module")
+def sim_frames(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("order")
+    return _frame("rotate", folder), _frame("template", folder)
+
+
+def test_the_sim_answers_a_rotated_task_as_the_unrotated_one(sim_frames):
     """The sim has no position preference: every label, summary and decision of a run is the
-    same with rotated and with stored option order (only the prompts and cache keys differ)."""
-    rotated, fixed = _frame("rotate", tmp_path), _frame("template", tmp_path)
-    tasks = crossprofile_tasks("main", limit=2)
-    assert any(t.options != tuple(sorted(t.options)) for t in tasks)  # orders really differ
-    pd.testing.assert_frame_equal(rotated, fixed)
+    same with rotated and with stored option order (only the prompts, cache keys and the
+    listed position of the answer differ)."""
+    rotated, fixed = sim_frames
+    tasks = {t.id: t for t in crossprofile_tasks("main", limit=2)}
+    assert any(t.options != tuple(sorted(t.options)) for t in tasks.values())  # orders differ
+    pd.testing.assert_frame_equal(
+        rotated.drop(columns=ORDER_DEPENDENT), fixed.drop(columns=ORDER_DEPENDENT)
+    )
+    # The position column follows the listing: rotated positions are the rotated index.
+    answered = rotated[rotated["answer"] != ""]
+    pairs = zip(answered["task"], answered["answer"], strict=True)
+    expected = [tasks[t].options.index(a) + 1 for t, a in pairs]
+    assert answered["answer_position"].tolist() == expected
+    assert (rotated["answer_position"] != fixed["answer_position"]).any()
 
 
 def test_the_sim_votes_and_speaks_the_same_whatever_the_option_order(tmp_path):
@@ -111,7 +131,7 @@ def test_the_sim_votes_and_speaks_the_same_whatever_the_option_order(tmp_path):
         result = run_natural_experiment(
             "crossprofile", tasks, profile, client, policies=("R1", "empty"), progress=False
         )
-        results[order] = (result.rows.drop(columns=["key"]), result.disclosure)
+        results[order] = (result.rows.drop(columns=["key", *ORDER_DEPENDENT]), result.disclosure)
     for rotated, fixed in zip(results["rotate"], results["template"], strict=True):
         pd.testing.assert_frame_equal(rotated, fixed)
 
@@ -131,5 +151,29 @@ def test_the_sim_answers_hiddenbench_the_same_whatever_the_option_order(tmp_path
         client = make_client(profile, cache_file=tmp_path / f"hb-{order}.sqlite", progress=False)
         grid = Grid(("R1", "B4", "R1-rel", "balance", "empty"), budgets=(0.6,), tags=("keep",))
         result = run_memory_experiment("hiddenbench", tasks, grid, profile, client, progress=False)
-        frames.append(result.frame.drop(columns=["key"]))
+        frames.append(result.frame.drop(columns=["key", *ORDER_DEPENDENT]))
     pd.testing.assert_frame_equal(*frames)
+
+
+def test_the_sim_papers_tables_are_the_same_whatever_the_option_order(sim_frames):
+    """What the sim paper publishes from these rows does not move with the listing: accuracy
+    (with its interval, rows and chance) and the pre-specified contrasts are identical (the
+    distinct calls are not: a rotated listing splits what one stored order sent once);
+    only the answer-position table differs, because the same answers sit elsewhere."""
+    from deliberation.experiments.memory.analyses.accuracy import accuracy_table, differences
+    from deliberation.stats.position_bias import position_bias_table
+
+    rotated, fixed = sim_frames
+    by = ["policy", "variant"]
+    pd.testing.assert_frame_equal(
+        accuracy_table(rotated, by, n_resamples=200), accuracy_table(fixed, by, n_resamples=200)
+    )
+    pairs = [("R1", "B4"), ("R1", "Random"), ("R1-rel", "R1")]
+    pd.testing.assert_frame_equal(
+        differences(rotated, pairs, n_resamples=200), differences(fixed, pairs, n_resamples=200)
+    )
+    shares = [
+        position_bias_table(f, n_resamples=50, min_clusters=1).iloc[0] for f in (rotated, fixed)
+    ]
+    assert shares[0]["decisions"] == shares[1]["decisions"]
+    assert shares[0]["position 1 %"] != shares[1]["position 1 %"]

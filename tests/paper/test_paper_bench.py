@@ -36,3 +36,30 @@ def test_rows_of_every_script_make_one_table_and_a_failure_is_named(tmp_path):
     ]
     with pytest.raises(ValueError, match="no benchmark"):
         run_benchmarks(only=["bench_missing"], folder=folder, out=out)
+
+
+def test_the_power_benchmark_contributes_the_power_tables_time_and_the_zero_effect_check(
+    tmp_path,
+):
+    import json
+    import subprocess
+    import sys
+
+    from deliberation import paths
+
+    rows_file = tmp_path / "rows.json"
+    script = paths.repo_root() / "benchmarks" / "bench_power.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--profile", "smoke", "--rows", str(rows_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    rows = json.loads(rows_file.read_text())
+    assert [r["measure"].split(" (")[0] for r in rows] == [
+        "deliberation power smoke",
+        "zero-effect check",
+    ]
+    assert rows[0]["value"].endswith(" s") and float(rows[0]["value"][:-2]) > 0
+    assert "alpha 0.05" in rows[1]["side_by_side"]
+    assert done.returncode == (0 if all(r["goal"].endswith(": met") for r in rows) else 1)

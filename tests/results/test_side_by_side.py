@@ -217,7 +217,9 @@ def test_compare_papers_on_the_command_line(tmp_path, capsys):
 def test_the_report_has_the_papers_page_beside_the_sim_and_its_profile():
     _table("smoke", "03_h1_h3", pd.DataFrame(
         {"test": ["H1"], "estimate": [5.0], "low": [-1.0], "high": [11.0]}))  # fmt: skip
-    index = build_report("smoke")
+    index = build_report(
+        "smoke", power=False
+    )  # the power page: tests/paper/test_paper_power_page.py
     assert 'href="papers.html"' in index.read_text()
     page = (index.parent / "papers.html").read_text()
     assert "sim (synthetic)" in page and "smoke (synthetic)" in page

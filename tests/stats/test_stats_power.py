@@ -92,8 +92,8 @@ def test_spread_is_estimated_from_rows_with_enough_clusters():
 
 
 def test_bank_shortfall_is_reported():
+    from deliberation.paper.power import default_effects
     from deliberation.params import load_profile
-    from deliberation.power_commands import default_effects
 
     profile = load_profile("sim")
     effects = default_effects("qwen", {"H3": 2.0})
@@ -102,3 +102,58 @@ def test_bank_shortfall_is_reported():
     assert h3.recommended is None or h3.recommended > 60
     if h3.recommended is not None:
         assert h3.bank_short == h3.recommended - 60
+
+
+def test_an_interaction_carries_a_quarter_of_the_effect_per_cell_so_twice_the_noise():
+    """H1 is (a - b | x) - (a - b | y): the same planted effect on average, but the statistic
+    doubles the cell-mean difference, so its binomial noise is twice a plain difference's."""
+    rng = np.random.default_rng(0)
+    flat = P.Spread(0.0, 0.0, "test")
+    h1 = P.simulate_cluster_contrasts(design("H1"), 0.2, 20, flat, 500, rng)
+    h3 = P.simulate_cluster_contrasts(design("H3"), 0.2, 20, flat, 500, rng)
+    assert design("H1").interaction and not design("H3").interaction
+    assert h1.mean() == pytest.approx(0.2, abs=0.02)  # SE 0.005
+    assert h3.mean() == pytest.approx(0.2, abs=0.01)  # SE 0.0025
+    assert h1.std() / h3.std() == pytest.approx(2.0, rel=0.05)
+
+
+def write_rows(folder, name, clusters, rng):
+    folder.mkdir(parents=True, exist_ok=True)
+    level = rng.normal(0, 0.2, clusters)
+    pd.DataFrame(
+        {
+            "template": np.repeat(np.arange(clusters), 40),
+            "pilot": 0,
+            "correct": rng.binomial(1, np.clip(0.5 + np.repeat(level, 40), 0, 1)),
+        }
+    ).to_csv(folder / name, index=False)
+
+
+def test_spread_falls_back_to_the_sim_rows_then_to_assumed_and_says_so(tmp_path):
+    rng = np.random.default_rng(1)
+    h3 = design("H3")
+    published, sim = tmp_path / "tables" / "profile", tmp_path / "tables" / "sim"
+    write_rows(published, h3.rows_file, 3, rng)  # too few clusters to estimate
+    write_rows(sim, h3.rows_file, 30, rng)
+    found = P.spread_for(h3, published, sim)
+    assert found.kind == "sim" and "synthetic (sim backend)" in found.source
+    assert str(sim) in found.source and 0.1 < found.level < 0.3
+    write_rows(published, h3.rows_file, 30, rng)
+    assert P.spread_for(h3, published, sim).kind == "published"
+    assumed = P.spread_for(h3, None, None)
+    assert assumed.kind == "assumed" and assumed.level == P.ASSUMED_SD["level"]
+    (sim / h3.rows_file).unlink()
+    write_rows(published, h3.rows_file, 3, rng)
+    few = P.spread_for(h3, published, sim)
+    assert few.kind == "assumed" and "fewer than 5 clusters" in few.source
+
+
+def test_grid_without_a_limit_is_the_whole_bank_and_unknown_without_one():
+    from deliberation.params import load_profile
+
+    experiments = load_profile("qwen2.5-7b-vllm").experiments
+    assert experiments.hiddenbench.limit is None
+    hb = design("HiddenBench R1 - B3")
+    assert P.grid_size(hb, experiments, {"templates": 60, "tasks": 65}) == 65
+    assert P.grid_size(hb, experiments, {"templates": 60}) is None
+    assert P.grid_size(design("H1"), experiments) == experiments.crossprofile.limit or 60

@@ -42,8 +42,10 @@ honour ``Retry-After`` exactly:
 Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
 first batch first makes the profile's server answer (starting it when it has a ``server:``
 section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
-request in the structured-output mode; a refusal stops the run naming the profile key
-(exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
+request in the structured-output mode (in one of vLLM's modes, first ``GET /version``: a vLLM
+release that would drop the mode's fields stops the run naming the mode to set, see
+:func:`~deliberation.inference.structured.vllm_server_mode_problem`); a refusal stops the run
+naming the profile key (exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
 as exit code 6 unless ``openai.allow_model_alias`` is true (:mod:`deliberation.exit_codes`).
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
@@ -73,6 +75,7 @@ from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 import openai
@@ -100,9 +103,12 @@ from deliberation.inference.secrets import (
 )
 from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
+    VLLM_SERVER_MODES,
     ServerStructuredMode,
     openai_structured_extra_body,
+    vllm_server_mode_problem,
     wire_max_tokens,
+    wire_seed,
 )
 from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.urls import check_base_url, install_log_redaction
@@ -626,6 +632,11 @@ class OpenAIBackend(Backend):
                 f" profile's `model: {self.model}`",
                 warnings,
             )
+        version = self.vllm_version()
+        problem = None if version is None else vllm_server_mode_problem(
+            version, self.structured_output)  # fmt: skip
+        if problem is not None:
+            raise PreflightError(f"the server at {self.base_url} is vLLM {version}: {problem}")
         request = self.preflight_request()
         body = self.request_body(request)
         status, reply = self._http("POST", "/chat/completions", body)
@@ -661,6 +672,22 @@ class OpenAIBackend(Backend):
                     + self._mode_advice()
                 )
         return warnings
+
+    def vllm_version(self) -> str | None:
+        """The release of the vLLM server behind the URL (``GET /version`` at its root, which
+        ``vllm serve`` answers), asked only in one of vLLM's own modes; None otherwise or when
+        nothing says so. A vLLM release drops the fields of a mode it does not define."""
+        if self.structured_output not in VLLM_SERVER_MODES:
+            return None
+        parts = urlsplit(self.base_url)
+        try:
+            with urllib.request.urlopen(
+                f"{parts.scheme}://{parts.netloc}/version", timeout=min(self.timeout_s, 10.0)
+            ) as reply:
+                version = json.loads(reply.read()).get("version")
+        except (OSError, ValueError, AttributeError):  # not vLLM (404, no JSON object, ...)
+            return None
+        return version if isinstance(version, str) else None
 
     def working_structured_mode(self) -> str | None:
         """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
@@ -949,7 +976,7 @@ class OpenAIBackend(Backend):
         }
         seed = request.effective_seed() if self.send_seed else None
         if seed is not None:
-            body["seed"] = seed
+            body["seed"] = wire_seed(seed, self.structured_output)
         body.update(openai_structured_extra_body(request.structured, self.structured_output))
         return body
 

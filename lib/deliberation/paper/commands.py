@@ -33,11 +33,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--summary", action="store_true", help="one line per profile: totals and cost (Markdown)"
     )
+    plan.add_argument(
+        "--no-power",
+        action="store_true",
+        help="skip the power table (deliberation power; ~15 s a profile)",
+    )
     plan.set_defaults(func=_plan)
 
     report = add_command(subparsers, "report")
     report.add_argument("profile", help="profile name or path")
     report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
+    report.add_argument(
+        "--no-power", action="store_true", help="without the power page (~20 s of simulation)"
+    )
     report.set_defaults(func=_report)
 
     replay = add_command(subparsers, "replay")
@@ -121,6 +129,9 @@ def _plan(args: argparse.Namespace) -> int:
             continue
         for line in format_plan(plan):
             print(line)
+        if not args.no_power:
+            for line in power_beside_plan(plan):
+                print(line, flush=True)
         if args.csv:
             from deliberation.atomic import atomic_write_text
 
@@ -130,11 +141,25 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def power_beside_plan(plan) -> list[str]:
+    """The power table of the plan's profile, its recommended grids costed from this plan
+    (``deliberation power`` prints it with each test's sources)."""
+    from deliberation.paper.power import run_power
+
+    _, _, lines = run_power(plan.profile, plan=plan, compact=True)
+    return [
+        "",
+        *lines,
+        f"(each test's effect and variance source: deliberation power {plan.profile.name};"
+        " skip this table: --no-power, make plan NOPOWER=1)",
+    ]
+
+
 @_reported
 def _report(args: argparse.Namespace) -> int:
     from deliberation.paper.report import build_report
 
-    index = build_report(args.profile, out=args.out)
+    index = build_report(args.profile, out=args.out, power=not args.no_power)
     print(f"report: {index}")
     return 0
 

@@ -4,8 +4,9 @@
 notebook is listed as failed; a notebook whose model calls failed is listed as incomplete, with
 the count and first error, at the top of the index and on its page), every figure (PNG shown, PDF
 linked), every table (a page per table from its CSV, with the CSV, Markdown and LaTeX files
-linked) and ``papers.html``, the papers' headline numbers beside the sim's and this profile's
-(``deliberation compare --papers``). Every page says which profile made it and whether it is
+linked), ``papers.html``, the papers' headline numbers beside the sim's and this profile's
+(``deliberation compare --papers``), and ``power.html``, each preregistered test's power against
+grid size (``deliberation power``; synthetic data with the effects planted). Every page says which profile made it and whether it is
 synthetic, in a banner at its top. The site is self-contained: no script, font or style is
 fetched from the network, so it opens offline and from ``file://``. Every table is checked
 against its provenance sidecar first, and a damaged one is refused, naming it
@@ -130,9 +131,41 @@ def _papers_page(profile: str) -> str:
     return page("Papers side by side", papers_label(comparison), comparison.html(), up="")
 
 
-def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
+def _power_page(profile_arg: str, label, folder: Path) -> str:
+    """``power.html``: each preregistered test's power against grid size (``power.png``) and
+    the table of ``deliberation power`` (no plan: its calls and cost need minutes). The effects
+    are planted in synthetic data, so the page says so; panels whose variance comes from the
+    sim's rows say that too."""
+    import matplotlib.pyplot as plt
+
+    from deliberation.model_label import SYNTHETIC_LABEL
+    from deliberation.paper.power import CURVE_SIZES, power_curves_figure, run_power
+
+    rows, frame, lines = run_power(profile_arg, plan=False, curve_sizes=CURVE_SIZES)
+    from_sim = any(r.spread_kind == "sim" for r in rows) or label.synthetic
+    title = f"Power by grid size, profile {label.profile}: effects planted in synthetic data"
+    if from_sim:
+        title += f"; variance from the sim [{SYNTHETIC_LABEL}]"
+    fig = power_curves_figure(rows, title=title)
+    fig.savefig(folder / "power.png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    notes = [line.removeprefix("- ") for line in lines[1:] if not line.startswith("|")]
+    body = (
+        f"<p>{html.escape(lines[0])}. Recompute with <code>deliberation power"
+        f" {html.escape(label.profile)}</code> (adds each recommendation's calls and cost).</p>"
+        f'<p><img src="power.png" alt="{html.escape(title)}"></p>'
+        + frame.drop(columns=["calls", "cost"]).to_html(index=False, na_rep="", border=0)
+        + "<ul>"
+        + "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        + "</ul>"
+    )
+    return page("Power of the preregistered tests", label, body, up="")
+
+
+def build_report(profile_arg: str, *, out: Path | None = None, power: bool = True) -> Path:
     """Write the site and return its ``index.html``. The folder is rebuilt from scratch (in a
-    temporary folder renamed into place), so a stale page never survives."""
+    temporary folder renamed into place), so a stale page never survives. ``power``: with the
+    power page (``deliberation power``'s simulation, ~20 s)."""
     label = run_label(profile_arg)
     profile = label.profile
     executed = paths.build_dir() / "executed" / profile
@@ -198,6 +231,13 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
         )
 
     (staging / "papers.html").write_text(_papers_page(profile))
+    power_items = ["<li>not built (--no-power)</li>"]
+    if power:
+        (staging / "power.html").write_text(_power_page(profile_arg, label, staging))
+        power_items = [
+            '<li><a href="power.html">power against grid size per test, and the grid that'
+            " reaches 80% (synthetic data with the effects planted)</a></li>"
+        ]
 
     replies_body, reply_items = _replies_body(profile_arg)
     (staging / "replies.html").write_text(page("Replies", label, replies_body, up=""))
@@ -228,6 +268,7 @@ def build_report(profile_arg: str, *, out: Path | None = None) -> Path:
             "Papers",
             ['<li><a href="papers.html">headline numbers: the papers, the sim, this run</a></li>'],
         )
+        + section("Power", power_items)
         + section('Replies: <a href="replies.html">a sample per stage</a>', reply_items),
     )
     atomic_write_text(staging / "index.html", index)

@@ -26,6 +26,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from deliberation.stats.small_samples import distinct_calls
+
 logger = logging.getLogger(__name__)
 
 Weighting = Literal["rows", "clusters"]
@@ -53,6 +55,8 @@ class BootstrapResult:
     n_resamples: int
     ci: float = 0.95
     label: str = ""
+    n_rows: int | None = None  # rows the statistic read
+    n_calls: int | None = None  # distinct model calls behind them (None: rows name no call)
 
     def __post_init__(self) -> None:
         self.distribution.setflags(write=False)
@@ -176,6 +180,8 @@ class ClusterTable:
     clusters: np.ndarray  # (K,) cluster ids, sorted
     sums: np.ndarray  # (K, C)
     counts: np.ndarray  # (K, C)
+    n_rows: int | None = None  # rows in the statistic's cells
+    n_calls: int | None = None  # distinct model calls behind them (small_samples.distinct_calls)
 
     def cell_means(self) -> np.ndarray:
         """Observed cell means, shape (C,)."""
@@ -250,7 +256,13 @@ def tabulate_clusters(
         present = counts > 0
         sums = np.divide(sums, counts, out=np.zeros_like(sums), where=present)
         counts = present.astype(float)
-    return ClusterTable(clusters=np.asarray(clusters), sums=sums, counts=counts)
+    return ClusterTable(
+        clusters=np.asarray(clusters),
+        sums=sums,
+        counts=counts,
+        n_rows=len(rows),
+        n_calls=distinct_calls(rows),
+    )
 
 
 def resample_counts(n_clusters: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -330,6 +342,8 @@ def _result(
         n_resamples=int(dist.size),
         ci=ci,
         label=statistic.label,
+        n_rows=table.n_rows,
+        n_calls=table.n_calls,
     )
 
 

@@ -17,10 +17,14 @@ vectorised equivalent of the notebooks' analysis and records the decision:
 
 Row probabilities are ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal with
 the template/task/problem SD; ``effect_k`` the cluster's effect, normal around the planted effect
-with the contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]. 0.5 is the accuracy
-with the largest binomial variance, so the power is not flattered. The SDs come from the profile's
-published rows (``tables/<profile>/*_rows.csv``, method of moments) when they have enough
-clusters, from :data:`ASSUMED_SD` otherwise; :class:`PowerRow` says which.
+with the contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]; for an interaction
+(H1: a difference of differences, twice the difference of the + and - cell means) each cell
+carries ``effect_k / 4``. 0.5 is the accuracy with the largest binomial variance, so the power is
+not flattered. The SDs come from the profile's published rows (``tables/<profile>/*_rows.csv``,
+method of moments) when they have enough clusters, else from the sim's rows (``tables/sim``, made
+by ``make paper PROFILE=sim``; synthetic), else from :data:`ASSUMED_SD`; :class:`PowerRow` says
+which. tests/stats/test_stats_power_recovery.py checks the H1 power against the notebooks'
+own analysis of simulated CrossProfile frames.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ import pandas as pd
 ASSUMED_SD = {"level": 0.1 / math.sqrt(3), "contrast": 0.1 / math.sqrt(3)}
 MIN_CLUSTERS_TO_ESTIMATE = 5
 CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
+# The most clusters that exist per dimension (the caller adds HiddenBench's task count, which
+# needs its data file); the other dimensions are generated and have no limit.
+DEFAULT_BANKS = {"templates": CROSSPROFILE_BANK}
 CSV_COLUMNS = ["test", "effect_points", "power", "mc_error", "recommended", "calls", "cost"]
 
 
@@ -58,20 +65,24 @@ class Design:
     rows_filter: Mapping[str, object] = field(default_factory=dict)
     cluster_column: str = "template"
     family: str | None = None  # tests Holm-adjusted together
-    bank: int | None = None  # the most clusters that exist
     null_value: float = 0.0  # the share a one-arm test is against (helpful share: 0.5)
     kind: str = "bootstrap"  # or "permutation"
     assumed_effect: float | None = None  # points, when the papers report none
+    # an interaction of two differences ((a - b | x) - (a - b | y)): the statistic is twice the
+    # difference of the + and - cell means, so each cell carries a quarter of the effect
+    interaction: bool = False
     # the grid this design runs at is read from the profile by grid_size()
 
 
 def designs() -> list[Design]:
     """Every preregistered test of both papers, in the papers' order."""
-    cp = dict(rows_file="03_crossprofile_h1_h3_rows.csv", bank=CROSSPROFILE_BANK)
+    # notebook 03's rows hold the pilot templates too; the tests run on the main ones
+    cp = dict(rows_file="03_crossprofile_h1_h3_rows.csv", rows_filter={"pilot": 0})
+    h1 = dict(cp, interaction=True)
     return [
-        Design("H1", 1, "h1_r1_minus_b4", "templates", 8, 8, 1, "03", family="H1-H3", **cp),
-        Design("H1 vs Random", 1, "h1_r1_minus_random", "templates", 8, 8, 1, "03", **cp),
-        Design("H1 at 7 items", 1, "h1_fixed_seven_items", "templates", 8, 8, 1, "03", **cp),
+        Design("H1", 1, "h1_r1_minus_b4", "templates", 8, 8, 1, "03", family="H1-H3", **h1),
+        Design("H1 vs Random", 1, "h1_r1_minus_random", "templates", 8, 8, 1, "03", **h1),
+        Design("H1 at 7 items", 1, "h1_fixed_seven_items", "templates", 8, 8, 1, "03", **h1),
         Design("H2", 1, None, "templates", 8, 8, 1, "03", family="H1-H3", assumed_effect=10, **cp),
         Design("H3", 1, "h3_r1rel_minus_r1", "templates", 8, 8, 1, "03", family="H1-H3", **cp),
         Design(
@@ -84,7 +95,6 @@ def designs() -> list[Design]:
             1,
             "04",
             rows_file="04_tag_ablation_rows.csv",
-            bank=CROSSPROFILE_BANK,
         ),
         Design(
             "tags: support shared - private",
@@ -96,7 +106,6 @@ def designs() -> list[Design]:
             1,
             "04",
             rows_file="04_tag_ablation_rows.csv",
-            bank=CROSSPROFILE_BANK,
         ),
         Design(
             "HiddenBench R1 - B3",
@@ -178,6 +187,7 @@ class Spread:
     level: float
     contrast: float
     source: str  # "tables/<profile>/<file> (k clusters)" or "assumed (no published rows)"
+    kind: str = "assumed"  # "published" (the profile's rows), "sim" (the sim's rows), "assumed"
 
 
 def estimate_spread(rows: pd.DataFrame, cluster: str, value: str = "correct") -> Spread | None:
@@ -195,23 +205,27 @@ def estimate_spread(rows: pd.DataFrame, cluster: str, value: str = "correct") ->
     return Spread(level, level, f"{len(grouped)} clusters")
 
 
-def spread_for(design: Design, tables: Path | None) -> Spread:
-    """The design's SDs from the profile's published rows when they allow it, else assumed."""
-    if design.rows_file and tables is not None:
-        path = tables / design.rows_file
-        if path.is_file():
-            rows = pd.read_csv(path)
-            for column, level in design.rows_filter.items():
+def spread_for(design: Design, tables: Path | None, sim_tables: Path | None = None) -> Spread:
+    """The design's SDs from the profile's published rows when they allow it, else from the
+    sim's rows (``tables/sim``, synthetic), else assumed; the source says which."""
+    tried = []
+    for folder, kind in ((tables, "published"), (sim_tables, "sim")):
+        if not design.rows_file or folder is None:
+            continue
+        path = folder / design.rows_file
+        if not path.is_file():
+            continue
+        rows = pd.read_csv(path)
+        for column, level in design.rows_filter.items():
+            if column in rows:
                 rows = rows[rows[column] == level]
-            found = estimate_spread(rows, design.cluster_column)
-            if found is not None:
-                return replace(found, source=f"{path} ({found.source})")
-            return Spread(
-                ASSUMED_SD["level"],
-                ASSUMED_SD["contrast"],
-                f"assumed: {path} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters",
-            )
-    return Spread(ASSUMED_SD["level"], ASSUMED_SD["contrast"], "assumed: no published rows")
+        found = estimate_spread(rows, design.cluster_column)
+        if found is not None:
+            label = " [synthetic (sim backend)]" if kind == "sim" else ""
+            return replace(found, source=f"{path} ({found.source}){label}", kind=kind)
+        tried.append(f"{path} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters")
+    why = "; ".join(tried) or ("no published rows" if design.rows_file else "no rows file")
+    return Spread(ASSUMED_SD["level"], ASSUMED_SD["contrast"], f"assumed: {why}")
 
 
 def holm_rows(p: np.ndarray) -> np.ndarray:
@@ -274,11 +288,12 @@ def simulate_cluster_contrasts(
         hits = rng.binomial(m * design.cells_positive, p[..., 0])
         return hits / (m * design.cells_positive) - design.null_value
     local = effect + rng.normal(0.0, spread.contrast, size=(replicates, n, 1))
-    plus = np.clip(0.5 + level + local / 2, 0, 1)
-    minus = np.clip(0.5 + level - local / 2, 0, 1)
+    scale = 2.0 if design.interaction else 1.0
+    plus = np.clip(0.5 + level + local / (2 * scale), 0, 1)
+    minus = np.clip(0.5 + level - local / (2 * scale), 0, 1)
     pos = rng.binomial(m, np.broadcast_to(plus, (replicates, n, design.cells_positive)))
     neg = rng.binomial(m, np.broadcast_to(minus, (replicates, n, design.cells_negative)))
-    return pos.mean(axis=2) / m - neg.mean(axis=2) / m
+    return scale * (pos.mean(axis=2) / m - neg.mean(axis=2) / m)
 
 
 def permutation_rejections(
@@ -352,14 +367,18 @@ def estimate_power(
     return PowerEstimate(rate, math.sqrt(max(rate * (1 - rate), 1e-12) / replicates))
 
 
-def grid_size(design: Design, experiments: object) -> int | None:
-    """The profile's size of ``design.dimension`` (None: the profile's grid does not say)."""
+def grid_size(
+    design: Design, experiments: object, banks: Mapping[str, int] | None = None
+) -> int | None:
+    """The profile's size of ``design.dimension``: its limit, else the whole bank (None: neither
+    is known, e.g. HiddenBench's file is not downloaded)."""
+    banks = dict(DEFAULT_BANKS if banks is None else banks)
     cp = experiments.crossprofile  # type: ignore[attr-defined]
     hb = experiments.hiddenbench  # type: ignore[attr-defined]
     dhd = experiments.dhd  # type: ignore[attr-defined]
     sizes = {
-        "templates": cp.limit or CROSSPROFILE_BANK,
-        "tasks": hb.limit,
+        "templates": cp.limit or banks.get("templates"),
+        "tasks": hb.limit or banks.get("tasks"),
         "problems": dhd.repeated_problems if design.notebook == "08" else dhd.problems,
         "masking cases": dhd.masking_cases,
         "repeated replays": dhd.blocks,
@@ -388,7 +407,9 @@ class PowerRow:
     recommended_power: float
     spread_source: str
     bank_short: int = 0  # clusters missing from the bank for the recommendation
-    curve: tuple[tuple[int, float], ...] = ()
+    curve: tuple[tuple[int, float], ...] = ()  # (n, power) simulated by the search
+    spread_kind: str = "assumed"  # published | sim | assumed (Spread.kind)
+    bank: int | None = None  # the most clusters of this dimension that exist
 
 
 SEARCH_CAP = 4096
@@ -442,18 +463,29 @@ def power_table(
     effects: Mapping[str, tuple[float, str]],
     tables: Path | None,
     *,
+    sim_tables: Path | None = None,
+    banks: Mapping[str, int] | None = None,
     target: float = 0.8,
     alpha: float = 0.05,
     replicates: int = 400,
     search_replicates: int = 200,
     seed: int = 0,
+    names: Sequence[str] | None = None,
+    curve_sizes: Sequence[int] = (),
 ) -> list[PowerRow]:
-    """Every design's power at the profile's grid and its recommended size (see module doc)."""
+    """Every design's power at the profile's grid and its recommended size (see module doc).
+    ``tables``: the profile's published rows; ``sim_tables``: the sim's, used where the profile
+    has none; ``banks``: the most clusters per dimension (default :data:`DEFAULT_BANKS`);
+    ``names``: only these tests (their Holm family still counts); ``curve_sizes``: sizes to
+    simulate for each row's ``curve`` besides those the search visits (the report's curves)."""
+    banks = dict(DEFAULT_BANKS if banks is None else banks)
     out = []
     all_designs = designs()
     for design in all_designs:
+        if names is not None and design.name not in names:
+            continue
         effect, effect_source = effects[design.name]
-        spread = spread_for(design, tables)
+        spread = spread_for(design, tables, sim_tables)
         m = rows_per_cell(design, experiments)
         design_m = replace(design, rows_per_cell=m)
         family = [
@@ -461,7 +493,7 @@ def power_table(
             for d in all_designs
             if design.family and d.family == design.family and d.name != design.name
         ]
-        n_now = grid_size(design, experiments)
+        n_now = grid_size(design, experiments, banks)
 
         if n_now is None:
             now = PowerEstimate(float("nan"), float("nan"))
@@ -481,9 +513,12 @@ def power_table(
             cache, design_m, effect, spread, alpha, search_replicates, seed, family
         )
         recommended, at = smallest_n(search, target, n_now or 8)
+        for size in curve_sizes:
+            search(size)
+        bank = banks.get(design.dimension)
         bank_short = 0
-        if recommended is not None and design.bank is not None and recommended > design.bank:
-            bank_short = recommended - design.bank
+        if recommended is not None and bank is not None and recommended > bank:
+            bank_short = recommended - bank
         out.append(
             PowerRow(
                 design,
@@ -497,6 +532,8 @@ def power_table(
                 spread.source,
                 bank_short,
                 tuple(sorted(cache.items())),
+                spread.kind,
+                bank,
             )
         )
     return out

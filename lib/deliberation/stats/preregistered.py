@@ -39,7 +39,8 @@ class PreregisteredTests:
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     def table(self, scale: float = 1.0) -> pd.DataFrame:
-        """One row per test: estimate, interval, raw and Holm p (secondary rows have no Holm p)."""
+        """One row per test: estimate, interval, raw and Holm p (secondary rows have no Holm p),
+        and the rows and distinct model calls each test read (``n_rows``, ``n_calls``)."""
         rows = []
         for family, results in (("primary", self.primary), ("secondary", self.secondary)):
             for name, result in results.items():
@@ -56,9 +57,13 @@ class PreregisteredTests:
                         "p_holm": self.p_holm.get(name, float("nan")),
                         "n_clusters": result.n_clusters,
                         "n_resamples": result.n_resamples,
+                        "n_rows": result.n_rows,
+                        "n_calls": result.n_calls,
                     }
                 )
-        return pd.DataFrame(rows)
+        table = pd.DataFrame(rows)
+        # Rows that name no model call (a hand-made frame) have no n_calls to report.
+        return table.drop(columns="n_calls") if table["n_calls"].isna().all() else table
 
 
 def preregistered_tests(

@@ -98,3 +98,28 @@ def test_every_analysis_of_notebooks_07_and_08_gives_an_empty_table_when_no_pool
     assert per_fold.empty and "held_out_block" in per_fold
     assert selection.policy_accuracy(per_fold, n_resamples=20).empty
     assert selection.selector_gains(per_fold, n_resamples=20).empty
+
+
+def test_flip_shares_count_the_problems_and_the_distinct_calls_they_compare():
+    def replay(problem, arm, message, correct, key):
+        return {"problem": problem, "benchmark": "synthetic", "k": None, "message": message,
+                "arm": arm, "replicate": 0, "block": None, "answer": "x", "correct": correct,
+                "valid": 1, "error": "", "key": key}  # fmt: skip
+
+    rows = pd.DataFrame(
+        [
+            replay("p1", "solo", None, 0, "solo-1"),
+            replay("p1", "single", 0, 1, "a"),  # helpful
+            replay("p1", "single", 1, 1, "b"),  # helpful
+            replay("p2", "solo", None, 1, "solo-2"),
+            replay("p2", "single", 0, 0, "c"),  # harmful
+        ]
+    )
+    proposals = pd.DataFrame(
+        {"problem": ["p1", "p1", "p2"], "message": [0, 1, 0], "proposal_correct": [0, 0, 0]}
+    )
+    effects = report.labelled_effects(rows, proposals)
+    table = report.flip_share_table(effects, n_resamples=20)
+    wrong = table[(table["design"] == "single") & (table["benchmark"] == "synthetic")].iloc[0]
+    assert wrong["flips"] == 3 and wrong["n_clusters"] == 2
+    assert wrong["n_calls"] == 5  # three single-message calls and the two solo calls

@@ -345,6 +345,11 @@ def test_accuracy_matrix_lays_policies_against_capacities():
     assert list(wide.columns) == ["r=0.4", "r=0.6", "reference"]
     assert wide.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
     assert wide.loc["empty", "r=0.4"] == "" and wide.loc["empty", "reference"].startswith("33.3")
+    # Below the cluster minimum the entry keeps its estimate and says n instead of an interval.
+    few = accuracy.accuracy_matrix(table.assign(n_clusters=[2, 9, 1])).set_index("policy")
+    assert few.loc["R1", "r=0.4"] == "50.0 (n = 2 clusters)"
+    assert few.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
+    assert few.loc["empty", "reference"] == "33.3 (n = 1 cluster)"
 
 
 def test_accuracy_figure_draws_budgets_and_references_only():

@@ -44,13 +44,18 @@ def _valid(rows: pd.DataFrame) -> pd.DataFrame:
 def _outcomes(rows: pd.DataFrame, arm: str, keys: list[str]) -> pd.DataFrame:
     """Rows of one arm outside repeated-replay blocks (those pair within their block)."""
     picked = rows[(rows["arm"] == arm) & rows["block"].isna()]
-    return picked[keys + ["valid", "correct"]]
+    return picked[keys + ["valid", "correct", *(["key"] if "key" in picked else [])]]
 
 
 def _label(effects: pd.DataFrame, shown: str, hidden: str) -> pd.DataFrame:
     both = (effects[f"valid_{shown}"] == 1) & (effects[f"valid_{hidden}"] == 1)
     effect = effects[f"correct_{shown}"].astype(float) - effects[f"correct_{hidden}"].astype(float)
     effects = effects.assign(effect=effect.where(both))
+    if f"key_{shown}" in effects:  # the two calls an effect compares (report counts them)
+        effects["calls"] = [
+            frozenset(k for k in pair if isinstance(k, str) and k)
+            for pair in zip(effects[f"key_{shown}"], effects[f"key_{hidden}"], strict=True)
+        ]
     effects["category"] = effects["effect"].map(
         lambda e: "unscored" if pd.isna(e) else CATEGORY[int(e)]
     )
@@ -61,10 +66,10 @@ def single_message_effects(rows: pd.DataFrame) -> pd.DataFrame:
     """Each message alone (arm ``single``) against the no-message solver (arm ``solo``)."""
     keys = ["problem", "benchmark"]
     solo = _outcomes(rows, "solo", keys).rename(
-        columns={"valid": "valid_solo", "correct": "correct_solo"}
+        columns={"valid": "valid_solo", "correct": "correct_solo", "key": "key_solo"}
     )
     single = _outcomes(rows, "single", keys + ["message"]).rename(
-        columns={"valid": "valid_single", "correct": "correct_single"}
+        columns={"valid": "valid_single", "correct": "correct_single", "key": "key_single"}
     )
     effects = single.merge(solo, on=keys, how="left", validate="many_to_one")
     effects["valid_solo"] = effects["valid_solo"].fillna(0)
@@ -75,11 +80,11 @@ def leave_one_out_effects(rows: pd.DataFrame) -> pd.DataFrame:
     """For each K: the prefix pool (arm ``full``) against it without message i (arm ``loo``)."""
     keys = ["problem", "benchmark", "k"]
     full = _outcomes(rows, "full", keys).rename(
-        columns={"valid": "valid_full", "correct": "correct_full"}
+        columns={"valid": "valid_full", "correct": "correct_full", "key": "key_full"}
     )
     full = full[full["k"].notna()]
     reduced = _outcomes(rows, "loo", keys + ["message"]).rename(
-        columns={"valid": "valid_loo", "correct": "correct_loo"}
+        columns={"valid": "valid_loo", "correct": "correct_loo", "key": "key_loo"}
     )
     effects = reduced.merge(full, on=keys, how="left", validate="many_to_one")
     effects["valid_full"] = effects["valid_full"].fillna(0)

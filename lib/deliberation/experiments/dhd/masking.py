@@ -50,6 +50,7 @@ from deliberation.experiments.dhd.replay import Replay, present_indices
 from deliberation.inference.client import Client
 from deliberation.params import Profile
 from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
+from deliberation.stats.small_samples import distinct_calls
 
 # Arm -> (authors' condition name, transform of the case message; None = left out).
 ARMS: dict[str, tuple[str, str | None]] = {
@@ -274,7 +275,7 @@ def with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
 
 MASKING_TABLE_COLUMNS = [
     "cell", "arm", "condition", "cases", "events", "invalid", "success", "low", "high",
-    "minus_full", "minus_full_low", "minus_full_high", "p_value",
+    "minus_full", "minus_full_low", "minus_full_high", "p_value", "n_clusters", "n_calls",
 ]  # fmt: skip
 
 
@@ -287,7 +288,8 @@ def masking_table(
     ``minus_full`` [``minus_full_low``, ``minus_full_high``] with its bootstrap ``p_value``,
     computed on the cases that ran this arm (so a flagged case's missing answer-masked arm
     does not turn the difference into a comparison of different cases); ``condition`` is the
-    authors' name of the arm."""
+    authors' name of the arm; ``n_clusters`` and ``n_calls`` count the problems and distinct
+    calls behind each row."""
     masking = rows[rows["arm"].isin(list(ARMS))]
     valid_all = masking[masking["valid"].astype(int) == 1]
     valid_all = valid_all.assign(correct=valid_all["correct"].astype(float))
@@ -332,6 +334,9 @@ def masking_table(
                     "low": results[arm].low,
                     "high": results[arm].high,
                     **difference,
+                    # problems behind the intervals: none published from fewer than the minimum
+                    "n_clusters": results[arm].n_clusters,
+                    "n_calls": distinct_calls(in_arm),  # replicates may repeat one prompt
                 }
             )
     return pd.DataFrame(out, columns=MASKING_TABLE_COLUMNS)  # no case at all: header only

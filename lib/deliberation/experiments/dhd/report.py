@@ -25,7 +25,9 @@ from deliberation.experiments.dhd.labels import (
     wilson_interval,
     with_proposals,
 )
+from deliberation.plots import interval_errors, mark_small_samples
 from deliberation.stats import cluster_bootstrap, mean_of
+from deliberation.stats.small_samples import MIN_CLUSTERS
 
 PROPOSALS = ("wrong", "correct")
 
@@ -36,6 +38,7 @@ def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFram
     single = single_message_effects(rows).assign(design="single")
     loo = leave_one_out_effects(rows).assign(design="loo")
     columns = ["problem", "benchmark", "design", "k", "message", "effect", "category"]
+    columns += ["calls"] if "calls" in single and "calls" in loo else []
     effects = pd.concat([single[columns], loo[columns]], ignore_index=True)
     return with_proposals(effects, proposals)
 
@@ -56,7 +59,8 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
 
 FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
-    "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high",
+    "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
+    "n_calls",
 ]  # fmt: skip
 
 
@@ -64,7 +68,9 @@ def flip_share_table(
     effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
 ) -> pd.DataFrame:
     """Helpful share among flips per design, benchmark (and pooled) and proposal correctness:
-    counts, the share, a problem-cluster bootstrap interval and a Wilson interval."""
+    counts, the share, a problem-cluster bootstrap interval and a Wilson interval, and the
+    problems the flips come from (``n_clusters``: the table writer withholds both intervals
+    below the cluster minimum, as for every other table)."""
     rows = []
     for design, by_design in effects.groupby("design", sort=False):
         cells = cells_table(by_design)
@@ -100,9 +106,18 @@ def flip_share_table(
                     "bootstrap_high": high,
                     "wilson_low": record["share_low"],
                     "wilson_high": record["share_high"],
+                    "n_clusters": int(flips["problem"].nunique()),
+                    **(
+                        {"n_calls": len(frozenset().union(*flips["calls"]))}
+                        if "calls" in flips
+                        else {}
+                    ),
                 }
             )
-    return pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    table = pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    if len(table) and table["n_calls"].isna().all():  # effects that name no call
+        return table.drop(columns="n_calls")
+    return table
 
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
@@ -160,10 +175,14 @@ def repeated_table(
     return messages[columns], summary
 
 
-def plot_flip_shares(shares: pd.DataFrame, title: str) -> Figure:
+def plot_flip_shares(
+    shares: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS
+) -> Figure:
     """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
     than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
-    by side, single-message and leave-one-out in two panels, problem-bootstrap intervals."""
+    by side, single-message and leave-one-out in two panels, problem-bootstrap intervals (none
+    from fewer than ``min_clusters`` problems: the n is printed instead). The dotted line at
+    50% is no direction (as many harmful flips as helpful), not a chance level."""
     # Without any flip (e.g. no pool could be drawn), both panels are drawn empty.
     designs = [d for d in ("single", "loo") if d in set(shares["design"])] or ["single", "loo"]
     fig, axes = plt.subplots(
@@ -179,11 +198,13 @@ def plot_flip_shares(shares: pd.DataFrame, title: str) -> Figure:
             part = rows[rows["proposal"] == proposal].set_index("benchmark").reindex(benchmarks)
             x = np.arange(len(benchmarks)) + offset
             share = 100 * part["helpful_share"].to_numpy(dtype=float)
-            low = np.clip(share - 100 * part["bootstrap_low"].to_numpy(dtype=float), 0, None)
-            high = np.clip(100 * part["bootstrap_high"].to_numpy(dtype=float) - share, 0, None)
-            ax.errorbar(
-                x, share, yerr=[low, high], fmt="o", capsize=3, label=f"{proposal} proposal"
-            )
+            n_clusters = part.get("n_clusters")
+            err = interval_errors(share / 100, part["bootstrap_low"], part["bootstrap_high"],
+                                  n_clusters, min_clusters=min_clusters, scale=100)  # fmt: skip
+            err = np.clip(err, 0, None)  # a share at 0 or 1 can sit a rounding error outside
+            ax.errorbar(x, share, yerr=err, fmt="o", capsize=3, label=f"{proposal} proposal")
+            mark_small_samples(ax, x, share, n_clusters, min_clusters=min_clusters,
+                               horizontal=True)  # fmt: skip
         ax.axhline(50, color="grey", lw=0.8, ls=":")
         ax.set_xticks(np.arange(len(benchmarks)), benchmarks, rotation=20)
         ax.set_xlim(-0.6, len(benchmarks) - 0.4)

@@ -306,6 +306,7 @@ def policy_accuracy(
                     "high_pct": 100 * r.high,
                     "problems": r.n_clusters,
                     "folds": len(rows),
+                    "n_clusters": r.n_clusters,  # the table writer's name for it
                 }
             )
     return pd.DataFrame(out)
@@ -343,6 +344,7 @@ def selector_gains(
                     "p_value": r.p_value,
                     "problems": r.n_clusters,
                     "folds": len(rows),
+                    "n_clusters": r.n_clusters,  # the table writer's name for it
                 }
             )
     return pd.DataFrame(out)

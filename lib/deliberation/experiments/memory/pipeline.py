@@ -124,6 +124,7 @@ class _Prepared:
     by_budget: dict[float, dict[str, Any]] = field(default_factory=dict)  # r -> need -> reading
     errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
     failed: dict[str, str] = field(default_factory=dict)  # need -> why its call failed
+    call_keys: dict[str, str] = field(default_factory=dict)  # need -> its request's cache key
 
 
 def _call_error(what: str, response: ChatResponse) -> str | None:
@@ -181,9 +182,10 @@ def prepare(
             )
             for p, r in index
         ]
-        responses, _ = send(client, requests, stage, report)
-        for (p, r), response in zip(index, responses, strict=True):
+        responses, call_keys = send(client, requests, stage, report)
+        for (p, r), response, call_key in zip(index, responses, call_keys, strict=True):
             key = need.name if r is None else f"{need.name} {r}"
+            p.call_keys[key] = call_key
             if not response.ok:
                 p.failed[key] = _call_error(need.name, response) or ""
                 continue

@@ -4,12 +4,24 @@ benchmark adds its own), their types, and which rows failed. Columns are documen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from deliberation.experiments.memory.pipeline import Decision
 
-NULLABLE_INT = ("item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead")
+NULLABLE_INT = (
+    "item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead", "answer_position",
+)  # fmt: skip
 EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
+
+
+def answer_position(options: Sequence[str], answer: str | None) -> int | None:
+    """Where the chosen option was listed in the prompt (1 = first), None for no single option:
+    what the answer-position bias table (:mod:`deliberation.stats.position_bias`) counts."""
+    if answer is None or answer not in options:
+        return None
+    return list(options).index(answer) + 1
 
 
 def common_row(decision: Decision, correct: str) -> dict:
@@ -26,6 +38,8 @@ def common_row(decision: Decision, correct: str) -> dict:
         "kept_tokens": None if decision.input_failed else memory.kept_tokens,
         "budget_tokens": decision.budget_tokens,
         "answer": decision.answer or "",
+        "answer_position": answer_position(decision.task.options, decision.answer),
+        "n_options": len(decision.task.options),
         "correct": None if failed else int(decision.answer == correct),
         "valid": None if failed else int(decision.answer is not None),
         "error": decision.error,

@@ -24,6 +24,9 @@ Results frames have one row per decision call. CrossProfile columns, in order:
 ``tone_lead``       tone on the correct option minus the largest tone on a competitor over
                     the kept irrelevant facts (signed like ``net_lead``; empty for B3)
 ``answer``          the option chosen; empty when the answer named no single option
+``answer_position`` where the chosen option was listed in the prompt (1 = first); empty when
+                    the answer named no single option
+``n_options``       how many options the prompt listed (chance is 1 / ``n_options``)
 ``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
                     for a failed row
 ``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0; empty if failed
@@ -42,7 +45,8 @@ option) and ``outcome`` (``answered``, ``invalid`` or ``failed``); see
 :func:`deliberation.experiments.memory.summary.command_rows`.
 
 HiddenBench frames have ``task, policy, budget, item_limit, tags, kept_facts, kept_tokens,
-budget_tokens, answer, correct, valid, error, key`` with the same meanings.
+budget_tokens, answer, answer_position, n_options, correct, valid, error, key`` with the same
+meanings.
 """
 
 from __future__ import annotations

@@ -24,11 +24,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from deliberation.plots import (
+    chance_level,
+    draw_chance,
+    interval_errors,
+    mark_small_samples,
+    note_all_withheld,
+)
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
+from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
 
 DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
 INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+CALLS = "_calls"  # outcomes: the request keys behind each value (the tables count them)
 GROUP_MEASURES = (
     "group share (initial)",
     "group share (final)",
@@ -63,6 +72,7 @@ def group_votes(rows: pd.DataFrame) -> pd.DataFrame:
                 "share_correct": float(group["correct"].mean()),
                 "majority_correct": majority,
             }
+            | ({CALLS: _keys(group)} if "key" in group else {})
         )
     return pd.DataFrame(out)
 
@@ -81,11 +91,19 @@ def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.D
             ("share_correct", "group share"),
             ("majority_correct", "group majority"),
         ):
-            parts.append(mine[DISCUSSION].assign(measure=f"{name} ({stage})", value=mine[column]))
+            parts.append(
+                mine[DISCUSSION].assign(
+                    measure=f"{name} ({stage})",
+                    value=mine[column],
+                    **({CALLS: mine[CALLS]} if CALLS in mine else {}),
+                )
+            )
     decisions = rows[rows["kind"] == "decision"]
     parts.append(
         decisions[DISCUSSION].assign(
-            measure="decision: " + decisions["policy"], value=decisions["correct"].astype(float)
+            measure="decision: " + decisions["policy"],
+            value=decisions["correct"].astype(float),
+            **({CALLS: [_keys([k]) for k in decisions["key"]]} if "key" in decisions else {}),
         )
     )
     if disclosure is not None and len(disclosure):
@@ -98,10 +116,18 @@ def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.D
     return frame
 
 
+def _keys(keys: Sequence[object] | pd.DataFrame) -> frozenset[str]:
+    """The request keys behind some rows, or of a list of keys (unsent rows have none)."""
+    values = keys["key"] if isinstance(keys, pd.DataFrame) else keys
+    return frozenset(k for k in values if isinstance(k, str) and k)
+
+
 def _bootstrap_table(
     frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
 ) -> pd.DataFrame:
-    """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval."""
+    """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval, and
+    (when ``frame`` says which calls each value rests on, :data:`CALLS`) ``n_rows`` and
+    ``n_calls``: identical prompts are one cached call, so rows can repeat one answer."""
     combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
     statistics = {
         str(i): mean_of(value, dict(zip(keys, combo, strict=True)))
@@ -110,21 +136,28 @@ def _bootstrap_table(
     if not statistics:
         return pd.DataFrame(columns=[*keys, *INTERVAL_COLUMNS])
     results = cluster_bootstrap_many(frame, statistics, "template", n_resamples, seed=seed)
+    counts = None
+    if CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
+        counts = {}
+        for combo, part in frame.groupby(list(keys), sort=False, dropna=False):
+            calls = [c for c in part[CALLS] if isinstance(c, frozenset)]
+            counts[combo] = (len(part), len(frozenset().union(*calls)) if calls else None)
     rows = []
     for (name, result), combo in zip(
         results.items(), combos.itertuples(index=False, name=None), strict=True
     ):
         del name
-        rows.append(
-            dict(zip(keys, combo, strict=True))
-            | {
-                "estimate": result.estimate,
-                "low": result.low,
-                "high": result.high,
-                "n_clusters": result.n_clusters,
-            }
-        )
-    return pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS])
+        row = dict(zip(keys, combo, strict=True)) | {
+            "estimate": result.estimate,
+            "low": result.low,
+            "high": result.high,
+            "n_clusters": result.n_clusters,
+        }
+        if counts is not None:
+            row["n_rows"], row["n_calls"] = counts[combo]
+        rows.append(row)
+    extra = ["n_rows", "n_calls"] if CALLS in frame else []
+    return pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS, *extra])
 
 
 def accuracy_table(
@@ -134,14 +167,24 @@ def accuracy_table(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals."""
-    return _bootstrap_table(
+    """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals, the
+    values and distinct calls behind each (``n_rows``, ``n_calls``) and, for the vote and
+    decision measures, ``chance`` (a uniform guess: the mean of 1 / number of options, in the
+    units of ``estimate``; empty for disclosure rates, which have none)."""
+    table = _bootstrap_table(
         outcomes(rows, disclosure),
         ["profile", "benchmark", "prompt", "measure"],
         "value",
         n_resamples,
         seed,
     )
+    if "n_options" not in rows or table.empty:
+        return table
+    answered = rows[rows["n_options"].notna()]
+    guess = (1 / answered["n_options"].astype(float)).groupby(answered["benchmark"]).mean()
+    chosen = table["measure"].str.startswith(("group share", "group majority", "decision: "))
+    table["chance"] = table["benchmark"].map(guess).where(chosen)
+    return table
 
 
 def disclosure_table(
@@ -209,9 +252,10 @@ def policy_contrasts(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Decision accuracy of policy ``a`` minus ``b`` on the same discussions, per benchmark
-    and prompt variant."""
+    and prompt variant, with the distinct decision calls both policies' rows rest on
+    (``n_calls``, when the rows name their calls)."""
     decisions = rows[rows["kind"] == "decision"]
-    parts = []
+    parts, calls = [], {}
     for a, b in pairs:
         for (name, benchmark, prompt), group in decisions.groupby(
             ["profile", "benchmark", "prompt"], sort=True
@@ -224,17 +268,19 @@ def policy_contrasts(
             parts.append(
                 diff.assign(profile=name, benchmark=benchmark, prompt=prompt, contrast=f"{a} - {b}")
             )
+            read = group[group["policy"].isin([a, b]) & group["valid"].notna()]
+            calls[(name, benchmark, prompt, f"{a} - {b}")] = distinct_calls(read)
     if not parts:
         return pd.DataFrame(
             columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
         )
-    return _bootstrap_table(
-        pd.concat(parts, ignore_index=True),
-        ["profile", "benchmark", "prompt", "contrast"],
-        "difference",
-        n_resamples,
-        seed,
+    keys = ["profile", "benchmark", "prompt", "contrast"]
+    table = _bootstrap_table(
+        pd.concat(parts, ignore_index=True), keys, "difference", n_resamples, seed
     )
+    if "key" in decisions:
+        table["n_calls"] = [calls[tuple(k)] for k in table[keys].itertuples(index=False)]
+    return table
 
 
 def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -247,6 +293,11 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     table["invalid_share"] = table["invalid"] / table["rows"]
+    if "key" in frame:  # rows repeat a call where identical prompts were one cached call
+        calls = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True).apply(
+            distinct_calls, include_groups=False
+        )
+        table.insert(table.columns.get_loc("rows") + 1, "n_calls", calls.to_numpy())
     if rows["valid"].isna().any():  # failed rows: no reply, counted apart (not invalid)
         failed = frame.assign(failed=frame["valid"].isna().astype(int))
         table["failed"] = (
@@ -257,9 +308,13 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> plt.Figure:
-    """Bars (%, like notebooks 02-05) with 95% intervals: one panel per benchmark, one bar group per measure, one bar
-    per prompt variant."""
+def plot_measures(
+    table: pd.DataFrame, measures: Sequence[str], title: str, *, min_clusters: int = MIN_CLUSTERS
+) -> plt.Figure:
+    """Bars (%, like notebooks 02-05) with 95% intervals: one panel per benchmark, one bar group
+    per measure, one bar per prompt variant; no interval from fewer than ``min_clusters``
+    clusters (the n is printed on the bar instead), and the chance line where the table has
+    one (``chance``)."""
     table = table[table["measure"].isin(measures)]
     benchmarks = sorted(table["benchmark"].unique())
     prompts = sorted(table["prompt"].unique(), key=lambda p: p != "plain")
@@ -271,13 +326,19 @@ def plot_measures(table: pd.DataFrame, measures: Sequence[str], title: str) -> p
     for ax, benchmark in zip(axes[0], benchmarks, strict=False):
         mine = table[table["benchmark"] == benchmark]
         present = [m for m in measures if m in set(mine["measure"])]
+        one_note = note_all_withheld(ax, mine.get("n_clusters"), min_clusters=min_clusters)
         for k, prompt in enumerate(prompts):
             part = mine[mine["prompt"] == prompt].set_index("measure").reindex(present)
             x = np.arange(len(present)) + (k - (len(prompts) - 1) / 2) * width
-            err = 100 * np.vstack(
-                [part["estimate"] - part["low"], part["high"] - part["estimate"]]
-            ).astype(float)
+            n_clusters = part.get("n_clusters")
+            err = interval_errors(part["estimate"], part["low"], part["high"], n_clusters,
+                                  min_clusters=min_clusters, scale=100)  # fmt: skip
             ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2, label=prompt)
+            if not one_note:
+                mark_small_samples(ax, x, 100 * part["estimate"], n_clusters,
+                                   min_clusters=min_clusters)  # fmt: skip
+        chance = chance_level(mine)
+        draw_chance(ax, None if chance is None else 100 * chance)
         ax.set_xticks(np.arange(len(present)))
         ax.set_xticklabels([m.removeprefix("decision: ") for m in present], rotation=45, ha="right")
         ax.set_title(benchmark)

@@ -35,6 +35,9 @@ Rows (:data:`ROW_COLUMNS`), one per (discussion, agent, vote stage) and one per 
 ``budget_tokens``   floor(r x all statement tokens) for budgeted policies, else empty
 ``statements``      memory candidates (statement groups) of the discussion (decision rows)
 ``answer``          the option chosen; empty when the answer named no single option
+``answer_position`` where the chosen option was listed in the prompt (1 = first); empty when
+                    the answer named no single option
+``n_options``       how many options the prompt listed
 ``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
                     for a failed row
 ``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**:
@@ -77,6 +80,7 @@ from deliberation.experiments.memory.pipeline import (
     stage_settings,
 )
 from deliberation.experiments.memory.prompts import decision_prompt
+from deliberation.experiments.memory.rows import answer_position
 from deliberation.experiments.natural import prompts as natural_prompts
 from deliberation.experiments.natural.discussion import (
     DiscussionSpec,
@@ -88,12 +92,14 @@ from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
 from deliberation.params import check_distinct, check_limit
 from deliberation.seeds import stable_seed
+from deliberation.stats.small_samples import calls_note
 
 Benchmark = str  # a registered memory benchmark's name (experiments/memory/benchmarks)
 ROW_COLUMNS = [
     "profile", "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
     "prompt", "replicate", "seed", "agent", "stage", "policy", "budget", "kept_tokens",
-    "budget_tokens", "statements", "answer", "correct", "valid", "error", "key",
+    "budget_tokens", "statements", "answer", "answer_position", "n_options", "correct", "valid",
+    "error", "key",
 ]  # fmt: skip
 DISCUSSION_COLUMNS = ["profile", *ROW_COLUMNS[2:12]]
 DISCLOSURE_COLUMNS = [
@@ -123,6 +129,8 @@ class NaturalResult:
             f"votes: {len(votes)}, invalid votes: {invalid} (counted wrong)"
             + (f", FAILED votes: {failed_votes} (not counted)" if failed_votes else ""),
             f"messages: {len(messages)}, failed calls: {failed}",
+            calls_note(votes, "vote rows"),
+            calls_note(self.rows[self.rows["kind"] == "decision"], "decision rows"),
         ]
         if discussions:
             lines.append(
@@ -203,6 +211,13 @@ def _context(benchmark: str, d: NaturalDiscussion) -> dict:
     }
 
 
+def _position(task: Any, answer: str | None) -> dict:
+    return {
+        "answer_position": answer_position(task.options, answer),
+        "n_options": len(task.options),
+    }
+
+
 def _blank_row(context: dict) -> dict:
     return {c: None for c in ROW_COLUMNS} | context
 
@@ -219,6 +234,7 @@ def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[
                     "agent": v.agent,
                     "stage": v.stage,
                     "answer": v.answer or "",
+                    **_position(d.task, v.answer),
                     "correct": None if v.failed else int(v.answer == d.task.correct),
                     "valid": None if v.failed else int(v.answer is not None),
                     "error": v.error,
@@ -402,6 +418,7 @@ def decision_rows(
                 "budget_tokens": decision.budget_tokens,
                 "statements": len(candidates[d.spec.id]),
                 "answer": decision.answer or "",
+                **_position(d.task, decision.answer),
                 "correct": None if decision.failed else int(decision.answer == d.task.correct),
                 "valid": None if decision.failed else int(decision.answer is not None),
                 "error": decision.error,
@@ -426,6 +443,7 @@ def _decision_row(
         "policy": policy,
         "statements": statements,
         "answer": answer or "",
+        **_position(d.task, answer),
         "correct": None if failed else int(answer == d.task.correct),
         "valid": None if failed else int(answer is not None),
         "error": error,
@@ -435,7 +453,10 @@ def _decision_row(
 
 def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=ROW_COLUMNS)
-    for column in ("kept_tokens", "budget_tokens", "statements", "replicate", "seed"):
+    for column in (
+        "kept_tokens", "budget_tokens", "statements", "answer_position", "n_options", "replicate",
+        "seed",
+    ):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["budget"] = frame["budget"].astype("Float64")
     for column in ("agent", "stage", "policy", "error", "variant", "support", "decoy"):

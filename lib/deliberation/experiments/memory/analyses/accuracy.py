@@ -18,6 +18,12 @@ from deliberation.stats import (
     difference_statistic,
     mean_of,
 )
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_column,
+    distinct_calls,
+    withhold_small_intervals,
+)
 
 REFERENCE = "reference"
 
@@ -26,9 +32,11 @@ def percent_interval(
     result: BootstrapResult,
     columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
 ) -> dict[str, object]:
-    """A bootstrap result as table columns, proportions in percentage points."""
+    """A bootstrap result as table columns, proportions in percentage points, with the
+    distinct model calls behind it (``n_calls``) when its rows name their calls."""
     row = result.as_row(scale=100)
-    return {column: row[column] for column in columns}
+    calls = {} if result.n_calls is None else {"n_calls": result.n_calls}
+    return {column: row[column] for column in columns} | calls
 
 
 def answered(rows: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +80,10 @@ def accuracy_table(
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
     with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
     wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
-    neither numerator nor denominator; when there are any, a ``failed`` column counts them."""
+    neither numerator nor denominator; when there are any, a ``failed`` column counts them.
+    ``n_calls`` counts the distinct model calls behind ``n_rows`` (identical prompts are one
+    cached call), and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform
+    guess (%, the mean of 1 / number of options)."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
@@ -89,6 +100,16 @@ def accuracy_table(
     results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
     grouped = rows.groupby(by, sort=False, dropna=False)
     sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
+    calls = None
+    if call_column(rows) is not None:
+        calls = {(k if len(by) > 1 else k[0]): distinct_calls(g) for k, g in grouped}
+    chance = None
+    if "n_options" in rows:
+        chance = (
+            (1 / rows["n_options"].astype(float))
+            .groupby([rows[c] for c in by], sort=False, dropna=False)
+            .mean()
+        )
     out = []
     for i, combo in enumerate(combos):
         result = results[str(i)]
@@ -100,10 +121,13 @@ def accuracy_table(
                 "low": 100 * result.low,
                 "high": 100 * result.high,
                 "n_rows": int(sizes[key]),
+                **({} if calls is None else {"n_calls": calls[key]}),
                 "n_clusters": result.n_clusters,
                 "invalid": int(invalid[key]),
             }
         )
+        if chance is not None:
+            out[-1]["chance"] = 100 * float(chance[key])
         if failed_mask.any():
             out[-1]["failed"] = int(failed.get(key, 0))
     return pd.DataFrame(out)
@@ -206,13 +230,27 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
     return out
 
 
-def accuracy_matrix(table: pd.DataFrame) -> pd.DataFrame:
+def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
-    entry ``accuracy [low, high]`` (for reading, not re-analysis: the long table has the data)."""
-    cells = table.assign(
+    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` where the interval rests on
+    fewer than ``min_clusters`` clusters (for reading, not re-analysis: the long table has the
+    data)."""
+    shown = withhold_small_intervals(table, min_clusters)
+    clusters = shown["n_clusters"] if "n_clusters" in shown else [None] * len(shown)
+
+    def entry(a: float, lo: float, hi: float, n: object) -> str:
+        if pd.notna(lo) and pd.notna(hi):
+            return f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
+        if n is None or pd.isna(n):
+            return f"{a:.1f}"
+        return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+
+    cells = shown.assign(
         entry=[
-            f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
-            for a, lo, hi in zip(table["accuracy"], table["low"], table["high"], strict=True)
+            entry(a, lo, hi, n)
+            for a, lo, hi, n in zip(
+                shown["accuracy"], shown["low"], shown["high"], clusters, strict=True
+            )
         ]
     )
     wide = cells.pivot(index="policy", columns="capacity", values="entry")

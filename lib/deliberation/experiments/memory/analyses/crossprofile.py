@@ -171,6 +171,8 @@ def h1_h3_table(
                 "p_holm": float("nan"),
                 "n_clusters": result.n_clusters,
                 "n_resamples": result.n_resamples,
+                "n_rows": result.n_rows,
+                "n_calls": result.n_calls,
             }
         )
     return pd.DataFrame(out, columns=table.columns).astype(table.dtypes.to_dict())
@@ -247,8 +249,9 @@ def relevance_labels(profile: Profile, client: Client, templates: str = "main") 
     """The relevance labeller's answer for every fact of the profile's tasks (``templates``,
     the profile's ``experiments.crossprofile.limit``) beside its true role:
     one row per (task, fact) with ``relevant`` (1 for support and decoy facts: on topic) and
-    ``labelled`` (1 if the labeller called it relevant). The labelling calls go through the
-    cache, so after a run this sends nothing."""
+    ``labelled`` (1 if the labeller called it relevant) and ``key`` (the labelling call's
+    cache key: tasks whose statements read alike share one call). The labelling calls go
+    through the cache, so after a run this sends nothing."""
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, prepare
     from deliberation.experiments.memory.runs import crossprofile_tasks
@@ -283,6 +286,7 @@ def relevance_labels(profile: Profile, client: Client, templates: str = "main") 
                     "role": fact.role,
                     "relevant": int(fact.role in ("support", "decoy")),
                     "labelled": int(bool(labels.get(fact.id, False))),
+                    "key": p.call_keys.get("relevance", ""),  # one labelling call per task
                 }
             )
     return pd.DataFrame(rows)

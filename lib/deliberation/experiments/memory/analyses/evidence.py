@@ -22,6 +22,7 @@ from deliberation.stats import (
     likelihood_ratio_test,
     mean_of,
 )
+from deliberation.stats.small_samples import distinct_calls
 
 COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
 
@@ -84,8 +85,8 @@ def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.D
 def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
     the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both
-    models, the likelihood-ratio and cluster-robust Wald tests of the policy terms). Failed rows
-    are left out."""
+    models, with the templates their cluster-robust intervals rest on, and the likelihood-ratio
+    and cluster-robust Wald tests of the policy terms). Failed rows are left out."""
     test = likelihood_ratio_test(answered(rows), POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(
         [
@@ -95,6 +96,8 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ignore_index=True,
     )
     coefficients = coefficients[["model", *[c for c in coefficients if c != "model"]]]
+    # Cluster-robust intervals need clusters too: the table writer withholds them below 5.
+    coefficients["n_clusters"] = test.full.n_clusters
     tests = pd.DataFrame(
         [
             {
@@ -105,6 +108,7 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "Wald statistic (cluster-robust)": test.wald_statistic,
                 "p_Wald": test.wald_p_value,
                 "n_rows": test.full.n_obs,
+                "n_calls": distinct_calls(answered(rows)),
                 "n_templates": test.full.n_clusters,
             }
         ]
@@ -143,6 +147,8 @@ def decoy_choices(
                 "low": 100 * r["decoy"].low,
                 "high": 100 * r["decoy"].high,
                 "decoy among wrong %": 100 * r["decoy | wrong"].estimate if wrong else float("nan"),
+                "n_clusters": r["decoy"].n_clusters,  # so the table writer withholds below 5
+                **({} if r["decoy"].n_calls is None else {"n_calls": r["decoy"].n_calls}),
             }
         )
     return pd.DataFrame(out)

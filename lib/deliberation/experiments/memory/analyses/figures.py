@@ -1,7 +1,9 @@
 """Figures of notebooks 02-05, drawn from the tables the notebooks write (no analysis here).
 
 :func:`accuracy_by_budget` plots the `r=...` rows and the references of an accuracy table and
-ignores any other row (the fixed-7 control, the cue baseline)."""
+ignores any other row (the fixed-7 control, the cue baseline). As the tables do, a figure draws
+no interval from fewer than ``min_clusters`` clusters and prints the n there instead, and every
+accuracy figure draws the chance line (the table's ``chance`` column, 1/number of options)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,14 @@ import numpy as np
 import pandas as pd
 
 from deliberation.experiments.memory.analyses.accuracy import REFERENCE
+from deliberation.plots import (
+    chance_level,
+    draw_chance,
+    interval_errors,
+    mark_small_samples,
+    note_all_withheld,
+)
+from deliberation.stats.small_samples import MIN_CLUSTERS
 
 # Each reference line gets its own colour and dash pattern, so no two look alike (a dotted
 # "all" beside a dotted "shared-only" could not be told apart); unknown references cycle.
@@ -28,26 +38,34 @@ def _reference_style(policy: str, index: int) -> tuple[str, object]:
     return _MORE_STYLES[index % len(_MORE_STYLES)]
 
 
-def accuracy_by_budget(table: pd.DataFrame, title: str) -> plt.Figure:
+def accuracy_by_budget(
+    table: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS
+) -> plt.Figure:
     """Accuracy with 95% intervals by policy and budget (``capacity`` ``r=...``); reference
-    policies as horizontal lines."""
+    policies as horizontal lines; the chance line; no interval below ``min_clusters``."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
     budgeted = table[table["capacity"].str.startswith("r=")]
     budgets = sorted({float(c[2:]) for c in budgeted["capacity"]})
     policies = list(dict.fromkeys(budgeted["policy"]))
     colours = plt.get_cmap("tab10")
     step = 0.012  # small horizontal offsets keep the intervals apart
+    one_note = note_all_withheld(ax, budgeted.get("n_clusters"), min_clusters=min_clusters)
     for k, policy in enumerate(policies):
         part = budgeted[budgeted["policy"] == policy]
         x = [float(c[2:]) + (k - (len(policies) - 1) / 2) * step for c in part["capacity"]]
-        err = [part["accuracy"] - part["low"], part["high"] - part["accuracy"]]
+        err = interval_errors(part["accuracy"], part["low"], part["high"],
+                              part.get("n_clusters"), min_clusters=min_clusters)  # fmt: skip
         ax.errorbar(x, part["accuracy"], yerr=err, marker="o", capsize=3, label=policy,
                     color=colours(k % 10))  # fmt: skip
+        if not one_note:
+            mark_small_samples(ax, x, part["accuracy"], part.get("n_clusters"),
+                               min_clusters=min_clusters)  # fmt: skip
     references = table[table["capacity"] == REFERENCE]
     for k, (_, row) in enumerate(references.iterrows()):
         colour, style = _reference_style(row["policy"], k)
         ax.axhline(row["accuracy"], color=colour, lw=1.2, ls=style,
                    label=f"{row['policy']} (reference)")  # fmt: skip
+    draw_chance(ax, chance_level(budgeted if len(budgeted) else table))
     ax.set_xticks(budgets, [f"r = {b:g}" for b in budgets])
     ax.set_ylim(-2, 102)
     ax.set_ylabel("accuracy (%)")
@@ -98,11 +116,21 @@ CELL_CODE_NOTE = (
 )
 
 
-def accuracy_by_lead(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Accuracy with 95% intervals per net evidence lead of the kept memory."""
+def accuracy_by_lead(
+    table: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS
+) -> plt.Figure:
+    """Accuracy with 95% intervals per net evidence lead of the kept memory (none below
+    ``min_clusters`` clusters), and the chance line."""
     fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
-    err = [table["accuracy"] - table["low"], table["high"] - table["accuracy"]]
+    n_clusters = table.get("n_clusters")
+    err = interval_errors(table["accuracy"], table["low"], table["high"], n_clusters,
+                          min_clusters=min_clusters)  # fmt: skip
     ax.errorbar(table["lead_bin"], table["accuracy"], yerr=err, marker="o", capsize=3)
+    if not note_all_withheld(ax, n_clusters, min_clusters=min_clusters):
+        mark_small_samples(ax, table["lead_bin"], table["accuracy"], n_clusters,
+                           min_clusters=min_clusters, horizontal=True)  # fmt: skip
+    if draw_chance(ax, chance_level(table)):
+        ax.legend(fontsize=7)
     ax.set_xticks(table["lead_bin"], table["lead"], fontsize=8)
     ax.set_ylim(-2, 102)
     ax.set_xlabel("net evidence lead of the kept memory")
@@ -111,20 +139,29 @@ def accuracy_by_lead(table: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def tag_effects(table: pd.DataFrame, title: str, policy: str = "all") -> plt.Figure:
+def tag_effects(
+    table: pd.DataFrame, title: str, policy: str = "all", *, min_clusters: int = MIN_CLUSTERS
+) -> plt.Figure:
     """Per ownership cell, the effect of removing / reassigning tags on ``policy``'s memory
-    (points, 95% intervals)."""
+    (points, 95% intervals; none below ``min_clusters`` clusters, the n printed instead). A
+    difference has no chance level: the zero line is drawn instead."""
     if "policy" in table:
         table = table[table["policy"] == policy].reset_index(drop=True)
     modes = [m for m in ("remove", "shuffle") if f"{m} - keep" in table]
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     x = np.arange(len(table))
     width = 0.8 / max(1, len(modes))
+    one_note = note_all_withheld(ax, table.get("n_clusters"), min_clusters=min_clusters)
     for k, mode in enumerate(modes):
         est = table[f"{mode} - keep"]
-        err = [est - table[f"{mode} low"], table[f"{mode} high"] - est]
-        ax.bar(x + (k - (len(modes) - 1) / 2) * width, est, width, yerr=err, capsize=2,
+        n_clusters = table.get("n_clusters")
+        err = interval_errors(est, table[f"{mode} low"], table[f"{mode} high"], n_clusters,
+                              min_clusters=min_clusters)  # fmt: skip
+        at = x + (k - (len(modes) - 1) / 2) * width
+        ax.bar(at, est, width, yerr=err, capsize=2,
                label={"remove": "tags removed", "shuffle": "tags reassigned"}[mode])  # fmt: skip
+        if not one_note:
+            mark_small_samples(ax, at, est.clip(lower=0), n_clusters, min_clusters=min_clusters)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, table["variant"], rotation=30, fontsize=8)
     ax.set_ylabel("accuracy change vs tags kept (points)")

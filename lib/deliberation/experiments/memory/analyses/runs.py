@@ -12,6 +12,7 @@ from deliberation.experiments.memory import run_from_profile
 from deliberation.experiments.memory.analyses.accuracy import with_capacity
 from deliberation.experiments.memory.analyses.settings import AnalysisSettings
 from deliberation.experiments.memory.benchmarks import memory_benchmark
+from deliberation.stats.small_samples import calls_note
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
@@ -32,7 +33,7 @@ def notebook_rows(
 ) -> tuple[pd.DataFrame, list[str]]:
     """Rows of every requested template set (CrossProfile) or of the profile's HiddenBench
     tasks, with the notebook's budgets (or ``budgets``), and the runs' report lines (counts,
-    invalid answers). ``item_limit``: None the profile's fixed count, 0 none."""
+    invalid answers, and how many distinct calls the rows come from). ``item_limit``: None the profile's fixed count, 0 none."""
     frames, lines = [], []
     selects = memory_benchmark(benchmark).selects_templates
     for template_set in templates if selects else (None,):
@@ -50,6 +51,8 @@ def notebook_rows(
         frames.append(result.frame)
         name = f"{benchmark} {template_set or ''}".strip()
         lines += [f"{name}: {line}" for line in result.report.lines()]
+        # Rows are not observations: identical prompts were one call (stats.small_samples).
+        lines.append(f"{name}: {calls_note(result.frame)}")
     return with_capacity(pd.concat(frames, ignore_index=True)), lines
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from deliberation.crossprofile.variants import ALL_VARIANTS
 from deliberation.experiments.memory.analyses.accuracy import answered, percent_interval
 from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
+from deliberation.stats.small_samples import distinct_calls
 
 BY = ("tags", "support", "decoy", "irrelevant")
 
@@ -105,5 +106,9 @@ def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> p
             row[f"{mode} low"] = 100 * r.low
             row[f"{mode} high"] = 100 * r.high
         row["n_clusters"] = results[f"{key}|keep"].n_clusters
+        mine = rows[(rows["policy"] == policy) & (rows["variant"] == variant)]
+        row["n_rows"] = len(mine)
+        if (calls := distinct_calls(mine)) is not None:
+            row["n_calls"] = calls
         out.append(row)
     return pd.DataFrame(out)

@@ -23,7 +23,8 @@ TemplateSet = Literal["main", "pilot", "all"]
 CROSSPROFILE_COLUMNS = [
     "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
     "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens", "budget_tokens",
-    "net_lead", "irrelevant_tone", "tone_lead", "answer", "correct", "chose_decoy", "valid", "error", "key",
+    "net_lead", "irrelevant_tone", "tone_lead", "answer", "answer_position", "n_options", "correct",
+    "chose_decoy", "valid", "error", "key",
 ]  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from deliberation.hiddenbench import HiddenBenchTask
 
 HIDDENBENCH_COLUMNS = [
     "task", "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens",
-    "budget_tokens", "answer", "correct", "valid", "error", "key",
+    "budget_tokens", "answer", "answer_position", "n_options", "correct", "valid", "error", "key",
 ]  # fmt: skip
 
 
