@@ -55,6 +55,13 @@ def test_a_table_written_with_a_number_missing_is_refused(changes, problem):
         read_published_table(csv)
 
 
+def test_n_calls_may_be_blank_where_rows_name_no_call_but_must_parse_where_given():
+    assert not read_published_table(_written(_accuracy(n_calls=[480, np.nan]))).empty
+    csv = _written(_accuracy(n_calls=["480", "many"]))
+    with pytest.raises(DamagedTableError, match="column 'n_calls': 'many' is not a number"):
+        read_published_table(csv)
+
+
 def test_a_dropped_column_is_refused_even_when_the_sidecar_was_rewritten_to_match():
     csv = _written(_accuracy())
     pd.read_csv(csv).drop(columns=["high"]).to_csv(csv, index=False)

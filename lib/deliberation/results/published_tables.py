@@ -13,7 +13,8 @@ refused, naming it, when
   ``<kind>_low`` without ``<kind>_high``: a dropped column);
 * a number is missing or does not parse where one is required: the value column the comparison
   reads (``estimate``, ``accuracy``, ...; :func:`deliberation.results.compare.interval_layout`),
-  every interval bound, and the counts ``n_clusters``, ``n_rows`` and ``n_calls``. A bound is
+  every interval bound, and the counts ``n_clusters`` and ``n_rows`` (``n_calls`` must parse
+  where given: rows that name no model call have none, ``stats.bootstrap``). A bound is
   blank only together with its partner, and the first interval (the one compared) only where
   the small-sample rule withheld it and the ``interval`` column says why
   (:mod:`deliberation.stats.small_samples`); that note also explains a missing value.
@@ -38,7 +39,8 @@ from deliberation import exit_codes
 from deliberation.provenance import check_output_set
 from deliberation.stats.small_samples import NOTE_COLUMN
 
-COUNT_COLUMNS = ("n_clusters", "n_rows", "n_calls")
+COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
+OPTIONAL_COUNTS = ("n_calls",)  # a number where given
 VALUE_COLUMNS = ("estimate", "accuracy")
 STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows", NOTE_COLUMN})
 NUMERIC_KEYS = frozenset({"budget", "item_limit", "k", "r"})
@@ -159,7 +161,9 @@ def check_columns(csv: Path, frame: pd.DataFrame) -> None:
     layout = interval_layout(frame)
     value = layout.value if layout is not None else None
     notes = frame[NOTE_COLUMN] if NOTE_COLUMN in columns else pd.Series("", index=frame.index)
-    numeric = [c for c in (value, *COUNT_COLUMNS) if c is not None and c in columns]
+    numeric = [
+        c for c in (value, *COUNT_COLUMNS, *OPTIONAL_COUNTS) if c is not None and c in columns
+    ]
     numeric += [bound for pair in pairs for bound in pair]
     for line, (index, row) in enumerate(frame.iterrows(), start=2):
         explained = bool(str(notes[index]).strip())
