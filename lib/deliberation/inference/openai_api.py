@@ -23,8 +23,11 @@ honour ``Retry-After`` exactly:
   content_filter``; an empty string is an answer (parsed as invalid), and so is ``finish_reason:
   length`` (cut: invalid when it does not parse);
 * a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
-  name excepted) fails that call, unless ``openai.allow_model_alias`` is true (then a warning once
-  per run, and the backend's ``served_as`` holds the names it answered as);
+  name excepted) fails that call, unless ``openai.allow_model_alias`` is true; with
+  ``openai.strict_model`` true any other name fails it, a dated snapshot included. An accepted
+  other name (a snapshot, an allowed alias) is a warning once per run, is kept with the answer
+  (``ChatResponse.served_model``, stored in the cache) and lands in the backend's ``served_as``,
+  the provenance of every output made from it and the run's summary;
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
   ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
@@ -77,7 +80,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deliberation import exit_codes
 from deliberation.inference.base import (
@@ -208,6 +211,11 @@ class OpenAIOptions(BaseModel):
         description="accept a server that lists, or answers as, another model name than"
         " `model:` (a warning once per run); off: the run stops (exit code 6)",
     )
+    strict_model: bool = transport_only(
+        False,
+        description="a reply naming any other model than `model:`, even a dated snapshot of it"
+        " (gpt-4o-2024-08-06 for gpt-4o), fails that call (and the pre-flight, exit code 6)",
+    )
     preflight: bool = transport_only(
         True,
         description="before a run's first request: one small request in structured_output's"
@@ -223,6 +231,14 @@ class OpenAIOptions(BaseModel):
     @classmethod
     def _http_url(cls, value: str) -> str:
         return check_base_url(value, key_field="openai.api_key_env")
+
+    @model_validator(mode="after")
+    def _alias_or_strict(self) -> OpenAIOptions:
+        if self.strict_model and self.allow_model_alias:
+            raise ValueError(
+                "strict_model and allow_model_alias contradict each other: set one of them"
+            )
+        return self
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,6 +319,11 @@ def _no_answer(choice: Any, message: Any) -> tuple[str, str]:
     if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
         return "tool-call", "the reply is a tool call, not an answer (content null)"
     return "no-content", "the reply's message content is null"
+
+
+def _names_another(asked: str, replied: Any) -> bool:
+    """Whether a reply's ``model`` is a name, and not the one asked for (snapshots included)."""
+    return isinstance(replied, str) and bool(replied) and replied != asked
 
 
 def replied_as_other_model(asked: str, replied: Any) -> bool:
@@ -489,6 +510,7 @@ class OpenAIBackend(Backend):
         jitter_seed: int = 0,
         preflight: bool = True,
         allow_model_alias: bool = False,
+        strict_model: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -508,7 +530,8 @@ class OpenAIBackend(Backend):
         self.jitter_seed = jitter_seed
         self.preflight_enabled = preflight
         self.allow_model_alias = allow_model_alias
-        self.served_as: set[str] = set()  # other names the server answered as (alias allowed)
+        self.strict_model = strict_model
+        self.served_as: set[str] = set()  # other names the server answered as (accepted)
         self._api_key = Secret(api_key)
 
     @classmethod
@@ -541,6 +564,7 @@ class OpenAIBackend(Backend):
             jitter_seed=profile.seed,
             preflight=options.preflight,
             allow_model_alias=options.allow_model_alias,
+            strict_model=options.strict_model,
         )
 
     @property
@@ -624,6 +648,13 @@ class OpenAIBackend(Backend):
             refusal = self._refusal(status, reply, body)
             raise PreflightError("; ".join([refusal, *warnings]))
         replied = reply.get("model") if isinstance(reply, Mapping) else None
+        if self.strict_model and _names_another(self.model, replied):
+            raise ModelMismatchError(
+                f"the server at {self.base_url} answered as model {replied!r}, not the"
+                f" profile's `model: {self.model}`, and openai.strict_model is true: set"
+                " `model:` to the name it answers as, or strict_model: false to accept a dated"
+                " snapshot of the same name"
+            )
         if replied_as_other_model(self.model, replied):
             self._other_model(
                 f"the server at {self.base_url} answered as model {replied!r}, not the"
@@ -754,7 +785,9 @@ class OpenAIBackend(Backend):
     ) -> list[ChatResponse]:
         """Send the batch and wait for every response. Works inside a running event loop
         (Jupyter): the batch runs on its own loop in a worker thread. Ctrl-C stops sending at
-        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``)."""
+        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``).
+        So does an ``on_response`` that raises (a cache that cannot be written): nothing more
+        is sent, the requests in flight end, and the first error is raised."""
         if not requests:
             return []
         # Inside `deliberation run` / `make paper`: start the profile's server, pre-flight it.
@@ -786,14 +819,27 @@ class OpenAIBackend(Backend):
             ),
         )
 
+        stop = stop if stop is not None else BatchStop()
+        refused: list[Exception] = []
+
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
             response = await self._complete(client, semaphore, index, request, stop, breaker)
             if response is not None and on_response is not None:
-                on_response(index, response)
+                try:
+                    on_response(index, response)
+                except Exception as exc:
+                    # The caller cannot take answers (its cache is full): send nothing more, as
+                    # after an interrupt; the requests in flight end and reach on_response too,
+                    # so every answer received is handed over before the error is raised.
+                    refused.append(exc)
+                    stop.set()
             return response
 
         async with client:
-            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+            responses = list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+        if refused:
+            raise refused[0]
+        return responses
 
     @property
     def server(self) -> str:
@@ -1000,22 +1046,37 @@ class OpenAIBackend(Backend):
             ) from None
         response = self._to_response(request, completion, limit)
         replied = getattr(completion, "model", None)
-        if replied_as_other_model(self.model, replied):
-            if not self.allow_model_alias:
-                raise _AttemptFailed(
-                    "model-mismatch",
-                    f"the reply names model {replied!r}, not the profile's `model:"
-                    f" {self.model}` (not stored; openai.allow_model_alias: true accepts"
-                    " another name for the same model)",
-                    retryable=False,
-                )
-            if replied not in self.served_as:
-                self.served_as.add(replied)
-                log.warning(
-                    "the server at %s answers as model %r for the profile's %r (accepted:"
-                    " openai.allow_model_alias is true)", self.server, replied, self.model,
-                )  # fmt: skip
-        return response
+        if not _names_another(self.model, replied):
+            return response
+        if self.strict_model:
+            raise _AttemptFailed(
+                "model-mismatch",
+                f"the reply names model {replied!r}, not the profile's `model: {self.model}`"
+                " (not stored; openai.strict_model is true: no other name, not even a dated"
+                " snapshot, is accepted)",
+                retryable=False,
+            )
+        if replied_as_other_model(self.model, replied) and not self.allow_model_alias:
+            raise _AttemptFailed(
+                "model-mismatch",
+                f"the reply names model {replied!r}, not the profile's `model:"
+                f" {self.model}` (not stored; openai.allow_model_alias: true accepts"
+                " another name for the same model)",
+                retryable=False,
+            )
+        if replied not in self.served_as:
+            self.served_as.add(replied)
+            why = (
+                "openai.allow_model_alias is true"
+                if replied_as_other_model(self.model, replied)
+                else "a dated snapshot of that name; openai.strict_model: true refuses it"
+            )
+            log.warning(
+                "the server at %s answers as model %r for the profile's %r (accepted: %s;"
+                " recorded as served_as in the outputs' provenance)",
+                self.server, replied, self.model, why,
+            )  # fmt: skip
+        return dataclasses.replace(response, served_model=replied[:200])
 
     @staticmethod
     def _to_response(
