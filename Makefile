@@ -7,7 +7,7 @@ SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models test-real bench clean clean-cache
+.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models check-real test-real contract bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
@@ -23,7 +23,9 @@ help:
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
-	@echo "make test-real            every experiment's stages on the real model (one server, ~2 min)"
+	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: per-stage table, throughput"
+	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (CPU, ~5-8 min)"
+	@echo "make contract             vLLM's own code checks every request the backends build (CPU, no model)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
@@ -134,10 +136,49 @@ $(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
 models: setup $(LLAMACPP_STAMP)
 	$(PY) -m deliberation models fetch
 
-# The real-model lane: one llama.cpp server, every experiment's stages on SmolLM2-135M with a
-# tiny grid (tests/real_model_lane.py; not collected by `make unit`). Prints its time.
-test-real: models
-	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py
+# The real-model lane for any profile (tests/real_model_lane.py; not collected by `make unit`):
+# every experiment's stages with a tiny grid on the profile's own engine (its server started on a
+# free port and stopped when the profile has a server: section), then a per-stage pass/fail table
+# and the measured throughput beside the profile's stated one (build/check-real/<profile>.md),
+# saved where the next `make plan` prices with it (build/measured/<profile>.json). A profile that
+# loads a model file (server.model_file) gets `make models` first. Prints its time.
+check-real: setup
+	@if $(PY) -c "import sys; from deliberation.profiles.profile import load_profile as p; \
+	  s = getattr(p('$(PROFILE)'), 'server', None); sys.exit(0 if s and s.model_file else 1)"; then \
+	  $(MAKE) --no-print-directory models; fi
+	@$(TIMED) status=0; cd tests && DELIBERATION_REAL_PROFILE=$(PROFILE) \
+	  $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py || status=$$?; \
+	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.profiles.profile \
+	  import load_profile as p; print(paths.build_dir() / 'check-real' / (p('$(PROFILE)').name + '.md'))"); \
+	  if [ -f "$$report" ]; then cat "$$report"; fi; exit $$status
+
+# The shipped real model on any CPU: SmolLM2-135M behind llama.cpp (CI runs this).
+test-real:
+	@$(MAKE) --no-print-directory check-real PROFILE=smollm2-135m-llamacpp
+
+# The vLLM contract lane (tests/contract/vllm_contract.py, docs/engines.md): vLLM's own classes
+# check every request the backends build for every shipped vLLM profile and stage, on a CPU, no
+# model loaded, for the newest and the oldest release of the `vllm` extra's range. One venv per
+# release under CONTRACT_VENVS, installed once from tests/contract/vllm-<version>.txt with
+# --no-deps (pip never resolves vLLM's CUDA dependencies). Tables: build/contract/. Not in CI
+# (docs/engines.md: it takes longer than CI can spare).
+CONTRACT_VENVS ?= .venv-contract
+VLLM_CONTRACT_VERSIONS ?= 0.33.0 0.10.2
+CONTRACT_OUT := build/contract
+$(CONTRACT_VENVS)/vllm-%/.stamp: tests/contract/vllm-%.txt
+	test -x $(@D)/bin/python || python3 -m venv $(@D)
+	$(@D)/bin/pip install --quiet --no-deps -r $<
+	touch $@
+
+contract: setup $(foreach v,$(VLLM_CONTRACT_VERSIONS),$(CONTRACT_VENVS)/vllm-$(v)/.stamp)
+	@$(TIMED) mkdir -p $(CONTRACT_OUT) && \
+	PYTHONPATH=lib $(PY) tests/contract/vllm_contract.py export $(CONTRACT_OUT)/cases.json && \
+	failed=""; for v in $(VLLM_CONTRACT_VERSIONS); do \
+	  PYTHONPATH=lib $(CONTRACT_VENVS)/vllm-$$v/bin/python tests/contract/vllm_contract.py check \
+	    $(CONTRACT_OUT)/cases.json --table $(CONTRACT_OUT)/vllm-$$v.md \
+	    2> $(CONTRACT_OUT)/vllm-$$v.log || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== make contract: FAILED for vLLM$$failed (logs: $(CONTRACT_OUT)/)"; exit 1; fi
 
 # One table of the project's performance figures (printed and written to build/bench.md).
 bench: setup

@@ -3,6 +3,7 @@ and only the notebook lane (tests/notebooks/) executes notebooks, so `make unit`
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ def _isolated_outputs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(root / "out"))
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(root / "cache"))
     monkeypatch.setenv("DELIBERATION_BUILD_DIR", str(root / "build"))
+    from deliberation.inference import served_models
+
+    served_models.clear()  # model names answered as are noted per process
     yield root
 
 
@@ -36,3 +40,22 @@ def _notebooks_only_in_their_lane(request: pytest.FixtureRequest, monkeypatch: p
     monkeypatch.setattr(papermill, "execute_notebook", _no_notebook)
     monkeypatch.setattr(nbclient.NotebookClient, "execute", _no_notebook)
     monkeypatch.setattr(nbclient.NotebookClient, "async_execute", _no_notebook)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """A 300 KiB tmpfs (a really full disk: ENOSPC, SQLITE_FULL) where mounting is allowed
+    (root); skipped elsewhere. Grow it with ``mount -o remount,size=20m``."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

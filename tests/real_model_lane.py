@@ -1,12 +1,18 @@
-"""The real-model lane (``make test-real``; not collected by ``make unit``): every experiment's
-stages on SmolLM2-135M-Instruct behind llama-cpp-python's server, with a tiny grid (one
-CrossProfile task, one natural discussion, one DHD pool: about 30 calls; at the measured idle speed an
-estimated 5-8 minutes on two cores, far longer on a loaded machine; ``DELIBERATION_REAL_PROFILE`` names another real profile to run it on).
+"""The real-model lane (``make check-real PROFILE=...``; ``make test-real`` is
+``PROFILE=smollm2-135m-llamacpp``; not collected by ``make unit``): every experiment's stages on
+the profile's own engine with a tiny grid (one CrossProfile task, one HiddenBench task when its
+data is there, one natural discussion, one DHD pool: about 30 calls; on SmolLM2-135M behind
+llama.cpp an estimated 5-8 minutes on two idle cores, far longer on a loaded machine).
+``DELIBERATION_REAL_PROFILE`` names the profile (a name in params/ or a path),
+``DELIBERATION_REAL_PORT`` the port for a server it starts (default: a free one).
 
-It asserts what a real 135M model allows, not what it gets right: every call is answered, every
+It asserts what a real model allows, not what it gets right: every call is answered, every
 constrained answer parses (a choice, a schema), rows are well formed, a second run sends nothing,
-and no server is left listening. One server serves every stage. Needs ``make models`` (the
-Makefile target runs it first).
+and a server the profile starts (its ``server:`` section, on a free port here) is left listening
+by no one. At the end it writes ``build/check-real/<profile>.md``: one row per stage (answered,
+failed calls counted apart, constrained answers valid / cut at max_tokens / invalid, PASS or
+FAIL) and the throughput measured on the lane's calls beside the profile's stated
+``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.throughput`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +30,11 @@ import yaml
 from deliberation.inference import make_client
 from deliberation.inference.model_files import MODELS, is_present
 from deliberation.inference.model_server import model_server
+from deliberation.inference.structured import WRAPPED_CHOICE_MODES
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
 from deliberation.profiles.profile import load_profile
+from deliberation.throughput import fit_throughput, save_measured, unshared_in_send_order
 
 # The real profile the lane runs (a name in params/ or a path): the shipped one by default.
 PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")
@@ -45,23 +57,33 @@ def listening(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
-    if not all(is_present(m) for m in MODELS.values()):
-        pytest.fail("the model file is missing or damaged: run `make models`")
+    server = getattr(load_profile(PROFILE), "server", None)
+    if server is not None and server.model_file and not all(is_present(m) for m in MODELS.values()):
+        pytest.fail(f"the model file is missing or damaged: run `{server.model_file_hint}`")
     root = tmp_path_factory.mktemp("real-model")
     return root
 
 
+def resolved_profile(name: str) -> dict:
+    """The profile's keys as a file spells them, ``extends:`` resolved (its validated dump)."""
+    data = load_profile(name).model_dump(mode="json", exclude={"source", "served_by_sim"})
+    data[data["backend"]] = data.pop("options")
+    return data
+
+
 def lane_profile_file(root: Path, port: int) -> Path:
-    """The shipped profile on a free port, with a scratch log and the lane's max_tokens."""
-    data = yaml.safe_load((Path(load_profile(PROFILE).source)).read_text())
+    """The profile with the lane's max_tokens; a server it starts itself on a free port with a
+    scratch log (a server it only talks to, an API or an offline engine: as the profile says)."""
+    data = resolved_profile(PROFILE)
     data["name"] = "real-model-lane"
-    data["openai"]["base_url"] = f"http://127.0.0.1:{port}/v1"
-    data["server"].update(port=port, log_file=str(root / "server-{profile}.log"))
-    if data["server"].get("model_file"):
-        model_file = Path(data["server"]["model_file"])
-        data["server"]["model_file"] = str(
-            model_file if model_file.is_absolute() else Path(__file__).parents[1] / model_file
-        )
+    if data.get("server"):
+        data["openai"]["base_url"] = f"http://127.0.0.1:{port}/v1"
+        data["server"].update(port=port, log_file=str(root / "server-{profile}.log"))
+        if data["server"].get("model_file"):
+            model_file = Path(data["server"]["model_file"])
+            data["server"]["model_file"] = str(
+                model_file if model_file.is_absolute() else Path(__file__).parents[1] / model_file
+            )
     data["sampling"]["max_tokens"] = MAX_TOKENS
     path = root / f"lane-{port}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -72,15 +94,27 @@ class Lane:
     """The one server of the in-process stages, started on first use and stopped by close()."""
 
     def __init__(self, root: Path) -> None:
-        self.port = free_port()
+        self.port = int(os.environ.get("DELIBERATION_REAL_PORT", "0")) or free_port()
         self.cache_file = root / "lane.sqlite"  # one cache for every test of the lane
         self.profile = load_profile(lane_profile_file(root, self.port))
         self._block = model_server(self.profile)
         self.server = self._block.__enter__()
         self.closed = False
+        self.sending_s = 0.0  # wall time inside the clients' generate (the throughput's clock)
 
     def client(self):
-        return make_client(self.profile, cache_file=self.cache_file, progress=False)
+        client = make_client(self.profile, cache_file=self.cache_file, progress=False)
+        generate = client.generate
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return generate(*args, **kwargs)
+            finally:
+                self.sending_s += time.perf_counter() - started
+
+        client.generate = timed
+        return client
 
     def close(self) -> None:
         if not self.closed:
@@ -93,7 +127,78 @@ def lane(scratch):
     opened = Lane(scratch)
     yield opened
     opened.close()
-    assert not listening(opened.port)
+    write_report(opened)
+    if opened.server is not None:
+        assert not listening(opened.port)
+
+
+def stage_table(cache_file: Path) -> list[dict]:
+    """One row per stage of the lane's cache: answered, failed (no answer), and of the
+    constrained answers the valid ones, those cut at max_tokens and the others (invalid)."""
+    with sqlite3.connect(cache_file) as db:
+        answered = db.execute("SELECT stage, request, response FROM responses").fetchall()
+        failed = db.execute(
+            "SELECT stage, COUNT(DISTINCT key) FROM failures"
+            " WHERE key NOT IN (SELECT key FROM responses) GROUP BY stage"
+        ).fetchall()
+    rows: dict[str, dict] = {}
+    for stage, request, response in answered:
+        row = rows.setdefault(stage, dict.fromkeys(("answered", "failed", "valid", "cut",
+                                                    "invalid"), 0) | {"constrained": False})  # fmt: skip
+        row["answered"] += 1
+        if json.loads(request).get("structured"):
+            row["constrained"] = True
+            got = json.loads(response)
+            kind = "valid" if got["parsed"] is not None else "invalid"
+            kind = "cut" if kind == "invalid" and got["finish_reason"] == "length" else kind
+            row[kind] += 1
+    for stage, count in failed:
+        rows.setdefault(stage, dict.fromkeys(("answered", "valid", "cut", "invalid"), 0)
+                        | {"constrained": False})["failed"] = count  # fmt: skip
+    return [{"stage": stage, **row} for stage, row in sorted(rows.items())]
+
+
+def measure(lane: Lane):
+    """The throughput of the lane's answered calls (see deliberation.throughput), or None."""
+    gpu = lane.profile.cost.gpu
+    with sqlite3.connect(lane.cache_file) as db:
+        calls = db.execute(
+            "SELECT request, prompt_tokens, completion_tokens, latency_s FROM responses"
+            " ORDER BY created"
+        ).fetchall()
+    texts = ["".join(f"{m['role']}\n{m['content']}\n" for m in json.loads(r)["messages"])
+             for r, *_ in calls]  # fmt: skip
+    shares = unshared_in_send_order(texts) if gpu is not None and gpu.prefix_cache else None
+    prefill = [c[1] * (shares[i] if shares else 1.0) for i, c in enumerate(calls)]
+    return fit_throughput(prefill, [c[2] for c in calls], [c[3] for c in calls], lane.sending_s)
+
+
+def write_report(lane: Lane) -> Path:
+    """build/check-real/<profile>.md: the per-stage table and the measured throughput (saved for
+    the next plan of a profile that is not the sim)."""
+    source = load_profile(PROFILE)
+    lines = [f"# make check-real PROFILE={source.name}", "",
+             "| stage | answered | failed | constrained: valid | cut | invalid | result |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for row in stage_table(lane.cache_file):
+        constrained = (
+            (row["valid"], row["cut"], row["invalid"])
+            if row["constrained"]
+            else ("free text", "", "")
+        )
+        result = "PASS" if row["failed"] == 0 and row["invalid"] == 0 else "FAIL"
+        lines.append(f"| {row['stage']} | {row['answered']} | {row['failed']} | "
+                     + " | ".join(map(str, constrained)) + f" | {result} |")  # fmt: skip
+    measured = None if source.synthetic else measure(lane)
+    if measured is None:
+        lines += ["", "throughput: not measured (the sim, or too few answered calls)"]
+    else:
+        saved = save_measured(source.name, measured)
+        lines += ["", measured.line(source.cost), f"saved for the next plan: {saved}"]
+    target = paths.build_dir() / "check-real" / f"{source.name}.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, "\n".join(lines) + "\n")
+    return target
 
 
 def no_failures(client) -> None:
@@ -240,7 +345,9 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     reply = client.cache.get_many([solo["key"]], count_hits=False)[solo["key"]].text
     (verdict,) = client.generate([judge_request(problems[0], reply)])
     assert verdict.ok and verdict.parsed in JUDGE_CHOICES, verdict.text
-    assert json.loads(verdict.text) == {"answer": verdict.parsed}  # read from the JSON
+    options = lane.profile.options
+    if getattr(options, "structured_output", None) in WRAPPED_CHOICE_MODES:
+        assert json.loads(verdict.text) == {"answer": verdict.parsed}  # read from the JSON
     again = lane.client()
     assert sum(c.sent for c in run(again).calls) == 0
     assert again.generate([judge_request(problems[0], reply)])[0].cached
@@ -258,7 +365,10 @@ def test_every_constrained_call_on_the_wire_carried_the_dialect_and_the_server_i
     stats = lane.client().cache.stats()
     # The server's own prompt-token counts are recorded beside the project's counter.
     assert (stats["prompt_tokens"] > 0).all() and (stats["counted_prompt_tokens"] > 0).all()
-    assert (stats["prompt_tokens"] != stats["counted_prompt_tokens"]).any()
+    if not lane.profile.synthetic:  # the sim counts with the project's counter
+        assert (stats["prompt_tokens"] != stats["counted_prompt_tokens"]).any()
+    if lane.server is None:  # nothing the lane started
+        return
     pid = lane.server.process.pid if lane.server.process is not None else None
     lane.close()
     assert not listening(lane.port)

@@ -70,3 +70,38 @@ def test_the_readme_table_lists_every_code() -> None:
     readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
     for code in exit_codes.EXIT_CODES:
         assert f"\n| {code} | " in readme, f"README's exit-code table lacks {code}"
+
+
+def _writes_a_large_table(target):
+    def command(args):
+        from deliberation.io.atomic import atomic_write_text
+
+        atomic_write_text(target, "accuracy\n" + "0.5\n" * 200_000)  # 800 KB
+        return 0
+
+    return command
+
+
+def test_an_output_on_a_full_disk_is_one_line_and_exit_7(tiny_disk, monkeypatch, capsys):
+    target = tiny_disk / "tables" / "rows.csv"
+    monkeypatch.setattr(inference_commands, "_cache_stats", _writes_a_large_table(target))
+    assert cli.main(["cache", "stats"]) == exit_codes.OUTPUT_UNWRITABLE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"cannot write {target}: its disk is full (" in err and "MiB free on its disk" in err
+    assert list(target.parent.iterdir()) == []  # nothing half-written
+
+
+def test_an_output_in_a_read_only_place_is_one_line_and_exit_7(monkeypatch, capsys, tmp_path):
+    import errno
+    import os
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(os, "replace", read_only)
+    target = tmp_path / "rows.csv"
+    monkeypatch.setattr(inference_commands, "_cache_stats", _writes_a_large_table(target))
+    assert cli.main(["cache", "stats"]) == exit_codes.OUTPUT_UNWRITABLE
+    err = capsys.readouterr().err
+    assert err == f"deliberation cache: cannot write {target}: Read-only file system\n"

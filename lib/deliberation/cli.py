@@ -178,12 +178,24 @@ def main(argv: list[str] | None = None) -> int:
             # mismatch, output unwritable, ...): its message and its own exit code.
             print(f"deliberation {args.command}: {error}", file=sys.stderr)
             return code
+        if not args.verbose and _is_unwritable_output(error):
+            # Written outside atomic.py (a notebook's output, a log): one line all the same.
+            print(f"deliberation {args.command}: cannot write: {error}", file=sys.stderr)
+            return exit_codes.OUTPUT_UNWRITABLE
         if args.verbose or not _is_user_error(error):
             raise
         # Bad input (a profile, a template, a data folder, a cache file, a missing key) is
         # reported as the error says it, naming the file and field, without a traceback.
         print(f"deliberation {args.command}: {error}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+
+
+def _is_unwritable_output(error: BaseException) -> bool:
+    """A disk with no space left, or a read-only one (errno ENOSPC, EDQUOT, EFBIG, EROFS)."""
+    import errno
+
+    unwritable = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+    return isinstance(error, OSError) and error.errno in unwritable
 
 
 # Errors that describe the user's input or environment; anything else is a bug and keeps its

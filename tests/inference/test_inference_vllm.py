@@ -540,6 +540,28 @@ def test_a_stage_is_sent_in_chunks_and_an_engine_crash_keeps_every_finished_chun
     assert [r.cached for r in out] == [True] * 8 + [False] * 2
 
 
+def test_a_full_disk_keeps_every_answer_of_the_finished_chunk_and_starts_no_other(
+    fake_vllm, tmp_path
+):
+    from deliberation.inference.cache import CacheWriteError, ResponseCache, spill_files
+    from deliberation.inference.client import CachedClient
+
+    requests = [ask(f"q{i}") for i in range(10)]
+    fake_vllm.answers = {f"q{i}": f"{i} " + "x" * 3000 for i in range(10)}  # a page each
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        pages = cache._conn.execute("PRAGMA page_count").fetchone()[0]
+        cache._conn.execute(f"PRAGMA max_page_count={pages}")  # SQLITE_FULL, as a full disk
+        client = CachedClient(VLLMBackend(model="m", chunk_size=4), cache, profile="p",
+                              progress=False, write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError, match="received answers saved in"):
+            client.generate(requests)
+        stored = len(cache.keys())
+    assert len(fake_vllm.chat_calls) == 1  # the second chunk never started
+    (spill,) = spill_files(tmp_path / "c.sqlite")
+    spilled = len(spill.read_text().splitlines()) - 1
+    assert spilled >= 1 and stored + spilled == 4  # the whole first chunk kept
+
+
 def test_chunk_indices_map_back_to_the_batch_and_rejections_stay_in_their_chunk(fake_vllm):
     fake_vllm.reject_marker = "TOO LONG"
     requests = [ask(f"q{i}") for i in range(5)] + [ask("TOO LONG")] + [ask("q6")]

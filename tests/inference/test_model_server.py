@@ -319,3 +319,45 @@ def test_deliberation_run_starts_the_profiles_server_only_when_it_must_send(
         assert main(argv) == 0
         assert started() == 1 and not listening(port)  # all cached: no server needed
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 1 + 8
+
+
+def _answers_version(version: str):
+    """A do_GET for the llama-like server that also answers vLLM's ``GET /version``."""
+
+    def do_GET(handler: LlamaCppPythonLike) -> None:
+        if handler.path == "/version":
+            handler._send(200, {"version": version})
+        else:
+            handler._send(200, {"object": "list", "data": [{"id": "served-model"}]})
+
+    return do_GET
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "fix"),
+    [("0.10.2", "structured_outputs", "guided"), ("0.12.0", "guided", "structured_outputs")],
+)
+def test_a_vllm_release_that_would_drop_the_modes_fields_stops_the_preflight(
+    llama_like, monkeypatch, version, mode, fix
+) -> None:
+    """vLLM's request model drops fields it does not define (HTTP 200, unconstrained): the
+    pre-flight asks the server's release and stops before any request, naming the mode."""
+    monkeypatch.setattr(LlamaCppPythonLike, "do_GET", _answers_version(version))
+    backend = OpenAIBackend(model="served-model", base_url=llama_like, structured_output=mode)
+    with pytest.raises(PreflightError, match=f"vLLM {version}.*openai.structured_output: {fix}"):
+        backend.preflight()
+    assert LlamaCppPythonLike.bodies == []
+
+
+def test_a_vllm_release_that_honours_the_mode_passes_and_llama_cpp_is_not_asked(
+    llama_like, monkeypatch
+) -> None:
+    monkeypatch.setattr(LlamaCppPythonLike, "do_GET", _answers_version("0.33.0"))
+    backend = OpenAIBackend(model="served-model", base_url=llama_like)
+    assert backend.vllm_version() == "0.33.0"
+    backend.preflight()  # the version check passes (the stand-in then ignores the fields)
+    assert LlamaCppPythonLike.bodies
+    llama = OpenAIBackend(
+        model="served-model", base_url=llama_like, structured_output="json_object_schema"
+    )
+    assert llama.vllm_version() is None  # not one of vLLM's modes: not asked

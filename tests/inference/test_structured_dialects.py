@@ -14,8 +14,15 @@ from helpers.serve_sim import openai_profile
 
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.inference.structured import CHOICE_WRAPPER_TOKENS, choice_grammar, choice_schema
+from deliberation.inference.structured import (
+    CHOICE_WRAPPER_TOKENS,
+    SERVER_STRUCTURED_MODES,
+    choice_grammar,
+    choice_schema,
+    vllm_server_mode_problem,
+)
 from deliberation.inference.structured_answers import parse_structured_text
+from deliberation.seeds import SEED_MODULUS
 from deliberation.testing import sim_server_in_thread
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
@@ -123,3 +130,42 @@ def test_the_smoke_notebook_asks_for_its_answer_as_constrained_json_and_reads_it
     assert smoke.parse_answer('{"answer": 149}') == 149
     assert smoke.parse_answer('{"answer": "149"}') is None  # not the schema's integer
     assert smoke.parse_answer("85 + 63 = 149") is None  # what an unconstrained 135M model says
+
+
+def test_a_seed_past_the_engines_integer_range_is_folded_but_not_for_llama_cpp() -> None:
+    """vLLM's server refuses a seed above 2**63 - 1 (HTTP 400; the contract lane found every
+    such DHD hypothesizer request refused): every mode but llama.cpp's sends it folded below
+    SEED_MODULUS, where llama.cpp reads any integer and published answers keep their keys."""
+    big = 2**63 + 12_345  # stable seeds are unsigned 64-bit
+    request = ChatRequest.from_prompt("x", stage="dhd.hypothesizer", seed=big)
+    small = ChatRequest.from_prompt("x", stage="dhd.hypothesizer", seed=7)
+    for mode in SERVER_STRUCTURED_MODES:
+        backend = OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", structured_output=mode)
+        sent = backend.request_body(request)["seed"]
+        if mode in ("json_object_schema", "grammar"):
+            assert sent == big, mode
+        else:
+            assert sent == big % SEED_MODULUS and 0 <= sent < 2**31, mode
+        assert backend.request_body(small)["seed"] == 7
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "fix"),
+    [
+        ("0.10.2", "structured_outputs", "guided"),  # measured: no structured_outputs field
+        ("0.10.2", "guided", None),
+        ("0.11.0", "structured_outputs", None),  # read from its wheel: both fields
+        ("0.11.0", "guided", None),
+        ("0.12.0", "guided", "structured_outputs"),  # guided_* removed in v0.12.0
+        ("0.33.0+cpu", "guided", "structured_outputs"),  # measured: guided_* dropped
+        ("0.33.0", "structured_outputs", None),
+        ("0.10.2", "response_format", None),
+        ("not a version", "guided", None),
+    ],
+)
+def test_which_vllm_release_drops_which_modes_fields(version, mode, fix) -> None:
+    problem = vllm_server_mode_problem(version, mode)
+    if fix is None:
+        assert problem is None
+    else:
+        assert f"set openai.structured_output: {fix}" in problem and version in problem

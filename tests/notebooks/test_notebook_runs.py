@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers.notebooks import execute, tables
 
 
@@ -45,3 +46,28 @@ def test_a_planted_api_key_reaches_no_output_cache_or_executed_notebook(tmp_path
     assert executed in written and any(p.suffix == ".sqlite" for p in written)
     for path in written:
         assert key.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(
+    ("notebook", "parameters", "error", "message"),
+    [
+        ("03_crossprofile_h1_h3.ipynb", {"n_resamples": "abc"}, "NotebookParameterError",
+         "notebook parameter n_resamples: expected an integer from 2 to 1,000,000, got str 'abc'"),
+        ("02_hiddenbench.ipynb", {"budgets": "0.4,0.6"}, "NotebookParameterError",
+         "notebook parameter budgets: expected a budget fraction r in (0, 1]"),
+        ("07_dhd_replay.ipynb", {"profile": 123}, "ProfileError",
+         "profile: expected a profile name or a path to a profile file, got int 123"),
+    ],
+    ids=["n_resamples", "budgets", "profile"],
+)  # fmt: skip
+def test_a_wrong_parameter_stops_the_notebook_at_entry_naming_it(
+    notebook, parameters, error, message, tmp_path
+):
+    """papermill -p passes what it parsed: a wrong type is refused by the first library call,
+    naming the parameter, before any work (no model call, no output)."""
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as failed:
+        execute(notebook, tmp_path / "out", tmp_path / "cache", **parameters)
+    assert failed.value.ename == error and message in failed.value.evalue
+    assert not (tmp_path / "out" / "tables").exists() and not (tmp_path / "cache").exists()

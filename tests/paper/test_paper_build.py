@@ -125,3 +125,30 @@ def test_the_unit_lane_refuses_to_execute_a_notebook(project):
     assert not result.ok and result.executed == []
     assert result.failed.notebook == "00_a.ipynb"
     assert "move it to tests/notebooks/" in result.failed.error
+
+
+def test_a_notebook_stopped_by_a_full_disk_ends_the_build_with_exit_7(monkeypatch, capsys):
+    from deliberation import exit_codes
+    from deliberation.cli import main
+
+    full = build.NotebookFailed(
+        "03_x.ipynb", "rows = run()", "CacheWriteError: /c.sqlite: stopped, its disk is full", None
+    )
+    bug = build.NotebookFailed("03_x.ipynb", "rows = run()", "ZeroDivisionError: x", None)
+    assert (full.exit_code, bug.exit_code) == (exit_codes.OUTPUT_UNWRITABLE, exit_codes.ERROR)
+    for failed, code in ((full, 7), (bug, 1)):
+        result = build.BuildResult("smoke", failed=failed)
+        monkeypatch.setattr(build, "build_paper", lambda *a, result=result, **k: result)
+        assert main(["paper", "smoke", "--no-plan"]) == code
+
+
+def test_the_build_summary_names_other_model_names_from_the_outputs_provenance():
+    import json
+
+    from deliberation.io import paths
+
+    folder = paths.output_root() / "tables" / "p"
+    folder.mkdir(parents=True)
+    (folder / "a.provenance.json").write_text(json.dumps({"served_as": ["m-2024-08-06"]}))
+    (folder / "b.provenance.json").write_text(json.dumps({"files": {}}))
+    assert build.served_names("p") == ["m-2024-08-06"] and build.served_names("q") == []

@@ -4,6 +4,7 @@ identifies them (not by counts), missing tables named, a report page written."""
 from __future__ import annotations
 
 import pandas as pd
+from helpers.published import publish_table
 
 from deliberation.cli import main
 from deliberation.io import paths
@@ -11,9 +12,7 @@ from deliberation.results.compare import compare_profiles, headline_tables, inte
 
 
 def _table(profile: str, name: str, frame: pd.DataFrame) -> None:
-    folder = paths.output_root() / "tables" / profile
-    folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / f"{name}.csv", index=False)
+    publish_table(profile, name, frame)
 
 
 def test_the_claims_tables_name_the_headline_tables():
@@ -87,7 +86,7 @@ def test_tables_copied_from_elsewhere_compare_without_their_profile_file():
     _table("their-model", "03_h1_h3", pd.DataFrame(
         {"label": ["H1"], "estimate": [30.0], "low": [20.0], "high": [40.0]}))  # fmt: skip
     sidecar = paths.output_root() / "tables" / "their-model" / "03_h1_h3.provenance.json"
-    sidecar.write_text(json.dumps({"synthetic": False}))
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "synthetic": False}))
     comparison = compare_profiles(["their-model"], tables=["03_h1_h3"])
     assert comparison.synthetic == {"their-model": False}
     assert comparison.blocks[0].frame["their-model"].tolist() == ["30 [20, 40]"]

@@ -79,29 +79,23 @@ def _git_show(path: str) -> bytes:
         pytest.skip(f"commit {BEFORE} is not in this repository (a shallow clone?)")
 
 
-def _documented() -> pd.DataFrame:
+def _documented(which: str = "before") -> pd.DataFrame:
     text = (paths.repo_root() / "docs" / "reading-small-samples.md").read_text(encoding="utf-8")
-    block = re.search(r"position-bias-before: begin -->\n(.*?)<!--", text, re.S)
-    assert block, "docs/reading-small-samples.md: no position-bias-before table"
+    block = re.search(rf"position-bias-{which}: begin -->\n(.*?)<!--", text, re.S)
+    assert block, f"docs/reading-small-samples.md: no position-bias-{which} table"
     lines = [line.strip().strip("|").split("|") for line in block.group(1).strip().splitlines()]
     header, body = [c.strip() for c in lines[0]], [[c.strip() for c in r] for r in lines[2:]]
     return pd.DataFrame(body, columns=header).set_index("rows (notebook)")
 
 
-def test_the_documented_before_table_is_what_the_published_answers_give(tmp_path):
-    from deliberation.profiles.profile import load_profile
-    from deliberation.results.listed_positions import published_listings
-
-    answers = tmp_path / "responses.jsonl.gz"
-    answers.write_bytes(_git_show(f"results/{PROFILE}/responses.jsonl.gz"))
-    listings = published_listings(answers, load_profile(PROFILE))
-    documented = _documented()
+def _check_documented(documented: pd.DataFrame, listings, read_rows) -> None:
     assert set(documented.index) == set(SOURCES)
     for label, (table, cluster, selection) in SOURCES.items():
-        raw = _git_show(f"tables/{PROFILE}/{table}.csv").decode("utf-8")
-        rows = pd.read_csv(io.StringIO(raw), keep_default_na=False, na_values=[""])
+        rows = read_rows(table)
         if selection is not None:
             rows = rows[rows[selection[0]] == selection[1]]
+        # positions from the prompts sent, not from the rows' own columns (a cross-check)
+        rows = rows.drop(columns=[c for c in ("answer_position", "n_options") if c in rows])
         computed = position_bias_table(
             with_listed_positions(rows, listings), cluster=cluster, n_resamples=100
         ).iloc[0]
@@ -116,3 +110,38 @@ def test_the_documented_before_table_is_what_the_published_answers_give(tmp_path
                 assert share is None or pd.isna(share), (label, column)
             else:
                 assert float(row[column]) == pytest.approx(share, abs=0.0501), (label, column)
+
+
+def _csv(text: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+
+
+def test_the_documented_before_table_is_what_the_published_answers_give(tmp_path):
+    from deliberation.profiles.profile import load_profile
+    from deliberation.results.listed_positions import published_listings
+
+    answers = tmp_path / "responses.jsonl.gz"
+    answers.write_bytes(_git_show(f"results/{PROFILE}/responses.jsonl.gz"))
+    listings = published_listings(answers, load_profile(PROFILE))
+    _check_documented(
+        _documented("before"),
+        listings,
+        lambda table: _csv(_git_show(f"tables/{PROFILE}/{table}.csv").decode("utf-8")),
+    )
+
+
+def test_the_documented_after_table_is_what_the_committed_answers_give():
+    """The rerun with counterbalanced options, from the answers and rows committed now."""
+    from deliberation.profiles.profile import load_profile
+    from deliberation.results.listed_positions import published_listings
+
+    root = paths.repo_root()
+    listings = published_listings(
+        root / "results" / PROFILE / "responses.jsonl.gz", load_profile(PROFILE)
+    )
+    tables = root / "tables" / PROFILE
+    _check_documented(
+        _documented("after"),
+        listings,
+        lambda table: _csv((tables / f"{table}.csv").read_text(encoding="utf-8")),
+    )

@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 import pytest
+from helpers.published import vouch_for
 
 from deliberation.cli import main
 from deliberation.inference.base import BackendIdentity, ChatRequest, ChatResponse
@@ -132,6 +133,7 @@ def test_the_report_links_a_sample_of_replies_per_stage_invalid_first(tmp_path):
     pd.DataFrame(
         {"task": ["t/1"], "valid": [0], "error": ["not a number"], "key": [last_key]}
     ).to_csv(tables / "toy_rows.csv", index=False)
+    vouch_for(tables / "toy_rows.csv")
     index = build_report("smoke", out=tmp_path / "site")
     assert 'href="replies.html"' in index.read_text()
     page = (index.parent / "replies.html").read_text()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.published import publish_table, vouch_for
 
 from deliberation.cli import main
 from deliberation.io import paths
@@ -75,9 +76,7 @@ def _numbers(tmp_path: Path, text: str = TWO_HEADLINES):
 
 
 def _table(profile: str, name: str, frame: pd.DataFrame) -> None:
-    folder = paths.output_root() / "tables" / profile
-    folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / f"{name}.csv", index=False)
+    publish_table(profile, name, frame)
 
 
 @pytest.mark.parametrize(
@@ -164,12 +163,15 @@ def test_what_a_profile_has_not_made_is_shown_missing(tmp_path):
          "bootstrap_low": [0.1], "bootstrap_high": [0.9]}))  # fmt: skip
     _table("beta", "03_h1_h3", pd.DataFrame({"test": ["H1"], "estimate": [7.0]}))
     _table("beta", "07_helpful_share", pd.DataFrame(
-        {"design": ["loo"], "benchmark": ["pooled"], "helpful_share": [""],
-         "bootstrap_low": [""], "bootstrap_high": [""]}))  # fmt: skip
+        {"design": ["loo"], "benchmark": ["pooled"], "helpful_share": [0.4],
+         "bootstrap_low": [0.2], "bootstrap_high": [0.6]}))  # fmt: skip
     frame = side_by_side(["alpha", "beta", "gamma"], dict.fromkeys(
         ["alpha", "beta", "gamma"], False), numbers)  # fmt: skip
     assert frame["alpha (model)"].tolist() == ["missing (2 rows match)", "missing (no such row)"]
-    assert frame["beta (model)"].tolist() == ["missing (no column low, high)", "-"]
+    assert frame["beta (model)"].tolist() == [
+        "missing (no column low, high)",
+        "40.0 [20.0, 60.0]",
+    ]
     assert frame["gamma (model)"].tolist() == ["missing (no table)"] * 2
 
 
@@ -243,6 +245,7 @@ def test_a_table_written_without_any_column_reads_as_missing_not_an_error(tmp_pa
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path))
     (tmp_path / "tables" / "p").mkdir(parents=True)
     (tmp_path / "tables" / "p" / "t.csv").write_text("\n")
+    vouch_for(tmp_path / "tables" / "p" / "t.csv")
     where = OurNumber(table="t", row={"arm": "x"}, value="v", low="l", high="h", scale="points")
     assert read_our_number("p", where).text() == "missing (empty table)"
 

@@ -92,6 +92,12 @@ def _run(args: argparse.Namespace, loaded, options: dict, quick: str | None) -> 
         return error.exit_code
     args.out = args.out or paths.run_rows(profile.name, record.name)
     failed = load_object(record.report)(result, profile, args)
+    if client.served_as:
+        print(
+            f"model: the server answered as {', '.join(sorted(client.served_as))} for the"
+            f" profile's `model: {profile.model}` (recorded as served_as in the provenance;"
+            " openai.strict_model: true fails such calls)"
+        )
     failures = client.failed.lines(command)
     if failures or failed:
         print("")

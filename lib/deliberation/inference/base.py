@@ -188,6 +188,9 @@ class ChatResponse:
     cached: bool = False
     error: str | None = None
     attempts: int = 1
+    # The model name the reply gave when it is not the one asked for (a dated snapshot, an alias
+    # the profile accepts); None when it is the same (or the backend says nothing).
+    served_model: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -202,6 +205,8 @@ class ChatResponse:
             "completion_tokens": self.completion_tokens,
             "latency_s": self.latency_s,
         }
+        if self.served_model is not None:  # only then: a stored answer's bytes stay as they were
+            payload["served_model"] = self.served_model
         return json.dumps(payload, sort_keys=True)
 
 

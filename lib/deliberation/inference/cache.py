@@ -30,6 +30,12 @@ read-only folder holding the file and its log but no ``-shm`` index cannot be op
 (SQLite must create the index), so the two files are copied to a private temporary folder and
 read there, log included.
 
+A full disk stops a run at once (``client.py``): the answers received but not stored are
+*spilled*, written as one JSON-lines file beside the cache (``<file>.spill-*.jsonl``) or, when
+that disk has no room either, in :func:`spill_dir` (named by a hash of the cache's path). Every
+writable open imports the spill files of its cache first, all or none per file, and then removes
+them, so the next run serves those answers and sends only what was never received.
+
 The key is :func:`request_key`; its fields are written down there and nowhere else.
 """
 
@@ -42,7 +48,9 @@ import glob
 import hashlib
 import json
 import logging
+import math
 import os
+import re
 import shutil
 import sqlite3
 import struct
@@ -50,7 +58,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -58,7 +66,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from deliberation import exit_codes
+from deliberation import disk, exit_codes
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -76,7 +84,6 @@ SCHEMA_VERSION = 2
 # Versions this code can read as they are (read-only opens cannot migrate).
 _READABLE_VERSIONS = frozenset({1, 2})
 SQLITE_HEADER = b"SQLite format 3\x00"
-_SQLITE_FULL = 13
 # The write-ahead log during a run: checkpointed every this many pages, truncated to this size.
 WAL_CHECKPOINT_PAGES = 100
 WAL_SIZE_LIMIT = 1024 * 1024
@@ -420,6 +427,104 @@ def _keep_aside(wal: Path, data: bytes) -> Path | None:
     return target
 
 
+# The columns of an answer row as stored (and spilled), in the order of the responses table;
+# the first seven hold text, the others non-negative numbers.
+ANSWER_COLUMNS = (
+    "key", "profile", "backend", "model", "stage", "request", "response", "prompt_tokens",
+    "completion_tokens", "latency_s", "attempts",
+)  # fmt: skip
+_TEXT_COLUMNS = ANSWER_COLUMNS[:7]
+
+
+def _answer_row(
+    key: str,
+    request: ChatRequest,
+    response: ChatResponse,
+    profile: str,
+    identity: BackendIdentity,
+) -> dict:
+    return {
+        "key": key, "profile": profile, "backend": identity.backend, "model": identity.model,
+        "stage": request.stage, "request": _request_record(request),
+        "response": response.to_json(), "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens, "latency_s": response.latency_s,
+        "attempts": response.attempts,
+    }  # fmt: skip
+
+
+SPILL_FORMAT = "deliberation-spill"
+SPILL_DIR_ENV = "DELIBERATION_SPILL_DIR"
+_SPILL_MAX_LINE = 64 * 1024 * 1024
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+def spill_dir() -> Path:
+    """Where answers go when the cache's own disk has no room: ``$DELIBERATION_SPILL_DIR``, else
+    ``deliberation-spill`` in the system's temporary folder (often another disk, or memory)."""
+    configured = os.environ.get(SPILL_DIR_ENV)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "deliberation-spill"
+
+
+def _spill_tag(path: Path) -> str:
+    return hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:16]
+
+
+def _spill_targets(path: Path) -> list[Path]:
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    return [
+        path.with_name(f"{path.name}.spill-{stamp}.jsonl"),
+        spill_dir() / f"{_spill_tag(path)}-{path.name}.spill-{stamp}.jsonl",
+    ]
+
+
+def spill_files(path: Path) -> list[Path]:
+    """The spill files waiting to be imported into cache ``path``, oldest first."""
+    path = Path(path)
+    found = list(path.parent.glob(f"{glob.escape(path.name)}.spill-*.jsonl"))
+    elsewhere = spill_dir()
+    if elsewhere.is_dir():
+        found += elsewhere.glob(f"{_spill_tag(path)}-{glob.escape(path.name)}.spill-*.jsonl")
+    return sorted(found, key=lambda p: p.name.rsplit(".spill-", 1)[1])
+
+
+def _read_spill(spill: Path, cache: Path) -> list[dict]:
+    """A spill file's answers, each line checked (a bounded input like any other)."""
+
+    def refuse(problem: str) -> CacheFileError:
+        return CacheFileError(
+            spill,
+            f"{problem}; not a spill file of {cache}: move it aside to go on (its answers, if"
+            " any, are sent again)",
+        )
+
+    rows: list[dict] = []
+    try:
+        with spill.open(encoding="ascii") as handle:
+            header = json.loads(handle.readline(_SPILL_MAX_LINE))
+            if not isinstance(header, dict) or header.get("format") != SPILL_FORMAT:
+                raise refuse("line 1: no spill header")
+            while line := handle.readline(_SPILL_MAX_LINE):
+                row = json.loads(line)
+                if not isinstance(row, dict) or set(row) != set(ANSWER_COLUMNS):
+                    raise refuse(f"line {len(rows) + 2}: not a spilled answer")
+                numbers = [row[name] for name in ANSWER_COLUMNS if name not in _TEXT_COLUMNS]
+                if (
+                    not all(isinstance(row[name], str) for name in _TEXT_COLUMNS)
+                    or not _KEY.fullmatch(row["key"])
+                    or not all(isinstance(n, int | float) and 0 <= n < math.inf for n in numbers)
+                ):
+                    raise refuse(f"line {len(rows) + 2}: a field of the wrong type")
+                ChatResponse(**json.loads(row["response"]))  # a response the cache can serve
+                rows.append(row)
+    except (ValueError, TypeError) as exc:  # bad JSON, non-ASCII bytes, wrong response fields
+        raise refuse(f"unreadable ({exc})") from None
+    except OSError as exc:
+        raise CacheError(spill, f"cannot read this spill file ({exc.strerror or exc})") from None
+    if header.get("answers") != len(rows):
+        raise refuse(f"holds {len(rows)} answers, its header says {header.get('answers')}")
+    return rows
+
+
 @dataclass(frozen=True)
 class _Owner:
     """Who holds a lease: this process (host and pid) and this cache object."""
@@ -471,10 +576,19 @@ class ResponseCache:
                 # Only now, so a file that is not a cache is left exactly as it was.
                 _enable_wal(self._conn)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
+            if not self.read_only:
+                self._import_spills()
         except BaseException as exc:
             with contextlib.suppress(AttributeError, sqlite3.Error):
                 self._conn.close()
             self._remove_private_copy()
+            if disk.is_disk_full(exc) and not isinstance(exc, CacheError):
+                raise CacheWriteError(
+                    self.path,
+                    f"cannot open the response cache: its disk is full ({exc}),"
+                    f" {disk.free_space(self.path)}; free space, then rerun the same command",
+                    disk_full=True,
+                ) from exc
             if isinstance(exc, sqlite3.OperationalError):
                 raise CacheError(self.path, f"cannot open the response cache ({exc})") from exc
             if isinstance(exc, sqlite3.DatabaseError):
@@ -619,9 +733,10 @@ class ResponseCache:
                 with self._transaction():
                     yield
             except sqlite3.Error as exc:
-                full = getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_FULL
+                full = disk.is_disk_full(exc)
                 problem = (
-                    f"cannot {what}: the disk holding this file (or its -wal journal) is full"
+                    f"cannot {what}: the disk holding this file (or its -wal journal) is full,"
+                    f" {disk.free_space(self.path)}"
                     if full
                     else f"cannot {what}"
                 )
@@ -639,6 +754,66 @@ class ResponseCache:
                 raise CacheFileError(
                     self.path, f"cannot read the response cache ({exc}); damaged or truncated?"
                 ) from exc
+
+    # -- spilled answers (see the module docstring) ---------------------------------------------
+    def spill(
+        self,
+        answers: Sequence[tuple[str, ChatRequest, ChatResponse]],
+        *,
+        profile: str,
+        identity: BackendIdentity,
+    ) -> tuple[Path | None, list[str]]:
+        """Write answers that could not be stored to a spill file the next open imports: the
+        file (beside the cache, else in :func:`spill_dir`; None when neither could be written)
+        and the problems met on the way."""
+        header = {"format": SPILL_FORMAT, "version": 1, "cache": str(self.path.resolve()),
+                  "answers": len(answers)}  # fmt: skip
+        lines = [json.dumps(header)]
+        for key, request, response in answers:
+            row = _answer_row(key, request, response, profile, identity)
+            lines.append(json.dumps(row, ensure_ascii=True))
+        text = "\n".join(lines) + "\n"
+        problems: list[str] = []
+        for target in _spill_targets(self.path):
+            temp = target.with_name(f".{target.name}.tmp")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with temp.open("w", encoding="ascii") as handle:
+                    handle.write(text)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                temp.replace(target)
+                return target, problems
+            except OSError as exc:
+                problems.append(f"{target.parent}: {exc.strerror or exc}")
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+        return None, problems
+
+    def _import_spills(self) -> None:
+        """Store the answers of every spill file of this cache, one transaction per file, and
+        remove the file (a disk still full raises :class:`CacheWriteError` naming it)."""
+        for spill in spill_files(self.path):
+            rows = _read_spill(spill, self.path)
+            try:
+                with self._writing("import spilled answers"):
+                    for row in rows:
+                        self._insert_row(row)
+            except CacheWriteError as exc:
+                why = (
+                    f"its disk is full, {disk.free_space(self.path)}"
+                    if exc.disk_full
+                    else exc.problem
+                )
+                raise CacheWriteError(
+                    self.path,
+                    f"cannot import the {len(rows)} answers an earlier run spilled to {spill}"
+                    f" ({why}); free space, then rerun the same command",
+                    disk_full=exc.disk_full,
+                ) from exc
+            spill.unlink(missing_ok=True)
+            log.info("%s: imported %d answers spilled by an earlier run (%s)", self.path,
+                     len(rows), spill)  # fmt: skip
 
     def close(self) -> None:
         with self._lock:
@@ -709,26 +884,17 @@ class ResponseCache:
         identity: BackendIdentity,
     ) -> None:
         """One answer row (the first stored for a key stays), and the key's failures go."""
+        self._insert_row(_answer_row(key, request, response, profile, identity))
+
+    def _insert_row(self, row: dict) -> None:
+        """An answer row as :func:`_answer_row` makes it (or a spill file holds it)."""
         self._conn.execute(
             "INSERT INTO responses (key, profile, backend, model, stage, request,"
             " response, prompt_tokens, completion_tokens, latency_s, attempts, hits, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(key) DO NOTHING",
-            (
-                key,
-                profile,
-                identity.backend,
-                identity.model,
-                request.stage,
-                _request_record(request),
-                response.to_json(),
-                response.prompt_tokens,
-                response.completion_tokens,
-                response.latency_s,
-                response.attempts,
-                time.time(),
-            ),
+            (*(row[name] for name in ANSWER_COLUMNS), time.time()),
         )
-        self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
+        self._conn.execute("DELETE FROM failures WHERE key = ?", (row["key"],))
 
     def put_all_or_none(
         self,

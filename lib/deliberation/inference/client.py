@@ -16,23 +16,29 @@ Paid answers are never lost:
   on the way out, however the batch ends.
 * An interrupt or crash mid-batch: every answer received so far is in the cache before the
   exception propagates (they are written as they arrive).
-* A failed write (disk full): the answer is kept in memory and the write retried as later
-  answers arrive and, at the end of the batch, every few seconds for up to ``write_retry_s``;
-  the warning names the cache file. Only then does :class:`CacheWriteError` propagate, carrying
-  the unwritten answers in ``unwritten``.
+* A failed write (disk full): the batch stops at once (no further request is sent; the
+  ``openai`` backend lets the requests in flight end, as after Ctrl-C, and ``vllm`` hands over
+  the rest of its finished chunk: those answers are kept with the others). The write of what
+  was received is retried ``write_attempts`` times, ``write_wait_s`` apart and doubling; what
+  still cannot be stored is *spilled* (``ResponseCache.spill``: a file beside the cache or in
+  ``spill_dir()``, which the next open imports). Then
+  :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
+  space needed (exit code ``OUTPUT_UNWRITABLE``); anything neither stored nor spilled (failure
+  rows, or everything when no spill file could be written) is in its ``unwritten``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from deliberation import disk
+from deliberation.inference import served_models
 from deliberation.inference.base import (
     NO_SEND_ENV,
     Backend,
@@ -112,16 +118,19 @@ class CachedClient:
         *,
         profile: str,
         progress: bool = True,
-        write_retry_s: float = 300.0,
+        write_attempts: int = 3,
+        write_wait_s: float = 1.0,
         poll_s: float = 0.2,
     ) -> None:
         self.backend = backend
         self.cache = cache
         self.profile = profile
         self.progress = progress
-        self.write_retry_s = write_retry_s
+        self.write_attempts = write_attempts
+        self.write_wait_s = write_wait_s
         self.poll_s = poll_s
         self.failed = FailedCalls()  # every call of this client that got no usable reply
+        self.served_as: set[str] = set()  # other model names its answers were given as
 
     @property
     def server(self) -> str:
@@ -183,6 +192,9 @@ class CachedClient:
             if key in seen and not response.cached:
                 response = dataclasses.replace(response, cached=True)
             seen.add(key)
+            if response.served_model is not None:  # sent now or cached: the outputs say so
+                self.served_as.add(response.served_model)
+                served_models.note(self.backend.identity.model, response.served_model)
             out.append(response)
         return out
 
@@ -233,7 +245,6 @@ class CachedClient:
             keys, requests = [keys[i] for i in order], [requests[i] for i in order]
         done: set[int] = set()
         held: dict[int, ChatResponse] = {}  # received, not yet in the cache (a write failed)
-        warned: list[CacheWriteError] = []
         bar = progress_bar(
             total=len(requests), desc=desc or "model calls", disable=not self.progress
         )
@@ -250,18 +261,13 @@ class CachedClient:
             held[index] = response
             bar.update(1)
             calls_done((keys[index],))
-            try:
-                write_held()
-            except CacheWriteError as exc:
-                if not warned:
-                    log.error("%s; keeping the answers in memory and retrying", exc)
-                    warned.append(exc)
+            write_held()  # a failed write raises: the backend stops sending at once
 
         try:
             responses = self.backend.generate(requests, on_response=commit)
-        except BaseException:
-            # Interrupted or crashed: what arrived is written before the error goes on.
-            self._write_patiently(held, write_held, keys, requests)
+        except BaseException as exc:
+            # Interrupted, crashed or out of space: what arrived is stored (or spilled) first.
+            self._store_or_spill(held, write_held, keys, requests, exc)
             raise
         finally:
             bar.close()
@@ -270,10 +276,15 @@ class CachedClient:
                 f"backend {self.backend.name} returned {len(responses)} responses"
                 f" for {len(requests)} requests"
             )
-        for index, response in enumerate(responses):
-            commit(index, response)  # backends that do not stream still get every row written
-            results[keys[index]] = response
-        self._write_patiently(held, write_held, keys, requests)
+        try:
+            for index, response in enumerate(responses):
+                commit(index, response)  # backends that do not stream get every row written too
+                results[keys[index]] = response
+        except CacheWriteError as exc:
+            # Every reply of the batch was received: the ones not yet committed are held too.
+            held.update((i, r) for i, r in enumerate(responses) if i not in done)
+            self._store_or_spill(held, write_held, keys, requests, exc)
+            raise
         failed = sum(not r.ok for r in responses)
         if failed:
             log.warning(
@@ -293,41 +304,60 @@ class CachedClient:
         else:
             self.cache.record_failure(key, request, response, profile=self.profile)
 
-    def _write_patiently(
+    def _store_or_spill(
         self,
         held: dict[int, ChatResponse],
         write_held: Callable[[], None],
         keys: list[str],
         requests: list[ChatRequest],
+        cause: BaseException,
     ) -> None:
-        """Retry writing the held answers for up to ``write_retry_s`` (time to free space)."""
-        deadline = time.monotonic() + self.write_retry_s
-        wait = 1.0
-        while held:
+        """Store the held answers (a few tries), else spill them; after a failed write, raise
+        one line saying where the answers are and what to free. Returns quietly when ``cause``
+        is no write error (an interrupt, a crash) and every held answer is stored."""
+        last = cause if isinstance(cause, CacheWriteError) else None
+        received = len(held)
+        for attempt in range(self.write_attempts):
+            if not held:
+                break
+            if attempt:
+                time.sleep(self.write_wait_s * 2 ** (attempt - 1))
             try:
                 write_held()
             except CacheWriteError as exc:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    error = CacheWriteError(
-                        exc.path,
-                        f"{len(held)} received answers are not stored after retrying for"
-                        f" {self.write_retry_s:g} s (last error: {exc.problem});"
-                        f" {space_needed(exc.path, [held[i] for i in held], requests)};"
-                        " they are in this error's .unwritten",
-                        disk_full=exc.disk_full,
-                    )
-                    error.unwritten = [(requests[i], held[i]) for i in sorted(held)]
-                    raise error from exc
-                log.warning(
-                    "%s; %d received answers held in memory, retrying in %.0f s"
-                    " (free space on that disk; Ctrl-C abandons them)",
-                    exc,
-                    len(held),
-                    min(wait, remaining),
-                )
-                time.sleep(min(wait, remaining))
-                wait = min(wait * 2, 30.0)
+                last = exc
+                log.debug("%s; attempt %d of %d", exc, attempt + 1, self.write_attempts)
+        if last is None:
+            return
+        answers = [(keys[i], requests[i], held[i]) for i in sorted(held) if held[i].ok]
+        spilled, problems = None, []
+        if answers:
+            spilled, problems = self.cache.spill(
+                answers, profile=self.profile, identity=self.backend.identity
+            )
+        if not held:
+            where = f"the {received} replies held are stored now (space was freed)"
+        elif spilled is not None:
+            where = f"{len(answers)} received answers saved in {spilled} (the next run imports it)"
+        elif answers:
+            where = (
+                f"{len(answers)} received answers could not be saved anywhere"
+                f" ({'; '.join(problems)}): they are only in this error's .unwritten"
+            )
+        else:
+            where = "no answer is lost (only failed calls, which the next run retries)"
+        needed = space_needed(last.path, [held[i] for i in sorted(held)], requests)
+        error = CacheWriteError(
+            last.path,
+            f"stopped, {'its disk is full' if last.disk_full else last.problem}; {where};"
+            f" {needed}; free space, then rerun the same command (only calls never answered"
+            " are sent)",
+            disk_full=last.disk_full,
+        )
+        error.unwritten = [
+            (requests[i], held[i]) for i in sorted(held) if spilled is None or not held[i].ok
+        ]
+        raise error from last
 
 
 # SQLite writes each answer's row to the -wal journal first, then to the file at a checkpoint:
@@ -344,11 +374,7 @@ def space_needed(
         len(m.content) for q in requests for m in q.messages
     )
     needed = 2 * rows + _PAGE_BYTES * max(1, len(responses))
-    try:
-        free = f"{shutil.disk_usage(Path(path).parent).free / 2**20:.1f} MiB free on its disk"
-    except OSError:
-        free = "free space on its disk unknown"
-    return f"{free}; storing them needs about {needed / 2**20:.1f} MiB more"
+    return f"{disk.free_space(path)}, storing them needs about {disk.mib(needed)} more"
 
 
 class _LeaseKeeper:
@@ -370,10 +396,13 @@ class _LeaseKeeper:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         self._stop.set()
         self._thread.join()
         try:
             self.cache.release()
-        except CacheWriteError as error:
-            log.warning("%s (leases expire on their own)", error)
+        except CacheWriteError as failed:
+            # Leaving on a full disk: the error on its way out already says so, in one line.
+            quiet = isinstance(error, CacheWriteError) and failed.disk_full
+            log.log(logging.DEBUG if quiet else logging.WARNING,
+                    "%s (leases expire on their own)", failed)  # fmt: skip

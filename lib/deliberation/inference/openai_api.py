@@ -23,8 +23,11 @@ honour ``Retry-After`` exactly:
   content_filter``; an empty string is an answer (parsed as invalid), and so is ``finish_reason:
   length`` (cut: invalid when it does not parse);
 * a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
-  name excepted) fails that call, unless ``openai.allow_model_alias`` is true (then a warning once
-  per run, and the backend's ``served_as`` holds the names it answered as);
+  name excepted) fails that call, unless ``openai.allow_model_alias`` is true; with
+  ``openai.strict_model`` true any other name fails it, a dated snapshot included. An accepted
+  other name (a snapshot, an allowed alias) is a warning once per run, is kept with the answer
+  (``ChatResponse.served_model``, stored in the cache) and lands in the backend's ``served_as``,
+  the provenance of every output made from it and the run's summary;
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
   ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
@@ -39,8 +42,10 @@ honour ``Retry-After`` exactly:
 Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
 first batch first makes the profile's server answer (starting it when it has a ``server:``
 section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
-request in the structured-output mode; a refusal stops the run naming the profile key
-(exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
+request in the structured-output mode (in one of vLLM's modes, first ``GET /version``: a vLLM
+release that would drop the mode's fields stops the run naming the mode to set, see
+:func:`~deliberation.inference.structured.vllm_server_mode_problem`); a refusal stops the run
+naming the profile key (exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
 as exit code 6 unless ``openai.allow_model_alias`` is true (:mod:`deliberation.exit_codes`).
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
@@ -70,11 +75,12 @@ from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deliberation import exit_codes
 from deliberation.inference.base import (
@@ -97,9 +103,12 @@ from deliberation.inference.secrets import (
 )
 from deliberation.inference.sim import SIM_SERVER_OWNER
 from deliberation.inference.structured import (
+    VLLM_SERVER_MODES,
     ServerStructuredMode,
     openai_structured_extra_body,
+    vllm_server_mode_problem,
     wire_max_tokens,
+    wire_seed,
 )
 from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.inference.urls import check_base_url, install_log_redaction
@@ -202,6 +211,11 @@ class OpenAIOptions(BaseModel):
         description="accept a server that lists, or answers as, another model name than"
         " `model:` (a warning once per run); off: the run stops (exit code 6)",
     )
+    strict_model: bool = transport_only(
+        False,
+        description="a reply naming any other model than `model:`, even a dated snapshot of it"
+        " (gpt-4o-2024-08-06 for gpt-4o), fails that call (and the pre-flight, exit code 6)",
+    )
     preflight: bool = transport_only(
         True,
         description="before a run's first request: one small request in structured_output's"
@@ -217,6 +231,14 @@ class OpenAIOptions(BaseModel):
     @classmethod
     def _http_url(cls, value: str) -> str:
         return check_base_url(value, key_field="openai.api_key_env")
+
+    @model_validator(mode="after")
+    def _alias_or_strict(self) -> OpenAIOptions:
+        if self.strict_model and self.allow_model_alias:
+            raise ValueError(
+                "strict_model and allow_model_alias contradict each other: set one of them"
+            )
+        return self
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,6 +319,11 @@ def _no_answer(choice: Any, message: Any) -> tuple[str, str]:
     if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
         return "tool-call", "the reply is a tool call, not an answer (content null)"
     return "no-content", "the reply's message content is null"
+
+
+def _names_another(asked: str, replied: Any) -> bool:
+    """Whether a reply's ``model`` is a name, and not the one asked for (snapshots included)."""
+    return isinstance(replied, str) and bool(replied) and replied != asked
 
 
 def replied_as_other_model(asked: str, replied: Any) -> bool:
@@ -483,6 +510,7 @@ class OpenAIBackend(Backend):
         jitter_seed: int = 0,
         preflight: bool = True,
         allow_model_alias: bool = False,
+        strict_model: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -502,7 +530,8 @@ class OpenAIBackend(Backend):
         self.jitter_seed = jitter_seed
         self.preflight_enabled = preflight
         self.allow_model_alias = allow_model_alias
-        self.served_as: set[str] = set()  # other names the server answered as (alias allowed)
+        self.strict_model = strict_model
+        self.served_as: set[str] = set()  # other names the server answered as (accepted)
         self._api_key = Secret(api_key)
 
     @classmethod
@@ -535,6 +564,7 @@ class OpenAIBackend(Backend):
             jitter_seed=profile.seed,
             preflight=options.preflight,
             allow_model_alias=options.allow_model_alias,
+            strict_model=options.strict_model,
         )
 
     @property
@@ -602,6 +632,11 @@ class OpenAIBackend(Backend):
                 f" profile's `model: {self.model}`",
                 warnings,
             )
+        version = self.vllm_version()
+        problem = None if version is None else vllm_server_mode_problem(
+            version, self.structured_output)  # fmt: skip
+        if problem is not None:
+            raise PreflightError(f"the server at {self.base_url} is vLLM {version}: {problem}")
         request = self.preflight_request()
         body = self.request_body(request)
         status, reply = self._http("POST", "/chat/completions", body)
@@ -613,6 +648,13 @@ class OpenAIBackend(Backend):
             refusal = self._refusal(status, reply, body)
             raise PreflightError("; ".join([refusal, *warnings]))
         replied = reply.get("model") if isinstance(reply, Mapping) else None
+        if self.strict_model and _names_another(self.model, replied):
+            raise ModelMismatchError(
+                f"the server at {self.base_url} answered as model {replied!r}, not the"
+                f" profile's `model: {self.model}`, and openai.strict_model is true: set"
+                " `model:` to the name it answers as, or strict_model: false to accept a dated"
+                " snapshot of the same name"
+            )
         if replied_as_other_model(self.model, replied):
             self._other_model(
                 f"the server at {self.base_url} answered as model {replied!r}, not the"
@@ -630,6 +672,22 @@ class OpenAIBackend(Backend):
                     + self._mode_advice()
                 )
         return warnings
+
+    def vllm_version(self) -> str | None:
+        """The release of the vLLM server behind the URL (``GET /version`` at its root, which
+        ``vllm serve`` answers), asked only in one of vLLM's own modes; None otherwise or when
+        nothing says so. A vLLM release drops the fields of a mode it does not define."""
+        if self.structured_output not in VLLM_SERVER_MODES:
+            return None
+        parts = urlsplit(self.base_url)
+        try:
+            with urllib.request.urlopen(
+                f"{parts.scheme}://{parts.netloc}/version", timeout=min(self.timeout_s, 10.0)
+            ) as reply:
+                version = json.loads(reply.read()).get("version")
+        except (OSError, ValueError, AttributeError):  # not vLLM (404, no JSON object, ...)
+            return None
+        return version if isinstance(version, str) else None
 
     def working_structured_mode(self) -> str | None:
         """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
@@ -727,7 +785,9 @@ class OpenAIBackend(Backend):
     ) -> list[ChatResponse]:
         """Send the batch and wait for every response. Works inside a running event loop
         (Jupyter): the batch runs on its own loop in a worker thread. Ctrl-C stops sending at
-        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``)."""
+        once; requests already sent finish and reach ``on_response`` (see ``interrupts.py``).
+        So does an ``on_response`` that raises (a cache that cannot be written): nothing more
+        is sent, the requests in flight end, and the first error is raised."""
         if not requests:
             return []
         # Inside `deliberation run` / `make paper`: start the profile's server, pre-flight it.
@@ -759,14 +819,27 @@ class OpenAIBackend(Backend):
             ),
         )
 
+        stop = stop if stop is not None else BatchStop()
+        refused: list[Exception] = []
+
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
             response = await self._complete(client, semaphore, index, request, stop, breaker)
             if response is not None and on_response is not None:
-                on_response(index, response)
+                try:
+                    on_response(index, response)
+                except Exception as exc:
+                    # The caller cannot take answers (its cache is full): send nothing more, as
+                    # after an interrupt; the requests in flight end and reach on_response too,
+                    # so every answer received is handed over before the error is raised.
+                    refused.append(exc)
+                    stop.set()
             return response
 
         async with client:
-            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+            responses = list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+        if refused:
+            raise refused[0]
+        return responses
 
     @property
     def server(self) -> str:
@@ -903,7 +976,7 @@ class OpenAIBackend(Backend):
         }
         seed = request.effective_seed() if self.send_seed else None
         if seed is not None:
-            body["seed"] = seed
+            body["seed"] = wire_seed(seed, self.structured_output)
         body.update(openai_structured_extra_body(request.structured, self.structured_output))
         return body
 
@@ -973,22 +1046,37 @@ class OpenAIBackend(Backend):
             ) from None
         response = self._to_response(request, completion, limit)
         replied = getattr(completion, "model", None)
-        if replied_as_other_model(self.model, replied):
-            if not self.allow_model_alias:
-                raise _AttemptFailed(
-                    "model-mismatch",
-                    f"the reply names model {replied!r}, not the profile's `model:"
-                    f" {self.model}` (not stored; openai.allow_model_alias: true accepts"
-                    " another name for the same model)",
-                    retryable=False,
-                )
-            if replied not in self.served_as:
-                self.served_as.add(replied)
-                log.warning(
-                    "the server at %s answers as model %r for the profile's %r (accepted:"
-                    " openai.allow_model_alias is true)", self.server, replied, self.model,
-                )  # fmt: skip
-        return response
+        if not _names_another(self.model, replied):
+            return response
+        if self.strict_model:
+            raise _AttemptFailed(
+                "model-mismatch",
+                f"the reply names model {replied!r}, not the profile's `model: {self.model}`"
+                " (not stored; openai.strict_model is true: no other name, not even a dated"
+                " snapshot, is accepted)",
+                retryable=False,
+            )
+        if replied_as_other_model(self.model, replied) and not self.allow_model_alias:
+            raise _AttemptFailed(
+                "model-mismatch",
+                f"the reply names model {replied!r}, not the profile's `model:"
+                f" {self.model}` (not stored; openai.allow_model_alias: true accepts"
+                " another name for the same model)",
+                retryable=False,
+            )
+        if replied not in self.served_as:
+            self.served_as.add(replied)
+            why = (
+                "openai.allow_model_alias is true"
+                if replied_as_other_model(self.model, replied)
+                else "a dated snapshot of that name; openai.strict_model: true refuses it"
+            )
+            log.warning(
+                "the server at %s answers as model %r for the profile's %r (accepted: %s;"
+                " recorded as served_as in the outputs' provenance)",
+                self.server, replied, self.model, why,
+            )  # fmt: skip
+        return dataclasses.replace(response, served_model=replied[:200])
 
     @staticmethod
     def _to_response(

@@ -9,8 +9,9 @@ no file name: the same answers give the same bytes) of JSON lines:
   model, revision, base URL) and ``answers`` (the count that follows);
 * then one line per answer, sorted by key: ``key`` (``cache.request_key``), ``request`` (the
   messages, stage, sample and every sampling field, with the structured-output spec, as the
-  cache records them), ``response`` (text, parsed value, finish reason, token counts, latency)
-  and ``attempts``.
+  cache records them), ``response`` (text, parsed value, finish reason, token counts, latency,
+  and ``served_model`` when the reply named another model than the one asked for) and
+  ``attempts``.
 
 Only answers are published. Failed calls (no reply) are counted and left out: they are not
 answers, and a replay that needs one fails, saying how many calls are missing. Nothing secret
@@ -121,6 +122,8 @@ class _Response(_Strict):
     prompt_tokens: int = Count
     completion_tokens: int = Count
     latency_s: float = Field(ge=0, allow_inf_nan=False)
+    # Written only when the reply named another model than the one asked for (base.ChatResponse).
+    served_model: str | None = Field(None, min_length=1, max_length=200)
 
 
 class _Answer(_Strict):
@@ -206,7 +209,10 @@ def export_responses(
                 raise PublishedFileError(
                     source, f"the answer under key {key} cannot be exported: {exc}"
                 ) from None
-            line = _line(answer.model_dump(mode="json"))
+            record = answer.model_dump(mode="json")
+            if record["response"]["served_model"] is None:  # as before the field existed
+                del record["response"]["served_model"]
+            line = _line(record)
             if any(secret.encode("utf-8") in line for secret in secrets):
                 raise PublishedFileError(
                     source,

@@ -8,13 +8,32 @@ vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<
 * Offline, old: ``SamplingParams(guided_decoding=GuidedDecodingParams(choice=... | json=...))``.
 * Offline, new: ``SamplingParams(structured_outputs=StructuredOutputsParams(choice=... | json=...))``,
   from vLLM PR #22772 ("Cleanup guided namespace, move to structured outputs config", merged
-  2025-08-13, first released in v0.10.2; e.g. huggingface/trl#5215 switches on "pre- and
-  post-0.10.2"). ``GuidedDecodingParams`` was later removed (vllm-project/vllm#29326, late 2025).
-* Server, old: top-level ``guided_choice`` / ``guided_json`` request fields.
+  2025-08-13). Measured by the contract lane (``make contract``, docs/engines.md): vLLM 0.10.2,
+  the oldest release of our range, still has only ``GuidedDecodingParams``; 0.33.0 only
+  ``StructuredOutputsParams`` (``GuidedDecodingParams`` was removed, vllm-project/vllm#29326).
+* Server, old: top-level ``guided_choice`` / ``guided_json`` request fields (mode ``guided``).
 * Server, new: ``{"structured_outputs": {"choice": [...]}}`` / ``{"structured_outputs": {"json":
-  schema}}``. The vLLM docs (docs.vllm.ai, features/structured_outputs) say the ``guided_*``
-  fields "were removed in v0.12.0"; newer servers ignore them *silently* and answer
-  unconstrained (noted in noonghunna/club-3090#551), so pick the mode that matches the server.
+  schema}}`` (mode ``structured_outputs``). vLLM's request models accept and drop keys they do not
+  define (``extra="allow"``, HTTP 200), so the wrong mode answers *unconstrained*. Measured:
+  vLLM 0.10.2's ``ChatCompletionRequest`` has no ``structured_outputs`` field (ignored there) and
+  0.33.0's no ``guided_*`` fields (it logs "removed guided-decoding field(s) ... ignored"; the
+  vLLM docs say they "were removed in v0.12.0"); 0.11.0 (read from its wheel) defines both.
+  :func:`vllm_server_mode_problem` holds this, and
+  the pre-flight asks a vLLM server its version (``GET /version``) and stops a run whose mode
+  that release ignores.
+* Seeds: vLLM's server bounds ``seed`` to a signed 64-bit integer (``le=2**63-1``, HTTP 400
+  above it); the project's stable seeds are unsigned 64-bit (the DHD hypothesizers' are, about
+  half of them above 2**63: the contract lane found every such request refused). The ``openai``
+  backend sends a seed above :data:`~deliberation.seeds.SEED_MODULUS` folded below it
+  (:func:`wire_seed`), as ``derive_seed`` does for later draws, except in the llama.cpp modes
+  (``json_object_schema``, ``grammar``): llama-cpp-python 0.3.36 hands the seed to
+  ``llama_sampler_init_dist(uint32_t)`` through ctypes, which keeps its low 32 bits, and the
+  published SmolLM2 answers are keyed on the seed as sent. Offline ``SamplingParams`` takes the
+  64-bit seed (0.10.2 and 0.33.0).
+* The ``openai`` SDK's request types (``CompletionCreateParams``) define none of the dialect
+  fields above (``structured_outputs``, ``guided_*``, ``grammar``, ``json_schema``,
+  ``response_format.schema``): the SDK sends them only as ``extra_body``; the backend posts its
+  body as is (tests/contract/test_openai_sdk_contract.py lists them per mode).
 * Server, OpenAI style (vLLM and OpenAI): ``response_format={"type": "json_schema",
   "json_schema": {"name": ..., "schema": ...}}`` (example in the same vLLM docs page).
 * llama-cpp-python's server (``python -m llama_cpp.server``, 0.3.x): ``response_format=
@@ -32,11 +51,13 @@ never by parsing version strings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from deliberation.inference.structured_answers import CHOICE_FIELD, plain_schema
+from deliberation.seeds import SEED_MODULUS
 
 if TYPE_CHECKING:
     from deliberation.inference.base import StructuredOutput
@@ -172,6 +193,44 @@ def openai_structured_extra_body(
             },
         }
     }
+
+
+# llama.cpp's servers: a seed travels as is (they read its low 32 bits; see the module notes).
+SEED_AS_IS_MODES = frozenset({"json_object_schema", "grammar"})
+# The vLLM releases whose server honours each vLLM mode: (first, first without), as version tuples.
+VLLM_SERVER_MODES = {"structured_outputs": ((0, 11), None), "guided": ((0, 0), (0, 12))}
+
+
+def wire_seed(seed: int, mode: str) -> int:
+    """The seed as the ``openai`` backend sends it in ``mode``: below ``SEED_MODULUS`` (every
+    server's integer type holds it), except in :data:`SEED_AS_IS_MODES`."""
+    if mode in SEED_AS_IS_MODES or 0 <= seed < SEED_MODULUS:
+        return seed
+    return seed % SEED_MODULUS
+
+
+def version_tuple(text: str) -> tuple[int, ...] | None:
+    """``"0.10.2"`` -> ``(0, 10, 2)`` (a suffix such as ``rc1`` or ``+cu128`` dropped); None
+    when ``text`` does not start with a version number."""
+    match = re.match(r"\d+(?:\.\d+)*", text.strip())
+    return None if match is None else tuple(int(part) for part in match.group().split("."))
+
+
+def vllm_server_mode_problem(version: str, mode: str) -> str | None:
+    """Why a ``vllm serve`` of release ``version`` would ignore the fields of ``mode`` (answering
+    unconstrained), naming the mode to set instead; None when it honours them or ``mode`` is
+    not one of vLLM's own."""
+    found = version_tuple(version)
+    if mode not in VLLM_SERVER_MODES or found is None:
+        return None
+    first, gone = VLLM_SERVER_MODES[mode]
+    if found >= first and (gone is None or found < gone):
+        return None
+    other = "guided" if mode == "structured_outputs" else "structured_outputs"
+    return (
+        f"vLLM {version}'s server does not define the fields of structured_output {mode!r} and"
+        f" would drop them, answering unconstrained: set openai.structured_output: {other}"
+    )
 
 
 def wire_max_tokens(structured: StructuredOutput | None, mode: str, max_tokens: int) -> int:

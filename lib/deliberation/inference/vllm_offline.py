@@ -212,6 +212,22 @@ def response_from_output(request: ChatRequest, output: Any, latency_s: float) ->
     )
 
 
+def _deliver(responses: Sequence[ChatResponse], on_response: OnResponse | None) -> None:
+    """Hand a finished chunk to ``on_response``, every answer of it even when a call raises
+    (the cache cannot be written: each one is kept, the next chunk is not started); then the
+    first error is raised."""
+    if on_response is None:
+        return
+    refused: list[Exception] = []
+    for index, response in enumerate(responses):
+        try:
+            on_response(index, response)
+        except Exception as exc:
+            refused.append(exc)
+    if refused:
+        raise refused[0]
+
+
 def _shifted(on_response: OnResponse, offset: int, index: int, response: ChatResponse) -> None:
     """``on_response`` with a chunk's index turned back into the batch's."""
     on_response(offset + index, response)
@@ -355,12 +371,11 @@ class VLLMBackend(Backend):
             )
             return self._generate_one_by_one(requests, conversations, params, on_response)
         share = (time.perf_counter() - started) / len(requests)
-        responses = []
-        for index, (request, output) in enumerate(zip(requests, outputs, strict=True)):
-            response = response_from_output(request, output, share)
-            responses.append(response)
-            if on_response is not None:
-                on_response(index, response)
+        responses = [
+            response_from_output(request, output, share)
+            for request, output in zip(requests, outputs, strict=True)
+        ]
+        _deliver(responses, on_response)
         return responses
 
     def _generate_one_by_one(

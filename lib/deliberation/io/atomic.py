@@ -11,6 +11,9 @@
   reader never keeps a new CSV beside an old sidecar.
 * Temporary files carry the writer's host and process id; the next write into the folder
   removes those whose process is gone (or, from another host, that are older than a day).
+* A target that cannot be written (no space, a read-only disk, no permission) raises
+  :class:`OutputUnwritableError`: one line naming the file and the space free on its disk, which
+  the CLI prints without a traceback (exit code ``OUTPUT_UNWRITABLE``).
 * Files are created with mode ``0o666`` minus the umask, as ``open()`` would (0644 under the
   usual umask 022), not ``mkstemp``'s 0600 that co-workers cannot read.
 """
@@ -18,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -26,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from deliberation import disk, exit_codes
 from deliberation.io.processes import HOST_TAG, process_alive
 
 # .<target name>.<host>-<pid>-<token>.tmp (a file) or .set (a journal of renames)
@@ -33,6 +38,40 @@ _TEMP = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}\.(?P<
 # Temporary files of older versions (tempfile.mkstemp names, no process id).
 _LEGACY_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 STALE_AFTER_S = 24 * 3600.0
+
+
+class OutputUnwritableError(OSError):
+    """An output file could not be written; the message names it (and the free space)."""
+
+    exit_code = exit_codes.OUTPUT_UNWRITABLE
+
+    def __init__(self, target: Path, cause: OSError) -> None:
+        why = cause.strerror or str(cause)
+        if disk.is_disk_full(cause):
+            why = f"its disk is full ({disk.free_space(target)}); free space and run again"
+        super().__init__(cause.errno, f"cannot write {target}: {why}")
+        self.target = target
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+# Errors of the caller's own writing that mean the target's disk or folder refuses the file.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+@contextlib.contextmanager
+def _unwritable_as_error(target: Path, *, any_error: bool) -> Iterator[None]:
+    """Turn an OSError into :class:`OutputUnwritableError` naming ``target``: any OSError of
+    this module's own steps (``any_error``), only write errors from the caller's block."""
+    try:
+        yield
+    except OutputUnwritableError:
+        raise
+    except OSError as exc:
+        if any_error or exc.errno in _WRITE_ERRNOS:
+            raise OutputUnwritableError(target, exc) from exc
+        raise
 
 
 def _temp_name(target: Path, kind: str = "tmp") -> Path:
@@ -94,13 +133,16 @@ def recover_folder(folder: str | Path) -> None:
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; move it into place only on success."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover_folder(target.parent)
-    tmp = _temp_name(target)
-    _create(tmp)
+    with _unwritable_as_error(target, any_error=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        recover_folder(target.parent)
+        tmp = _temp_name(target)
+        _create(tmp)
     try:
-        yield tmp
-        os.replace(tmp, target)
+        with _unwritable_as_error(target, any_error=False):
+            yield tmp
+        with _unwritable_as_error(target, any_error=True):
+            os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -127,24 +169,27 @@ def write_file_set(
     folder = sidecar.parent
     if any(t.parent != folder for t in targets):
         raise ValueError(f"a file set must live in one folder ({folder})")
-    folder.mkdir(parents=True, exist_ok=True)
-    recover_folder(folder)
+    with _unwritable_as_error(sidecar, any_error=True):
+        folder.mkdir(parents=True, exist_ok=True)
+        recover_folder(folder)
     temps: dict[Path, Path] = {}
     journal = _temp_name(sidecar, "set")
     try:
         for target, write in zip(targets, writers.values(), strict=True):
-            temps[target] = _temp_name(target)
-            _create(temps[target])
-            write(temps[target])
-        temps[sidecar] = _temp_name(sidecar)
-        _create(temps[sidecar])
-        text = make_sidecar({t.name: temps[t] for t in targets})
-        temps[sidecar].write_text(text, encoding="utf-8")
-        moves = [[temps[t].name, t.name] for t in [*targets, sidecar]]
-        temps[journal] = staged = _temp_name(journal)
-        _create(staged)
-        staged.write_text(json.dumps(moves), encoding="utf-8")
-        os.replace(staged, journal)  # from here on the set is committed
+            with _unwritable_as_error(target, any_error=False):
+                temps[target] = _temp_name(target)
+                _create(temps[target])
+                write(temps[target])
+        with _unwritable_as_error(sidecar, any_error=False):
+            temps[sidecar] = _temp_name(sidecar)
+            _create(temps[sidecar])
+            text = make_sidecar({t.name: temps[t] for t in targets})
+            temps[sidecar].write_text(text, encoding="utf-8")
+            moves = [[temps[t].name, t.name] for t in [*targets, sidecar]]
+            temps[journal] = staged = _temp_name(journal)
+            _create(staged)
+            staged.write_text(json.dumps(moves), encoding="utf-8")
+            os.replace(staged, journal)  # from here on the set is committed
     except BaseException:
         for temp in temps.values():
             temp.unlink(missing_ok=True)

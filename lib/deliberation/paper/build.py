@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deliberation import exit_codes
 from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
 from deliberation.inference.model_server import model_server, preflight_now
@@ -61,6 +62,14 @@ Printer = Callable[[str], None]
 _print_now: Printer = functools.partial(print, flush=True)
 
 
+# Errors raised inside a notebook whose outcome has an exit code of its own (the build exits
+# with it): a cache or an output that cannot be written (a full disk) is not a bug.
+KERNEL_OUTCOMES = {
+    "CacheWriteError": exit_codes.OUTPUT_UNWRITABLE,
+    "OutputUnwritableError": exit_codes.OUTPUT_UNWRITABLE,
+}
+
+
 class NotebookFailed(RuntimeError):
     """A notebook that raised: names it and the first line of the failing cell."""
 
@@ -69,6 +78,11 @@ class NotebookFailed(RuntimeError):
         where = f" in the cell starting `{cell_line}`" if cell_line else ""
         keep = f"; the partial notebook is {kept}" if kept else ""
         super().__init__(f"{notebook} failed{where}: {error}{keep}")
+
+    @property
+    def exit_code(self) -> int:
+        """The build's exit code: the outcome's own for :data:`KERNEL_OUTCOMES`, else 1."""
+        return KERNEL_OUTCOMES.get(self.error.split(":", 1)[0], exit_codes.ERROR)
 
 
 def _hash_files(files: Iterable[Path], base: Path) -> str:
@@ -149,6 +163,20 @@ def written_outputs(profile: str, notebook_stem: str) -> dict[str, str]:
                 found[str((sidecar.parent / name).relative_to(root))] = sha
             found[str(sidecar.relative_to(root))] = hashlib.sha256(sidecar.read_bytes()).hexdigest()
     return found
+
+
+def served_names(profile: str) -> list[str]:
+    """Other model names the replies gave, from the ``served_as`` of the profile's outputs."""
+    root = paths.output_root()
+    names: set[str] = set()
+    for kind in ("figures", "tables"):
+        for sidecar in (root / kind / profile).glob("*.provenance.json"):
+            try:
+                served = json.loads(sidecar.read_text()).get("served_as", [])
+            except (OSError, ValueError, AttributeError):
+                continue
+            names.update(str(name) for name in served if isinstance(served, list))
+    return sorted(names)
 
 
 def _outputs_intact(recorded: dict[str, str]) -> list[str]:
@@ -428,6 +456,13 @@ def build_paper(
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
         _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
     result.seconds = time.perf_counter() - started
+    served = served_names(profile.name)
+    if served:
+        out(
+            f"model: the server answered as {', '.join(served)} for the profile's `model:"
+            f" {profile.model}` (recorded as served_as in the outputs' provenance;"
+            " openai.strict_model: true fails such calls)"
+        )
     out(
         f"make paper: {len(result.executed)} run, {len(result.skipped)} current (skipped),"
         f" {_verdict(result)} in {result.seconds:.1f} s; executed notebooks in"

@@ -96,6 +96,8 @@ def _paper(args: argparse.Namespace) -> int:
         result = build_paper(
             args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
         )
+    if result.failed is not None:
+        return result.failed.exit_code  # 7 for a full disk, else 1
     return 0 if result.ok else 1
 
 

@@ -41,6 +41,7 @@ from deliberation.inference.tokens import count_tokens
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.profiles.cost import amount, duration_warning, estimate
 from deliberation.profiles.profile import Profile, load_profile
+from deliberation.throughput import priced_cost
 
 ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"
@@ -113,6 +114,9 @@ class PlanningClient:
         # Keys of the requests keyed since the last batch, by identity: a stage keys its
         # requests for its counts and then again in generate(); hashing them once is enough.
         self._keys: dict[int, tuple[ChatRequest, str]] = {}
+        # The first request of each stage and kind of constraint (choice, JSON schema, free
+        # text): what the engine contract checks validate (deliberation.paper.stage_examples).
+        self.examples: dict[tuple[str, str], ChatRequest] = {}
 
     def key(self, request: ChatRequest) -> str:
         known = self._keys.get(id(request))
@@ -123,6 +127,8 @@ class PlanningClient:
         return key
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
+        for request in requests:
+            self.examples.setdefault((request.stage, constraint_kind(request)), request)
         keys, invalid = keys_or_failures(self.key, requests)  # as CachedClient decides
         self._keys.clear()
         fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
@@ -168,6 +174,13 @@ class PlanningClient:
             )
             out.append(response)
         return out
+
+
+def constraint_kind(request: ChatRequest) -> str:
+    """``choice``, ``json`` (a JSON schema) or ``free`` (no structured output)."""
+    if request.structured is None:
+        return "free"
+    return "choice" if request.structured.choices is not None else "json"
 
 
 MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean length is used
@@ -234,6 +247,8 @@ class Plan:
     notebooks: list[str] = field(default_factory=list)
     without_model: list[str] = field(default_factory=list)
     not_planned: dict[str, str] = field(default_factory=dict)  # notebook -> why (e.g. no data)
+    # (stage, constraint kind) -> the first request of it (PlanningClient.examples)
+    examples: dict[tuple[str, str], ChatRequest] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """One row per notebook and stage (columns :data:`PLAN_COLUMNS`)."""
@@ -310,6 +325,7 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
         finally:
             reader.close()
     plan.calls = client.calls
+    plan.examples = client.examples
     return plan
 
 
@@ -372,8 +388,11 @@ def format_plan(plan: Plan) -> list[str]:
     if profile.synthetic:
         lines.append("cost: none (the sim runs on the CPU)")
     else:
+        priced, measured = priced_cost(profile.name, profile.cost)
+        if measured:
+            lines.append(measured)
         cost = estimate(
-            profile.cost,
+            priced,
             totals["prompt_tokens"],
             totals["completion_tokens"],
             totals["completion_ceiling"],
@@ -387,7 +406,7 @@ def format_plan(plan: Plan) -> list[str]:
             )
         lines += cost.lines()
         lines.append(ESTIMATE_NOTE)
-        warning = duration_warning(profile.cost, cost, totals["to_send"])
+        warning = duration_warning(priced, cost, totals["to_send"])
         if warning:
             lines.append(warning)
     return lines
@@ -398,7 +417,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
     totals = plan.totals()
     profile = plan.profile
     cost = estimate(
-        profile.cost,
+        priced_cost(profile.name, profile.cost)[0],
         totals["prompt_tokens"],
         totals["completion_tokens"],
         totals["completion_ceiling"],

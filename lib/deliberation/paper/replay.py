@@ -15,6 +15,9 @@ from those answers and this code, on any machine, without the model or its engin
    other field must be equal. Figures are not compared (PNG and PDF bytes depend on the
    installed matplotlib and fonts; their sidecars name the same answers).
 
+Before any of it, every committed table is checked against its sidecar and its columns
+(:mod:`deliberation.results.published_tables`): a damaged one is refused, naming it.
+
 Without a published file the replay says ``no published results for <profile>`` and checks
 nothing.
 """
@@ -33,6 +36,7 @@ from deliberation.inference.published import ImportResult, import_responses, pub
 from deliberation.io import paths
 from deliberation.paper.build import BuildResult, build_paper
 from deliberation.profiles.profile import load_profile
+from deliberation.results.published_tables import check_tables
 
 Printer = Callable[[str], None]
 # Sidecar fields that name the checkout that wrote a file, not what the file says.
@@ -181,6 +185,13 @@ def replay_published(
     if not report.published.is_file():
         return report
     committed = root / "tables" / profile.name
+    stems = None
+    if notebooks is not None:
+        from deliberation.paper.manifest import load_manifest, select
+
+        stems = {entry.stem for entry in select(load_manifest(), notebooks)}
+    files = committed_tables(committed, stems)
+    check_tables(files)  # a damaged committed table is refused before any work
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))
@@ -189,11 +200,6 @@ def replay_published(
         report.build = build_paper(
             profile_arg, notebooks=notebooks, force=True, replay=True, out=out
         )
-        stems = None
-        if notebooks is not None:
-            from deliberation.paper.manifest import load_manifest, select
-
-            stems = {entry.stem for entry in select(load_manifest(), notebooks)}
         rebuilt = paths.output_root() / "tables" / profile.name
-        compare_tables(committed, rebuilt, report, committed_tables(committed, stems))
+        compare_tables(committed, rebuilt, report, files)
     return report

@@ -8,7 +8,9 @@ linked), ``papers.html``, the papers' headline numbers beside the sim's and this
 (``deliberation compare --papers``), and ``power.html``, each preregistered test's power against
 grid size (``deliberation power``; synthetic data with the effects planted). Every page says which profile made it and whether it is
 synthetic, in a banner at its top. The site is self-contained: no script, font or style is
-fetched from the network, so it opens offline and from ``file://``.
+fetched from the network, so it opens offline and from ``file://``. Every table is checked
+against its provenance sidecar first, and a damaged one is refused, naming it
+(:mod:`deliberation.results.published_tables`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pandas as pd
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.publish.pages import CSS, page, run_label
+from deliberation.results.published_tables import check_table_folder
 
 
 def _notebook_body(path: Path) -> str:
@@ -167,6 +170,7 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
     profile = label.profile
     executed = paths.build_dir() / "executed" / profile
     root = paths.output_root()
+    check_table_folder(root / "tables" / profile)  # a damaged table is refused, naming it
     target = Path(out) if out is not None else paths.build_dir() / "report" / profile
     staging = target.with_name(f".tmp-{target.name}")
     shutil.rmtree(staging, ignore_errors=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deliberation import __version__
+from deliberation.inference import served_models
 from deliberation.inference.failures import FailedCall, incomplete_note, logged_failures
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text, write_file_set
@@ -145,6 +146,9 @@ def provenance_record(
     incomplete: dict[str, Any] = {"incomplete": incomplete_record(failed)} if failed else {}
     if uses_model and not profile.synthetic:  # model file sha256, engine version, grid
         made_by["model_description"] = describe_model(profile).record()
+    served = served_models.served_as(profile.model) if uses_model and source is None else []
+    if served:  # the replies named another model (a snapshot, an accepted alias)
+        made_by["served_as"] = served
     record = incomplete | {
         "profile": profile.name,
         "backend": profile.backend,

@@ -9,7 +9,9 @@ pair (or ``<kind>_low``/``<kind>_high``, the first pair wins). Its value is ``es
 label...), with the numeric descriptors ``budget``, ``item_limit``, ``k`` and ``r`` (counts
 such as ``n_rows`` or ``decisions`` differ between profiles, so they never identify a row).
 Rows are matched across profiles by those columns, read as text, so ``0.6`` meets ``0.6``. A
-table a profile has not made is listed as missing, never filled in.
+table a profile has not made is listed as missing, never filled in; a damaged one (not what its
+provenance sidecar vouches for, or a number missing where one is required) is refused, naming it
+(:mod:`deliberation.results.published_tables`).
 """
 
 from __future__ import annotations
@@ -23,15 +25,20 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation.io import paths
+from deliberation.results.published_tables import (  # noqa: F401 (part of this module's API)
+    NUMERIC_KEYS,
+    STATISTICS,
+    VALUE_COLUMNS,
+    Layout,
+    interval_layout,
+    read_published_table,
+)
 from deliberation.stats.small_samples import NOTE_COLUMN
 
 _CLAIM_ROW = re.compile(
     r"^\|\s*(?P<claim>[^|]+?)\s*\|[^|]*\|\s*`tables/<profile>/(?P<table>[^`/]+)\.csv`\s*\|"
     r"\s*(?P<notebook>[^|]+?)\s*\|"
 )
-VALUE_COLUMNS = ("estimate", "accuracy")
-STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows", NOTE_COLUMN})
-NUMERIC_KEYS = frozenset({"budget", "item_limit", "k", "r"})
 
 
 @dataclass(frozen=True)
@@ -58,40 +65,6 @@ def headline_tables(readme: Path | None = None) -> list[Headline]:
         if match and not match["table"].endswith("_rows"):  # rows: for re-analysis
             found.append(Headline(match["table"], claim, match["notebook"]))
     return found
-
-
-@dataclass(frozen=True)
-class Layout:
-    keys: tuple[str, ...]
-    value: str
-    low: str
-    high: str
-
-
-def _numeric(column: pd.Series) -> bool:
-    present = column[column.astype(str).str.strip() != ""]
-    return len(present) > 0 and pd.to_numeric(present, errors="coerce").notna().all()
-
-
-def interval_layout(frame: pd.DataFrame) -> Layout | None:
-    """Which columns identify a row and which hold the value and its interval (None: the table
-    reports no interval)."""
-    columns = [str(c) for c in frame.columns]
-    low = next(
-        (c for c in columns if c.endswith("low") and c[: -len("low")] + "high" in columns), None
-    )
-    if low is None:
-        return None
-    high = low[: -len("low")] + "high"
-    value = next((c for c in VALUE_COLUMNS if c in columns), None)
-    if value is None:
-        before = [c for c in columns[: columns.index(low)] if c not in STATISTICS]
-        if not before:
-            return None
-        value = before[-1]
-    leading = columns[: columns.index(value)]
-    keys = [c for c in leading if c in NUMERIC_KEYS or not _numeric(frame[c])]
-    return Layout(tuple(keys or leading), value, low, high)
 
 
 def _number(value: float) -> str:
@@ -144,18 +117,12 @@ class Comparison:
 
 
 def _load(profile: str, table: str) -> pd.DataFrame | None:
-    """The published table, or None; a table without interval columns is read no further
-    than its header (rows tables are large)."""
+    """The published table (as text), or None; checked against its sidecar and its columns
+    first (:mod:`deliberation.results.published_tables`): a damaged one is refused."""
     path = paths.output_root() / "tables" / profile / f"{table}.csv"
     if not path.is_file():
         return None
-    try:
-        header = pd.read_csv(path, nrows=0)
-    except pd.errors.EmptyDataError:  # a table written with no column at all
-        return pd.DataFrame()
-    if not any(str(c).endswith("low") for c in header.columns):
-        return header
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    return read_published_table(path)
 
 
 def _cells(frame: pd.DataFrame, layout: Layout) -> pd.Series:

@@ -35,6 +35,7 @@ from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.publish.pages import CSS, RunLabel, page
 from deliberation.publish.provenance import SYNTHETIC_LABEL
+from deliberation.results.published_tables import read_published_table
 from deliberation.stats.small_samples import MIN_CLUSTERS, NOTE_COLUMN
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
@@ -214,9 +215,8 @@ def read_our_number(profile: str, where: OurNumber) -> OurCell:
     path = paths.output_root() / "tables" / profile / f"{where.table}.csv"
     if not path.is_file():
         return OurCell(missing="no table")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:  # a table written with no column at all
+    frame = read_published_table(path)  # a damaged table is refused, naming it
+    if frame.empty and not len(frame.columns):  # a table written with no column at all
         return OurCell(missing="empty table")
     wanted = [*where.row, where.value, *(c for c in (where.low, where.high) if c)]
     absent = [c for c in wanted if c not in frame.columns]

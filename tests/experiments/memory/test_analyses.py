@@ -269,6 +269,38 @@ def test_resolve_takes_the_profile_values_unless_the_notebook_sets_them():
         resolve(sim, "crossprofile", budgets=[0.4, 0.8])
 
 
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"n_resamples": "abc"}, "n_resamples: expected an integer from 2 to 1,000,000, got str 'abc'"),
+        ({"n_resamples": 2.7}, "n_resamples: expected an integer"),
+        ({"n_resamples": True}, "n_resamples: expected an integer"),
+        ({"n_resamples": 10**9}, "n_resamples: expected an integer from 2 to 1,000,000"),
+        ({"budgets": "[0.4, 0.6]"}, "budgets: expected a budget fraction r in .0, 1. or a list"),
+        ({"budgets": [0.6, 1.5]}, "budgets: expected a budget fraction"),
+        ({"budgets": [0.6, 0.6]}, "budgets: expected .* distinct"),
+        ({"budgets": []}, "budgets: expected"),
+        ({"budgets": [float("nan")]}, "budgets: expected"),
+        ({"seed": "7"}, "seed: expected an integer, got str '7'"),
+    ],
+)  # fmt: skip
+def test_a_wrong_notebook_parameter_is_refused_naming_it(parameters, message):
+    from deliberation.experiments.memory.analyses.settings import NotebookParameterError
+
+    with pytest.raises(NotebookParameterError, match=f"^notebook parameter {message}"):
+        resolve(load_profile("sim"), "crossprofile", **parameters)
+
+
+def test_a_single_budget_and_numpy_numbers_are_taken_as_papermill_passes_them():
+    import numpy as np
+
+    profile, chosen = resolve(
+        load_profile("sim"), "crossprofile", budgets=0.6, n_resamples=np.int64(50), seed=np.int64(3)
+    )
+    assert (chosen.budgets, chosen.n_resamples, profile.seed) == ((0.6,), 50, 3)
+    assert type(chosen.n_resamples) is int and type(profile.seed) is int
+
+
 def _decision(policy: str, tags_mode: str, capacity=None, budget=None):
     task = derive_task(load_bank()[0], CLASSIC, seed=0)
     pool = MemoryPool(task.id, 0, memory_candidates(scripted_discussion(task, 0)))

@@ -5,15 +5,75 @@ None means the profile's value (``experiments.<benchmark>.budgets`` and ``.n_res
 profile's ``seed``), so the smoke profile runs with fewer resamples without editing the notebook.
 A seed given in the notebook replaces the profile's everywhere (tasks, discussion, sim, bootstrap)
 and is what the provenance sidecars record.
+
+The parameters arrive as papermill parsed them (``-p n_resamples 200`` an int, ``-p budgets 0.6`` a
+float, ``-p seed abc`` or any ``-r`` a string), so :func:`check_parameters` checks them on entry
+(:func:`resolve` calls it first) and a wrong one is a :class:`NotebookParameterError` naming the
+parameter, what it got and what it takes, instead of a ``TypeError`` deep inside the analysis.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deliberation.memory_policies import PRIMARY_FRACTION
 from deliberation.profiles.profile import Profile
+
+MAX_RESAMPLES = 1_000_000  # a bound like every input's: 10,000 is the papers' number
+
+
+class NotebookParameterError(ValueError):
+    """A notebook parameter of the wrong type or out of range; names the parameter."""
+
+    def __init__(self, name: str, value: object, expected: str) -> None:
+        super().__init__(
+            f"notebook parameter {name}: expected {expected}, got {type(value).__name__}"
+            f" {value!r} (papermill: -p {name} VALUE, or -y for a list)"
+        )
+        self.name = name
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_parameters(
+    *, budgets: object = None, n_resamples: object = None, seed: object = None
+) -> tuple[tuple[float, ...] | None, int | None, int | None]:
+    """The parameters as :func:`resolve` takes them (None: the profile's), checked: ``budgets``
+    a fraction r in (0, 1] or a list of distinct ones, ``n_resamples`` an integer from 2 to
+    :data:`MAX_RESAMPLES`, ``seed`` an integer. Raises :class:`NotebookParameterError`."""
+    fractions = None
+    if budgets is not None:
+        listed = [budgets] if _is_real(budgets) else budgets
+        expected = "a budget fraction r in (0, 1] or a list of distinct ones, e.g. [0.4, 0.6, 0.8]"
+        if isinstance(listed, str | bytes) or not isinstance(listed, Sequence) or not listed:
+            raise NotebookParameterError("budgets", budgets, expected)
+        if not all(_is_real(r) and math.isfinite(r) and 0 < r <= 1 for r in listed):
+            raise NotebookParameterError("budgets", budgets, expected)
+        fractions = tuple(float(r) for r in listed)
+        if len(set(fractions)) != len(fractions):
+            raise NotebookParameterError("budgets", budgets, expected)
+    if n_resamples is not None and not (
+        _is_integer(n_resamples) and 2 <= n_resamples <= MAX_RESAMPLES
+    ):
+        raise NotebookParameterError(
+            "n_resamples", n_resamples, f"an integer from 2 to {MAX_RESAMPLES:,}"
+        )
+    if seed is not None and not _is_integer(seed):
+        raise NotebookParameterError("seed", seed, "an integer")
+    return (
+        fractions,
+        None if n_resamples is None else int(n_resamples),  # type: ignore[call-overload]
+        None if seed is None else int(seed),  # type: ignore[call-overload]
+    )
 
 
 @dataclass(frozen=True)
@@ -33,7 +93,11 @@ def resolve(
     seed: int | None = None,
 ) -> tuple[Profile, AnalysisSettings]:
     """The profile to run (with ``seed`` applied) and the analysis settings; the primary budget
-    (r = 0.6) must be among the budgets, since the pre-specified tests are defined there."""
+    (r = 0.6) must be among the budgets, since the pre-specified tests are defined there. The
+    notebook's parameters are checked first (:func:`check_parameters`)."""
+    budgets, n_resamples, seed = check_parameters(
+        budgets=budgets, n_resamples=n_resamples, seed=seed
+    )
     section = getattr(profile.experiments, benchmark)
     if seed is not None:
         profile = profile.model_copy(update={"seed": int(seed)})
