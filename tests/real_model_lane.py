@@ -12,7 +12,7 @@ and a server the profile starts (its ``server:`` section, on a free port here) i
 by no one. At the end it writes ``build/check-real/<profile>.md``: one row per stage (answered,
 failed calls counted apart, constrained answers valid / cut at max_tokens / invalid, PASS or
 FAIL) and the throughput measured on the lane's calls beside the profile's stated
-``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.throughput`).
+``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.profiles.throughput`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from deliberation.inference.structured import WRAPPED_CHOICE_MODES
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.profiles.profile import load_profile
-from deliberation.throughput import fit_throughput, save_measured, unshared_in_send_order
+from deliberation.profiles.throughput import fit_throughput, save_measured, unshared_in_send_order
 
 # The real profile the lane runs (a name in params/ or a path): the shipped one by default.
 PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")
@@ -159,7 +159,7 @@ def stage_table(cache_file: Path) -> list[dict]:
 
 
 def measure(lane: Lane):
-    """The throughput of the lane's answered calls (see deliberation.throughput), or None."""
+    """The throughput of the lane's answered calls (see deliberation.profiles.throughput), or None."""
     gpu = lane.profile.cost.gpu
     with sqlite3.connect(lane.cache_file) as db:
         calls = db.execute(

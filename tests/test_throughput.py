@@ -9,7 +9,7 @@ from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import format_plan, plan_calls
 from deliberation.paper.stage_examples import smoke_sized
 from deliberation.profiles.cost import CostModel, GPUThroughput
-from deliberation.throughput import (
+from deliberation.profiles.throughput import (
     fit_throughput,
     load_measured,
     priced_cost,

@@ -66,7 +66,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from deliberation import disk, exit_codes
+from deliberation import exit_codes
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -76,6 +76,7 @@ from deliberation.inference.base import (
     unencodable_text,
 )
 from deliberation.inference.tokens import count_tokens
+from deliberation.io import disk
 from deliberation.io.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from deliberation import disk
 from deliberation.inference import served_models
 from deliberation.inference.base import (
     NO_SEND_ENV,
@@ -51,6 +50,7 @@ from deliberation.inference.base import (
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
 from deliberation.inference.call_progress import calls_done, progress_bar
 from deliberation.inference.failures import FailedCall, FailedCalls
+from deliberation.io import disk
 
 log = logging.getLogger(__name__)
 

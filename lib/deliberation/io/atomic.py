@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from deliberation import disk, exit_codes
+from deliberation import exit_codes
+from deliberation.io import disk
 from deliberation.io.processes import HOST_TAG, process_alive
 
 # .<target name>.<host>-<pid>-<token>.tmp (a file) or .set (a journal of renames)

@@ -41,7 +41,7 @@ from deliberation.inference.tokens import count_tokens
 from deliberation.paper.manifest import NotebookEntry, load_manifest
 from deliberation.profiles.cost import amount, duration_warning, estimate
 from deliberation.profiles.profile import Profile, load_profile
-from deliberation.throughput import priced_cost
+from deliberation.profiles.throughput import priced_cost
 
 ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"
