@@ -143,12 +143,12 @@ models: setup $(LLAMACPP_STAMP)
 # saved where the next `make plan` prices with it (build/measured/<profile>.json). A profile that
 # loads a model file (server.model_file) gets `make models` first. Prints its time.
 check-real: setup
-	@if $(PY) -c "import sys; from deliberation.params import load_profile as p; \
+	@if $(PY) -c "import sys; from deliberation.profiles.profile import load_profile as p; \
 	  s = getattr(p('$(PROFILE)'), 'server', None); sys.exit(0 if s and s.model_file else 1)"; then \
 	  $(MAKE) --no-print-directory models; fi
 	@$(TIMED) status=0; cd tests && DELIBERATION_REAL_PROFILE=$(PROFILE) \
 	  $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py || status=$$?; \
-	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.params \
+	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.profiles.profile \
 	  import load_profile as p; print(paths.build_dir() / 'check-real' / (p('$(PROFILE)').name + '.md'))"); \
 	  if [ -f "$$report" ]; then cat "$$report"; fi; exit $$status
 

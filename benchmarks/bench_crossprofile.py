@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deliberation.crossprofile.tasks import derive_tasks, write_tasks_jsonl
-from deliberation.crossprofile.verifier import load_bank, verify_paths
+from deliberation.benchmarks.crossprofile.tasks import derive_tasks, write_tasks_jsonl
+from deliberation.benchmarks.crossprofile.verifier import load_bank, verify_paths
 from deliberation.paper.bench import BenchRow, write_rows
 
 GOAL_VERIFY_CLI_S = 3.0

@@ -19,7 +19,7 @@ Then the held-out-like corpus (issue 25: ``tests/fixtures/dhd_replies/heldout_li
 by its ``build.py`` from real items, each reply with the score its author meant): the slowest
 reply's CPU time, the grading failures on non-pathological replies (goal: none) and the share of
 clear-cut replies graded as meant. Since issue 25 a pathological answer is refused from the
-expression itself (``datasets/expression_cost.py``) before any timed call, so the symbolic time
+expression itself (``benchmarks/problems/expression_cost.py``) before any timed call, so the symbolic time
 limit is only a safety net and no grade depends on the machine's speed.
 Run: ``python benchmarks/bench_graders.py`` (prints a table; exits 1 if a reply used over 1 s of
 CPU, or a non-pathological corpus reply failed to grade).
@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from deliberation import datasets
-from deliberation.datasets import AnswerType, symbolic
+from deliberation.benchmarks import problems
+from deliberation.benchmarks.problems import AnswerType, symbolic
+from deliberation.io.paths import shared_data_dir
 from deliberation.paper.bench import BenchRow, write_rows
-from deliberation.paths import shared_data_dir
 
 N_REPLIES = 10_000
 LIMIT_S = 1.0
@@ -93,20 +93,20 @@ def grouped(value: float) -> str:
     return f"{value:.6g}"
 
 
-def gold_text(item: datasets.Item) -> tuple[str, bool]:
+def gold_text(item: problems.Item) -> tuple[str, bool]:
     """(an answer text for the item, whether it is the gold) from the item's own gold."""
-    rendered = datasets.render_answer(item)
+    rendered = problems.render_answer(item)
     if item.answer_type in (AnswerType.MCQ_SINGLE, AnswerType.MCQ_MULTIPLE):
         letters = "".join(sorted(set(c for c in item.gold if c.isalpha() and c.isupper())))
         return letters or "A", True
     if item.benchmark == "omnimath":
         return item.gold, True
-    span = datasets.extract.answer_span(rendered) or "0"
-    value = datasets.extract.parse_number(span)
+    span = problems.extract.answer_span(rendered) or "0"
+    value = problems.extract.parse_number(span)
     return (grouped(value) if value is not None else span), True
 
 
-def build_replies(items: list[datasets.Item], n: int, seed: int = 0) -> list[tuple[int, str]]:
+def build_replies(items: list[problems.Item], n: int, seed: int = 0) -> list[tuple[int, str]]:
     rng = np.random.default_rng(seed)
     replies = []
     for k in range(n):
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         write_rows(args.rows, [BenchRow("DHD graders", "skipped", "no ../shared/data")])
         return 0
     logging.basicConfig(level=logging.ERROR)  # a timed-out tower is counted, not logged
-    items = [it for name in datasets.BENCHMARKS for it in datasets.load(name, args.root / name)]
+    items = [it for name in problems.BENCHMARKS for it in problems.load(name, args.root / name)]
     replies = build_replies(items, args.replies)
     started = time.perf_counter()
     symbolic.start()
@@ -155,13 +155,13 @@ def main(argv: list[str] | None = None) -> int:
         item = items[index]
         started, started_cpu = time.perf_counter(), cpu_now()
         try:
-            result = datasets.grade(item, reply)
+            result = problems.grade(item, reply)
             if result.failed:
                 refused = result.failure.startswith("math-verify not run")
                 outcomes["failed: refused as too costly" if refused else "failed: time limit"] += 1
             else:
                 outcomes[f"score {result.score:g}"] += 1
-        except datasets.omnimath.JudgeRequired:
+        except problems.omnimath.JudgeRequired:
             outcomes["needs judge"] += 1
         elapsed = time.perf_counter() - started
         times.append((elapsed, len(reply), item.id))
@@ -207,13 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if over or not corpus_ok else 0
 
 
-def grade_corpus(items: dict[str, datasets.Item]) -> tuple[BenchRow, bool]:
+def grade_corpus(items: dict[str, problems.Item]) -> tuple[BenchRow, bool]:
     """Grade the held-out-like corpus: slowest reply (CPU), failures, share graded as meant."""
     rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     slowest, failures, clear, right = (0.0, "", ""), [], 0, 0
     for row in rows:
         started = cpu_now()
-        result = datasets.grade(items[row["item"]], row["reply"])
+        result = problems.grade(items[row["item"]], row["reply"])
         used = cpu_now() - started
         slowest = max(slowest, (used, row["item"], row["form"]))
         if row["pathological"]:

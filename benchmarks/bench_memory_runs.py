@@ -16,7 +16,7 @@ from pathlib import Path
 
 from deliberation.experiments.memory import run_from_profile
 from deliberation.paper.bench import BenchRow, write_rows
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 GOAL_S = 300.0
 

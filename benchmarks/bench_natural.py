@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from deliberation.experiments.natural.runs import run_from_profile, runnable_benchmarks
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 GOAL_S = 120.0
 

@@ -35,12 +35,12 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from deliberation import paths
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.inference.sim import SimBackend
+from deliberation.io import paths
 from deliberation.paper.bench import BenchRow, write_rows
 
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -106,7 +106,7 @@ def decision_prompts(count: int, max_tokens: int) -> list[ChatRequest]:
     """The first ``count`` distinct CrossProfile decision requests of the smoke profile, in the
     order its pipeline builds them, unconstrained and with a short answer (prompt-bound)."""
     from deliberation.experiments.memory import run_from_profile
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("smoke")
     sim = _Recording(model=profile.model, parameters=profile.options.parameters, seed=profile.seed)

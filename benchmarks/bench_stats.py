@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from deliberation.crossprofile.simulate import simulate_results_frame
+from deliberation.benchmarks.crossprofile.simulate import simulate_results_frame
 from deliberation.paper.bench import BenchRow, write_rows
 from deliberation.stats import interaction_contrast, interaction_statistic, preregistered_tests
 

@@ -12,7 +12,7 @@ and a server the profile starts (its ``server:`` section, on a free port here) i
 by no one. At the end it writes ``build/check-real/<profile>.md``: one row per stage (answered,
 failed calls counted apart, constrained answers valid / cut at max_tokens / invalid, PASS or
 FAIL) and the throughput measured on the lane's calls beside the profile's stated
-``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.throughput`).
+``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.profiles.throughput`).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deliberation import paths
-from deliberation.atomic import atomic_write_text
 from deliberation.inference import make_client
+from deliberation.inference.model_files import MODELS, is_present
 from deliberation.inference.model_server import model_server
 from deliberation.inference.structured import WRAPPED_CHOICE_MODES
-from deliberation.model_files import MODELS, is_present
-from deliberation.params import load_profile
-from deliberation.throughput import fit_throughput, save_measured, unshared_in_send_order
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
+from deliberation.profiles.profile import load_profile
+from deliberation.profiles.throughput import fit_throughput, save_measured, unshared_in_send_order
 
 # The real profile the lane runs (a name in params/ or a path): the shipped one by default.
 PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")
@@ -159,7 +159,7 @@ def stage_table(cache_file: Path) -> list[dict]:
 
 
 def measure(lane: Lane):
-    """The throughput of the lane's answered calls (see deliberation.throughput), or None."""
+    """The throughput of the lane's answered calls (see deliberation.profiles.throughput), or None."""
     gpu = lane.profile.cost.gpu
     with sqlite3.connect(lane.cache_file) as db:
         calls = db.execute(
@@ -261,10 +261,10 @@ def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> Non
 
 
 def test_hiddenbench_decisions_if_its_data_is_there(lane) -> None:
-    from deliberation.datasets import DatasetNotFoundError
+    from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
+    from deliberation.benchmarks.problems import DatasetNotFoundError
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.runs import HIDDENBENCH_COLUMNS, run_memory_experiment
-    from deliberation.hiddenbench import load_hiddenbench
 
     try:
         tasks = load_hiddenbench(seed=lane.profile.seed)[:1]
@@ -320,7 +320,7 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     pools = scratch / "pools"
 
     def run(client):
-        return run_dhd(client, lane.profile, problems, pools, stages=("pool", "replay"),
+        return run_dhd(lane.profile, client, problems, pools, stages=("pool", "replay"),
                        sizes=(), seed=lane.profile.seed)  # fmt: skip
 
     client = lane.client()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation.answer_parsing import parse_choice
+from deliberation.inference.answer_parsing import parse_choice
 
 HIRING = ["Priya Raghunathan", "Bartosz Wierzbicki", "Adaeze Onyekachi"]
 P, B, A = HIRING

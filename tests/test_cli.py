@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import exit_codes, paths
+from deliberation import exit_codes
 from deliberation.cli import COMMANDS, build_parser, main
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
+from deliberation.io import paths
+from deliberation.profiles.profile import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
 CHOICE_REPLIES = Path(__file__).parent / "fixtures" / "choice_replies" / "replies.jsonl"

@@ -3,7 +3,7 @@ warning before a run that takes hours (a copied profile keeps the full grid)."""
 
 from __future__ import annotations
 
-from deliberation.cost import (
+from deliberation.profiles.cost import (
     LONG_RUN_HOURS,
     MANY_CALLS,
     CostModel,
@@ -11,7 +11,7 @@ from deliberation.cost import (
     duration_warning,
     estimate,
 )
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 def _cpu(tokens_per_s: float = 100.0) -> CostModel:

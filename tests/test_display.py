@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation import display
+from deliberation.experiments.memory import display
 from deliberation.inference import open_run
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import exit_codes, paths
+from deliberation import exit_codes
 from deliberation.cli import COMMANDS, build_parser
+from deliberation.io import paths
 
 ROOT = paths.repo_root()
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -78,9 +78,9 @@ def test_docstring_references_name_what_exists(path):
 
 
 def test_the_check_finds_a_reference_to_nothing():
-    from deliberation import params
+    from deliberation.inference import generation
 
-    assert resolves("deliberation.inference.generation.generation_settings", params, "func")
-    assert resolves(".inference.cache.request_key", params, "func")
-    assert not resolves("deliberation.inference.generation.stage_settings", params, "func")
-    assert not resolves("no_such_function", params, "func")
+    assert resolves("deliberation.inference.generation.generation_settings", generation, "func")
+    assert resolves(".cache.request_key", generation, "func")
+    assert not resolves("deliberation.inference.generation.stage_settings", generation, "func")
+    assert not resolves("no_such_function", generation, "func")

@@ -65,7 +65,7 @@ def test_a_bug_keeps_its_traceback(monkeypatch) -> None:
 
 
 def test_the_readme_table_lists_every_code() -> None:
-    from deliberation import paths
+    from deliberation.io import paths
 
     readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
     for code in exit_codes.EXIT_CODES:
@@ -74,7 +74,7 @@ def test_the_readme_table_lists_every_code() -> None:
 
 def _writes_a_large_table(target):
     def command(args):
-        from deliberation.atomic import atomic_write_text
+        from deliberation.io.atomic import atomic_write_text
 
         atomic_write_text(target, "accuracy\n" + "0.5\n" * 200_000)  # 800 KB
         return 0

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import model_files
-from deliberation.datasets.fetch import ChecksumMismatch, FetchError
-from deliberation.model_files import MODELS, PinnedModel, fetch_model, is_present, model_path
+from deliberation.inference import model_files
+from deliberation.inference.model_files import (
+    MODELS,
+    PinnedModel,
+    fetch_model,
+    is_present,
+    model_path,
+)
+from deliberation.io.fetch import ChecksumMismatch, FetchError
 
 CONTENT = b"GGUF" + bytes(range(256)) * 64
 

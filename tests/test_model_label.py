@@ -1,4 +1,4 @@
-"""What a profile runs, in words (``deliberation.model_label``): every caption, figure title,
+"""What a profile runs, in words (``deliberation.profiles.model_label``): every caption, figure title,
 banner and sidecar of a real-model profile's outputs names the model, quantisation, engine and
 version from the repository's pins, and says "reduced grid" when the grid is; sim outputs stay
 "synthetic (sim backend)"."""
@@ -11,11 +11,11 @@ import sys
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from deliberation import model_label
-from deliberation.model_files import MODELS
-from deliberation.params import load_profile
-from deliberation.plots import save_figure
-from deliberation.tables import write_table
+from deliberation.inference.model_files import MODELS
+from deliberation.profiles import model_label
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.plots import save_figure
+from deliberation.publish.tables import write_table
 
 SMOLLM = MODELS["smollm2-135m-instruct-q4_1"]
 

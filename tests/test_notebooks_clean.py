@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from deliberation.paths import repo_root
+from deliberation.io.paths import repo_root
 
 NOTEBOOKS = sorted((repo_root() / "notebooks").glob("*.ipynb"))
 HOW_TO_CLEAN = "clear them: jupyter nbconvert --clear-output --inplace notebooks/*.ipynb"

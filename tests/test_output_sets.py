@@ -15,12 +15,12 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from deliberation.atomic import atomic_write_text, recover_folder
-from deliberation.params import load_profile
-from deliberation.plots import save_figure
-from deliberation.processes import HOST_TAG
-from deliberation.provenance import check_output_set
-from deliberation.tables import table_dir, write_table
+from deliberation.io.atomic import atomic_write_text, recover_folder
+from deliberation.io.processes import HOST_TAG
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.plots import save_figure
+from deliberation.publish.provenance import check_output_set
+from deliberation.publish.tables import table_dir, write_table
 
 OLD = pd.DataFrame({"policy": ["R1"], "accuracy": [0.5]})
 NEW = pd.DataFrame({"policy": ["R1", "B4"], "accuracy": [0.75, 0.25]})
@@ -29,8 +29,8 @@ NEW = pd.DataFrame({"policy": ["R1", "B4"], "accuracy": [0.75, 0.25]})
 KILLED_WRITER = """
 import os, sys
 import pandas as pd
-from deliberation.params import load_profile
-from deliberation.tables import write_table
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.tables import write_table
 calls = []
 real_replace = os.replace
 def replace(src, dst):
@@ -149,7 +149,7 @@ def test_figure_sets_are_whole_and_hashed():
 def test_the_same_set_rebuilt_at_another_commit_leaves_the_committed_sidecar_alone(monkeypatch):
     """A run at a later commit that writes the same bytes does not dirty the checkout (its
     sidecar keeps the commit that made them); a set whose content changes names the new one."""
-    import deliberation.provenance as provenance
+    import deliberation.publish.provenance as provenance
 
     monkeypatch.setattr(provenance, "git_state", lambda: ("a" * 40, False))
     sidecar = _write(OLD)["provenance"]

@@ -8,11 +8,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from deliberation.atomic import atomic_path
-from deliberation.params import load_profile
-from deliberation.plots import save_figure
-from deliberation.provenance import SYNTHETIC_LABEL
-from deliberation.tables import write_table
+from deliberation.io.atomic import atomic_path
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.plots import save_figure
+from deliberation.publish.provenance import SYNTHETIC_LABEL
+from deliberation.publish.tables import write_table
 
 FRAME = pd.DataFrame({"policy": ["R1", "B4"], "accuracy": [0.6412, 0.5]})
 
@@ -133,7 +133,7 @@ def test_row_dumps_are_csv_only():
 
 
 def test_released_results_name_their_models_and_source_never_the_sim():
-    from deliberation.provenance import ReleasedSource
+    from deliberation.publish.provenance import ReleasedSource
 
     source = ReleasedSource(
         models=("gpt-oss-120b", "gemma-4-31B-it"),

@@ -9,7 +9,7 @@ import tomllib
 
 import yaml
 
-from deliberation.paths import repo_root
+from deliberation.io.paths import repo_root
 
 ROOT = repo_root()
 

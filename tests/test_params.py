@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import paths
 from deliberation.inference import sim_registry
-from deliberation.params import (
+from deliberation.io import paths
+from deliberation.profiles.profile import (
     ProfileError,
     available_profiles,
     load_profile,
@@ -217,7 +217,7 @@ def test_the_synthetic_marker_cannot_be_set_or_cleared_from_yaml(tmp_path):
 
 def test_a_real_model_profile_pointed_at_serve_sim_is_labelled_synthetic(tmp_path):
     from deliberation.inference import open_run
-    from deliberation.provenance import output_label
+    from deliberation.publish.provenance import output_label
     from deliberation.testing import sim_server_in_thread
 
     with sim_server_in_thread() as server:
@@ -294,7 +294,7 @@ def test_extends_names_a_profile_in_the_same_folder_only(tmp_path, parent):
 
 
 def test_profile_files_stops_at_an_escaping_extends(tmp_path):
-    from deliberation.params import profile_files
+    from deliberation.profiles.profile import profile_files
 
     (tmp_path / "outside.yaml").write_text("backend: sim\nmodel: evil\n")
     folder = tmp_path / "p"

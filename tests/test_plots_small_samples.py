@@ -10,7 +10,7 @@ from matplotlib.container import ErrorbarContainer
 
 from deliberation.experiments.memory.analyses import figures
 from deliberation.experiments.natural import report
-from deliberation.plots import chance_level, interval_errors
+from deliberation.publish.plots import chance_level, interval_errors
 
 
 def _drawn_bars(ax) -> int:

@@ -15,7 +15,7 @@ from deliberation.inference import sim_registry
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.sim_registry import SimContext, declared_parameters
-from deliberation.params import Profile, ProfileError, load_profile
+from deliberation.profiles.profile import Profile, ProfileError, load_profile
 
 SIM_HEAD = "backend: sim\nmodel: m\n"
 OPENAI_HEAD = "backend: openai\nmodel: m\nopenai:\n  base_url: http://127.0.0.1:9/v1\n"

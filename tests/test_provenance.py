@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from deliberation.provenance import git_state
+from deliberation.publish.provenance import git_state
 
 
 def _git(root, *args):

@@ -14,8 +14,8 @@ from helpers.serve_sim import arithmetic_prompt
 
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
-from deliberation.runs import StageCounts, send
+from deliberation.inference.batch import StageCounts, send
+from deliberation.profiles.profile import load_profile
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
 

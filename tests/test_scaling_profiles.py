@@ -12,10 +12,10 @@ from helpers.profile_checks import (
 )
 
 from deliberation.inference.base import backend_class
+from deliberation.io.paths import repo_root
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import format_plan, plan_calls
-from deliberation.params import load_profile, shipped_profiles
-from deliberation.paths import repo_root
+from deliberation.profiles.profile import load_profile, shipped_profiles
 
 # docs/scaling.md (the README links it), one profile per way of running.
 SCALING = {

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from deliberation import paths
-from deliberation.crossprofile import CLASSIC
+from deliberation.benchmarks.crossprofile import CLASSIC
 from deliberation.experiments.memory import run_from_profile
-from deliberation.params import load_profile
+from deliberation.io import paths
+from deliberation.profiles.profile import load_profile
 
 pytestmark = pytest.mark.experiments  # whole sim runs: the `make experiments` lane
 SIM = load_profile("sim")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deliberation.cost import CostModel, GPUThroughput
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import format_plan, plan_calls
 from deliberation.paper.stage_examples import smoke_sized
-from deliberation.throughput import (
+from deliberation.profiles.cost import CostModel, GPUThroughput
+from deliberation.profiles.throughput import (
     fit_throughput,
     load_measured,
     priced_cost,

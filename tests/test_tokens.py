@@ -1,6 +1,11 @@
 """The one token counter: words and single punctuation marks, deterministic."""
 
-from deliberation.tokens import count_tokens, count_tokens_total, tokenize, truncate_tokens
+from deliberation.inference.tokens import (
+    count_tokens,
+    count_tokens_total,
+    tokenize,
+    truncate_tokens,
+)
 
 
 def test_words_and_punctuation_are_separate_tokens():

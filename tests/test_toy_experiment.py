@@ -10,12 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from deliberation import experiments, paths
+from deliberation import experiments
 from deliberation.cli import build_parser, main
 from deliberation.exit_codes import CALLS_FAILED, OK
+from deliberation.io import paths
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import plan_calls
-from deliberation.params import ProfileError, load_profile
+from deliberation.profiles.profile import ProfileError, load_profile
 
 TOY = Path(__file__).parent / "toy_experiment"
 

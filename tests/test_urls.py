@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from deliberation.inference.openai_api import OpenAIBackend
-from deliberation.urls import check_base_url, install_log_redaction, redact_urls
+from deliberation.inference.urls import check_base_url, install_log_redaction, redact_urls
 
 
 @pytest.mark.parametrize(
@@ -38,8 +38,8 @@ def test_every_logger_s_lines_are_redacted_once_installed(logger, caplog):
 
 
 def test_the_command_line_installs_the_redaction(caplog, capsys, monkeypatch):
-    from deliberation import urls
     from deliberation.cli import main
+    from deliberation.inference import urls
 
     original = logging.getLogRecordFactory()
     monkeypatch.setattr(urls, "_installed", False)

@@ -18,8 +18,8 @@ from deliberation import exit_codes
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
 COMMAND_MODULES = [
     "deliberation.inference_commands",
-    "deliberation.crossprofile.commands",
-    "deliberation.datasets.commands",
+    "deliberation.benchmarks.crossprofile.commands",
+    "deliberation.benchmarks.problems.commands",
     "deliberation.experiments.run_command",
     "deliberation.paper.commands",
     "deliberation.results.commands",
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     # HTTP client libraries log one INFO line per request; keep them for --verbose only.
     for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    from deliberation.urls import install_log_redaction
+    from deliberation.inference.urls import install_log_redaction
 
     install_log_redaction()  # no URL credentials in any log line, the HTTP libraries' included
     try:

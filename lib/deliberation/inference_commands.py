@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deliberation import paths
+from deliberation.io import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from deliberation.inference.serve_sim import cli as serve_sim
 
     serve = add_command(subparsers, "serve-sim")
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     serve_sim.add_arguments(serve, load_profile)
     serve.set_defaults(func=serve_sim.run_from_args)
@@ -95,7 +95,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 def _cache_export(args: argparse.Namespace) -> int:
     from deliberation.inference.published import export_responses
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     done = export_responses(load_profile(args.profile), out=args.out)
     print(
@@ -113,7 +113,7 @@ def _cache_export(args: argparse.Namespace) -> int:
 
 def _cache_import(args: argparse.Namespace) -> int:
     from deliberation.inference.published import import_responses, published_profile
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile(args.profile or published_profile(args.file))
     done = import_responses(args.file, profile)
@@ -125,7 +125,7 @@ def _cache_import(args: argparse.Namespace) -> int:
 
 
 def _models_fetch(args: argparse.Namespace) -> int:
-    from deliberation.model_files import MODELS, fetch_model, model_path
+    from deliberation.inference.model_files import MODELS, fetch_model, model_path
 
     unknown = sorted(set(args.only or ()) - set(MODELS))
     if unknown:
@@ -138,7 +138,7 @@ def _models_fetch(args: argparse.Namespace) -> int:
 
 
 def _models_list(args: argparse.Namespace) -> int:
-    from deliberation.model_files import MODELS, is_present, model_path
+    from deliberation.inference.model_files import MODELS, is_present, model_path
 
     for model in MODELS.values():
         state = "present" if is_present(model) else "missing (make models)"
@@ -151,7 +151,7 @@ def _serve(args: argparse.Namespace) -> int:
     import time
 
     from deliberation.inference.model_server import model_server
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile(args.profile)
     if profile.server is None:

@@ -1,5 +1,5 @@
 """``deliberation profile new --base-url URL``: a profile for a running OpenAI-compatible
-server, filled in from what the server answers (:mod:`deliberation.starter_profile`)."""
+server, filled in from what the server answers (:mod:`deliberation.profiles.starter`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _new(args: argparse.Namespace) -> int:
-    from deliberation.starter_profile import new_profile
+    from deliberation.profiles.starter import new_profile
 
     path, facts = new_profile(
         args.base_url,
@@ -50,6 +50,6 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _params_dir() -> Path:
-    from deliberation import paths
+    from deliberation.io import paths
 
     return paths.params_dir()

@@ -19,7 +19,7 @@ from typing import Any
 
 from deliberation.inference.serve_sim.cli import add_arguments, server_from_args
 from deliberation.inference.serve_sim.server import SimServerState
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 _PORT_LINE = re.compile(r"http://[^\s/]+:(\d+)/v1")
 

@@ -26,7 +26,7 @@ from deliberation.inference.openai_api import OpenAIBackend, _AttemptFailed
 from deliberation.inference.serve_sim.server import _error, answer_body
 from deliberation.inference.structured import SERVER_STRUCTURED_MODES
 from deliberation.paper.stage_examples import stage_examples
-from deliberation.params import load_profile, shipped_profiles
+from deliberation.profiles.profile import load_profile, shipped_profiles
 from deliberation.testing import sim_server_in_thread
 
 OPENAI_PROFILES = [n for n in shipped_profiles() if load_profile(n).backend == "openai"]

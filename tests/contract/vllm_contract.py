@@ -65,7 +65,7 @@ def export(out: Path) -> int:
     from deliberation.inference.model_server import ManagedServer
     from deliberation.inference.openai_api import OpenAIBackend
     from deliberation.paper.stage_examples import request_to_dict, stage_examples
-    from deliberation.params import load_profile, shipped_profiles
+    from deliberation.profiles.profile import load_profile, shipped_profiles
 
     cases = []
     planned: dict[tuple[str, int], dict] = {}  # one plan per sampling section and seed

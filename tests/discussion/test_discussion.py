@@ -93,8 +93,8 @@ def test_fact_held_by_an_unknown_agent_is_an_error():
 
 
 def test_serves_crossprofile_tasks_in_their_fact_order():
-    from deliberation.crossprofile import load_bank
-    from deliberation.crossprofile.tasks import derive_tasks
+    from deliberation.benchmarks.crossprofile import load_bank
+    from deliberation.benchmarks.crossprofile.tasks import derive_tasks
 
     templates = load_bank()[:2]
     for task in derive_tasks(templates):

@@ -15,7 +15,7 @@ from deliberation.discussion.statements import (
     spoken_sentences,
     statement_candidates,
 )
-from deliberation.memory import Capacity, MemoryPool, build_memory
+from deliberation.memory_policies import Capacity, MemoryPool, build_memory
 
 AGENTS = ("A1", "A2", "A3", "A4")
 # Facts of the task (F3 is held by two agents, the others by one).

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deliberation.discussion.transcript import MemoryCandidate
-from deliberation.memory import MemoryPool
+from deliberation.memory_policies import MemoryPool
 
 ALL = ("A1", "A2", "A3", "A4")
 OPTIONS = ("Alpha", "Beta", "Gamma")

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from deliberation.inference import make_client
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 def sim_profile(tmp_path: Path, name: str, seed: int = 0, natural: dict | None = None, **planted):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deliberation.paths import repo_root
+from deliberation.io.paths import repo_root
 
 NOTEBOOKS = repo_root() / "notebooks"
 

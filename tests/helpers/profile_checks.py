@@ -4,7 +4,7 @@ own profile in params/ leaves these checks passing)."""
 
 from __future__ import annotations
 
-from deliberation.params import load_profile, shipped_profiles
+from deliberation.profiles.profile import load_profile, shipped_profiles
 
 
 def gpus_needed(profile) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
+from deliberation.io import paths
 
 
 def vouch_for(csv: Path) -> Path:

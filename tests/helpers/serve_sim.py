@@ -19,7 +19,7 @@ from typing import Any
 
 from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.openai_api import OpenAIOptions
-from deliberation.params import Profile
+from deliberation.profiles.profile import Profile
 
 SIM_MODEL = "sim-mechanism"  # the model id params/sim.yaml serves
 

@@ -11,8 +11,8 @@ from deliberation.paper import build, outputs
 
 WRITE_TABLE = """\
 import pandas as pd
-from deliberation.params import load_profile
-from deliberation.tables import write_table
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.tables import write_table
 settings = load_profile(profile)
 write_table(pd.DataFrame({{"x": [{value}]}}), "{table}", profile=settings, caption="t",
             notebook="{stem}", latex=False)

@@ -13,7 +13,7 @@ import pytest
 from deliberation.inference import base, make_client
 from deliberation.inference.base import backend_class, register_backend, registered_backends
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.params import ProfileError, load_profile
+from deliberation.profiles.profile import ProfileError, load_profile
 
 TOY_MODULE = """
 from pydantic import BaseModel, ConfigDict
@@ -116,7 +116,7 @@ def test_unknown_backends_and_bad_targets_are_errors(tmp_path, monkeypatch):
 
 def test_the_sim_path_imports_no_other_backend():
     code = (
-        "import sys; from deliberation.params import load_profile; "
+        "import sys; from deliberation.profiles.profile import load_profile; "
         "from deliberation.inference import make_client; "
         "load_profile('sim'); "
         "print(sorted(m for m in sys.modules if m.endswith(('openai_api', 'vllm_offline'))"

@@ -31,7 +31,7 @@ from deliberation.inference.published import (
     published_path,
     read_published,
 )
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.testing import sim_server_in_thread
 
 REQUESTS = [

@@ -11,7 +11,7 @@ from deliberation.inference import make_client
 from deliberation.inference.base import Message, StructuredOutput
 from deliberation.inference.generation import StageSettings, generation_settings, stage_request
 from deliberation.inference.vllm_offline import VLLMBackend
-from deliberation.params import Profile, Sampling, load_profile
+from deliberation.profiles.profile import Profile, Sampling, load_profile
 from deliberation.testing import sim_server_in_thread
 
 PROFILE_SAMPLING = Sampling(temperature=0.35, top_p=0.85, max_tokens=77)

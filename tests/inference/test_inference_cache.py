@@ -24,7 +24,7 @@ from deliberation.inference.base import (
 )
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.sim import sent_fields
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 IDENTITY = BackendIdentity(
     backend="openai", model="m", revision="r1", base_url="http://127.0.0.1:1/v1"

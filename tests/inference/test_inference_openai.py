@@ -19,7 +19,7 @@ from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend, RetryPolicy, parse_retry_after
 from deliberation.inference.secrets import PLACEHOLDER_KEY, MissingAPIKeyError, read_api_key
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.testing import sim_server_in_thread
 
 FAST = {"timeout_s": 2.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from deliberation.experiments.smoke import arithmetic_items, arithmetic_requests, parse_answer
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.sim import SimBackend, find_behaviour, registered_stages
-from deliberation.params import load_profile
-from deliberation.smoke import arithmetic_items, arithmetic_requests, parse_answer
+from deliberation.profiles.profile import load_profile
 
 
 def test_same_request_same_answer_across_instances():

@@ -491,7 +491,7 @@ def test_real_vllm_answers_a_choice_and_repeats_a_seeded_draw():
 
 
 def test_profile_builds_the_backend_with_its_parallelism(fake_vllm):
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("gpt-oss-120b-vllm")
     backend = VLLMBackend.from_profile(profile)
@@ -577,7 +577,7 @@ def test_chunk_indices_map_back_to_the_batch_and_rejections_stay_in_their_chunk(
 
 
 def test_the_profile_sets_the_chunk_size(fake_vllm):
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("qwen2.5-7b-vllm")
     assert VLLMBackend.from_profile(profile).options.chunk_size == profile.options.chunk_size

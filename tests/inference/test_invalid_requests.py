@@ -11,7 +11,7 @@ from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest, InvalidRequestError
 from deliberation.inference.cache import request_key
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.testing import sim_server_in_thread
 
 BROKEN = "What is 1 + \ud83d?"  # half of a surrogate pair: str holds it, UTF-8 cannot
@@ -56,7 +56,7 @@ def test_a_lone_surrogate_fails_its_request_alone_over_http(tmp_path) -> None:
 
 def test_a_lone_surrogate_fails_alone_through_an_experiment_stage(tmp_path) -> None:
     """Experiments send stages through runs.send, which must not raise on the bad request."""
-    from deliberation.runs import send
+    from deliberation.inference.batch import send
 
     client = make_client(load_profile("sim"), cache_file=tmp_path / "c.sqlite", progress=False)
     counts: list = []

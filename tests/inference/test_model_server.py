@@ -31,7 +31,7 @@ from deliberation.inference.model_server import (
     model_server,
 )
 from deliberation.inference.openai_api import ModelMismatchError, OpenAIBackend, PreflightError
-from deliberation.params import Profile, ProfileError, load_profile
+from deliberation.profiles.profile import Profile, ProfileError, load_profile
 from deliberation.testing import sim_server_in_thread
 
 SERVE_SIM = ("{python}", "-m", "deliberation", "serve-sim", "--port", "{port}")

@@ -20,7 +20,7 @@ from deliberation.inference.base import (
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient, prefix_order
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 
 def _rendered(request: ChatRequest) -> str:

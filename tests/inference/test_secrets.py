@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.openai_api import OpenAIBackend, OpenAIOptions
 from deliberation.inference.secrets import InvalidAPIKeyError, check_env_name, looks_like_a_key
-from deliberation.params import ProfileError, load_profile
+from deliberation.profiles.profile import ProfileError, load_profile
 from deliberation.testing import sim_server_in_thread
 
 # Made-up values shaped like real keys (none is a real credential).

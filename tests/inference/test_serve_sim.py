@@ -18,7 +18,7 @@ from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.serve_sim import FaultOptions, check_loopback
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.structured import openai_structured_extra_body, wire_max_tokens
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.testing import running_sim_server, sim_server_in_thread
 
 

@@ -16,8 +16,8 @@ from deliberation.inference import served_models
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import ModelMismatchError, OpenAIBackend
-from deliberation.params import ProfileError, load_profile
-from deliberation.provenance import provenance_record
+from deliberation.profiles.profile import ProfileError, load_profile
+from deliberation.publish.provenance import provenance_record
 
 SNAPSHOT = "sim-mechanism-2024-08-06"
 FAST = {"timeout_s": 5.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 1}

@@ -119,8 +119,8 @@ def test_a_choice_wrapped_in_json_gets_room_for_the_wrapper_beside_its_own_cap(m
 
 
 def test_the_smoke_notebook_asks_for_its_answer_as_constrained_json_and_reads_it() -> None:
-    from deliberation import smoke
-    from deliberation.params import load_profile
+    from deliberation.experiments import smoke
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("smoke")
     (request,) = smoke.arithmetic_requests(profile, smoke.arithmetic_items(1, seed=0))

@@ -12,14 +12,14 @@ from helpers.failing_server import failing_server
 from helpers.toy_paper import notebook
 
 from deliberation.paper import build, outputs
-from deliberation.paper.report import build_report
+from deliberation.paper.site import build_report
 
 CELL = """\
 import pandas as pd
 from deliberation.inference import open_run
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
-from deliberation.tables import write_table
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.tables import write_table
 settings = load_profile(profile)
 _, client = open_run(load_profile({profile_file!r}), cache_file={cache!r}, progress=False)
 prompts = ["What is 1 + 2?", "What is 2 + 5?"]

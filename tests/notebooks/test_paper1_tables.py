@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.stats import preregistered_tests
 from deliberation.stats.small_samples import withhold_small_intervals
 

@@ -85,7 +85,7 @@ CALLS_CELL = """\
 import time
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 client = make_client(load_profile(profile))
 client.generate([ChatRequest.from_prompt(f"What is {i} + 2?", stage="smoke.arithmetic")
                  for i in range(3)])
@@ -113,7 +113,7 @@ def test_the_terminal_shows_cell_and_calls_and_no_kernel_noise(project, capfd):
 
 ASKS_THE_SERVER = """\
 import urllib.request
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 settings = load_profile(profile)
 with urllib.request.urlopen(settings.options.base_url + "/models", timeout=10) as reply:
     assert reply.status == 200  # the build's server answers inside the notebook
@@ -144,8 +144,8 @@ def test_make_paper_starts_the_profiles_server_once_for_the_build_and_stops_it(
         notebook(folder / f"{name}.ipynb", ASKS_THE_SERVER)
     (folder / "manifest.yaml").write_text(
         "notebooks:\n"
-        "  00_a.ipynb: {experiment: 'deliberation.smoke:run_profile'}\n"
-        "  01_b.ipynb: {experiment: 'deliberation.smoke:run_profile'}\n"
+        "  00_a.ipynb: {experiment: 'deliberation.experiments.smoke:run_profile'}\n"
+        "  01_b.ipynb: {experiment: 'deliberation.experiments.smoke:run_profile'}\n"
     )
     lines: list[str] = []
     with caplog.at_level(logging.INFO, logger="deliberation.inference.model_server"):

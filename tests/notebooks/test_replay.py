@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from deliberation import paths
 from deliberation.inference.published import export_responses, published_path
+from deliberation.io import paths
 from deliberation.paper.build import ReplayIncomplete, build_paper
 from deliberation.paper.replay import replay_published
-from deliberation.params import load_profile, shipped_profiles
+from deliberation.profiles.profile import load_profile, shipped_profiles
 from deliberation.testing import sim_server_in_thread
 
 SMOKE_TABLES = {"smoke_arithmetic.csv", "smoke_arithmetic.md", "smoke_arithmetic.tex",

@@ -12,11 +12,12 @@ import matplotlib.pyplot as plt
 import pytest
 
 from deliberation.inference.cache import ResponseCache
-from deliberation.paper import browser, outputs, report
+from deliberation.paper import browser, outputs
 from deliberation.paper.build import build_paper
 from deliberation.paper.plan import plan_calls
-from deliberation.params import load_profile
-from deliberation.plots import save_figure
+from deliberation.paper.site import build_report
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.plots import save_figure
 
 
 def test_the_plan_printed_first_equals_what_the_notebooks_sent(in_smoke_build):
@@ -60,7 +61,7 @@ def site(in_smoke_build, tmp_path):
     save_figure(fig, "report_check", profile=load_profile("smoke"), caption="a line",
                 notebook="test")  # fmt: skip
     plt.close(fig)
-    return report.build_report("smoke", out=tmp_path / "report")
+    return build_report("smoke", out=tmp_path / "report")
 
 
 def test_report_opens_in_chromium_with_every_image_link_and_banner(

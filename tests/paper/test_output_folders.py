@@ -7,10 +7,10 @@ import os
 import re
 from pathlib import Path
 
-from deliberation import paths
 from deliberation.inference.published import published_path
+from deliberation.io import paths
 from deliberation.paper.build import OUTPUT_ROOT_ENV, output_folders
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PUBLISHED = "smollm2-135m-llamacpp"  # results/<profile>/responses.jsonl.gz is committed
 

@@ -45,7 +45,7 @@ def test_the_power_benchmark_contributes_the_power_tables_time_and_the_zero_effe
     import subprocess
     import sys
 
-    from deliberation import paths
+    from deliberation.io import paths
 
     rows_file = tmp_path / "rows.json"
     script = paths.repo_root() / "benchmarks" / "bench_power.py"

@@ -145,7 +145,7 @@ def test_a_notebook_stopped_by_a_full_disk_ends_the_build_with_exit_7(monkeypatc
 def test_the_build_summary_names_other_model_names_from_the_outputs_provenance():
     import json
 
-    from deliberation import paths
+    from deliberation.io import paths
 
     folder = paths.output_root() / "tables" / "p"
     folder.mkdir(parents=True)

@@ -11,7 +11,6 @@ from collections import Counter
 
 import pytest
 
-from deliberation.cost import APIPrice, CostModel, GPUThroughput, estimate
 from deliberation.inference import make_client
 from deliberation.inference.base import (
     BackendIdentity,
@@ -30,7 +29,8 @@ from deliberation.paper.plan import (
     planning_answerer,
     unshared_prompt_shares,
 )
-from deliberation.params import load_profile
+from deliberation.profiles.cost import APIPrice, CostModel, GPUThroughput, estimate
+from deliberation.profiles.profile import load_profile
 
 
 def experiments():
@@ -289,7 +289,7 @@ def test_planning_logs_no_sent_lines_while_a_run_does(caplog):
     assert plan.totals()["to_send"] > 0
     assert not [r for r in caplog.records if r.getMessage().endswith(" sent")]
     caplog.clear()
-    from deliberation.runs import send
+    from deliberation.inference.batch import send
 
     client = make_client(load_profile("smoke"), progress=False)
     with caplog.at_level("DEBUG"):
@@ -307,8 +307,8 @@ def test_the_plan_and_cache_stats_show_the_servers_prompt_tokens_beside_the_coun
     from helpers.llama_like import SERVER_PROMPT_TOKENS, llama_like_server
     from helpers.serve_sim import openai_profile
 
-    from deliberation import smoke
-    from deliberation.tokens import count_tokens
+    from deliberation.experiments import smoke
+    from deliberation.inference.tokens import count_tokens
 
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path))
     entry = load_manifest()[0]  # 00_smoke

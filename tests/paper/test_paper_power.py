@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from deliberation import hiddenbench
+from deliberation.benchmarks.hiddenbench import tasks as hiddenbench
 from deliberation.paper.power import cluster_banks, default_effects
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.stats.power import designs, power_table
 
 HB = "HiddenBench R1 - B3"
@@ -130,7 +130,7 @@ def test_the_docs_section_replaces_only_the_profiles_marked_part(tmp_path):
 
 
 def test_the_docs_markers_in_docs_power_md_are_those_the_command_writes():
-    from deliberation import paths
+    from deliberation.io import paths
     from deliberation.paper.power import docs_markers
 
     text = (paths.repo_root() / "docs" / "power.md").read_text()

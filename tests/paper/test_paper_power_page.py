@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from deliberation.paper.power import power_curves_figure
-from deliberation.paper.report import build_report
+from deliberation.paper.site import build_report
 from deliberation.stats.power import PowerRow, designs
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from deliberation import pages
+from deliberation.publish import pages
 
 
 def test_a_real_model_profile_is_labelled_as_model_output():

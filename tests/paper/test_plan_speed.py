@@ -10,7 +10,7 @@ from deliberation.inference import structured_answers as structured
 from deliberation.inference.sim import SimBackend
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import plan_calls
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 # One notebook of each kind of protocol: plumbing, a paper-1 grid with relevance labels, a
 # multi-round natural discussion, and DHD's recruiter -> hypothesizer -> integrator chain.
@@ -67,10 +67,10 @@ def test_a_schema_that_is_not_valid_is_still_an_error_every_time():
 def test_the_bank_is_verified_once_and_again_when_a_template_changes(tmp_path, monkeypatch):
     import shutil
 
-    import deliberation.crossprofile as crossprofile
-    from deliberation import paths
-    from deliberation.crossprofile.errors import TemplateError
+    import deliberation.benchmarks.crossprofile as crossprofile
+    from deliberation.benchmarks.crossprofile.errors import TemplateError
     from deliberation.experiments.memory.runs import crossprofile_tasks, verified_bank
+    from deliberation.io import paths
 
     shutil.copytree(paths.templates_dir() / "crossprofile", tmp_path / "crossprofile")
     monkeypatch.setattr(paths, "templates_dir", lambda: tmp_path)

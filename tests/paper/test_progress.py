@@ -24,7 +24,7 @@ def test_a_real_models_plan_is_about(monkeypatch) -> None:
 def test_the_kernels_count_is_of_distinct_prompts(tmp_path, monkeypatch) -> None:
     """A prompt read again (a later cell re-reading a run's relevance labels from the cache:
     notebook 03's 482 extra reads on the sim) counts once, as the plan counts it."""
-    from deliberation import progress
+    from deliberation.inference import call_progress as progress
 
     monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(tmp_path / "calls.json"))
     monkeypatch.setattr(progress, "_counter", progress._CallCounter())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deliberation.inference.base import ChatResponse
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.results import choice_corpus as corpus
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "choice_replies" / "replies.jsonl"

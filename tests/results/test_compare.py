@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from helpers.published import publish_table
 
-from deliberation import paths
 from deliberation.cli import main
+from deliberation.io import paths
 from deliberation.results.compare import compare_profiles, headline_tables, interval_layout
 
 

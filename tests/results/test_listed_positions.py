@@ -10,9 +10,9 @@ import subprocess
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.experiments.memory.prompts import listed_options, task_header
 from deliberation.inference.base import ChatRequest
+from deliberation.io import paths
 from deliberation.results.listed_positions import request_listings, with_listed_positions
 from deliberation.stats.position_bias import position_bias_table
 
@@ -117,7 +117,7 @@ def _csv(text: str) -> pd.DataFrame:
 
 
 def test_the_documented_before_table_is_what_the_published_answers_give(tmp_path):
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
     from deliberation.results.listed_positions import published_listings
 
     answers = tmp_path / "responses.jsonl.gz"
@@ -132,7 +132,7 @@ def test_the_documented_before_table_is_what_the_published_answers_give(tmp_path
 
 def test_the_documented_after_table_is_what_the_committed_answers_give():
     """The rerun with counterbalanced options, from the answers and rows committed now."""
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
     from deliberation.results.listed_positions import published_listings
 
     root = paths.repo_root()

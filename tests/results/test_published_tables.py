@@ -8,11 +8,12 @@ import pandas as pd
 import pytest
 from helpers.published import vouch_for
 
-from deliberation import exit_codes, paths
+from deliberation import exit_codes
 from deliberation.cli import main
-from deliberation.params import load_profile
+from deliberation.io import paths
+from deliberation.profiles.profile import load_profile
+from deliberation.publish.tables import write_table
 from deliberation.results.published_tables import DamagedTableError, read_published_table
-from deliberation.tables import write_table
 
 
 def _written(frame: pd.DataFrame, name: str = "03_accuracy_by_policy"):
@@ -93,7 +94,7 @@ def test_compare_refuses_a_damaged_table_naming_it_with_exit_2(capsys, tmp_path)
 
 
 def test_the_papers_page_and_the_report_refuse_a_damaged_table(tmp_path):
-    from deliberation.paper.report import build_report
+    from deliberation.paper.site import build_report
     from deliberation.results.side_by_side import OurNumber, read_our_number
 
     csv = _written(_accuracy(), name="03_h1_h3")
@@ -120,7 +121,7 @@ def test_replay_refuses_a_damaged_committed_table_before_any_work(tmp_path):
 
 
 def test_the_report_refuses_an_edited_markdown_copy_of_a_table(tmp_path):
-    from deliberation.paper.report import build_report
+    from deliberation.paper.site import build_report
 
     csv = _written(_accuracy())
     markdown = csv.with_suffix(".md")

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from helpers.published import vouch_for
 
-from deliberation import paths
 from deliberation.cli import main
 from deliberation.inference.base import BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
+from deliberation.io import paths
 from deliberation.results.replies import find_replies
 
 CHOICES = ("Ashgrove", "Kingsmere")
@@ -117,8 +117,8 @@ def test_replies_without_a_cache_say_nothing_ran(capsys):
 def test_the_report_links_a_sample_of_replies_per_stage_invalid_first(tmp_path):
     from deliberation.inference import make_client
     from deliberation.inference.cache import request_key
-    from deliberation.paper.report import REPLIES_PER_STAGE, build_report
-    from deliberation.params import load_profile
+    from deliberation.paper.site import REPLIES_PER_STAGE, build_report
+    from deliberation.profiles.profile import load_profile
 
     client = make_client(load_profile("smoke"), progress=False)
     sums = [

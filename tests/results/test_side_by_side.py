@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from helpers.published import publish_table, vouch_for
 
-from deliberation import paths
 from deliberation.cli import main
+from deliberation.io import paths
 from deliberation.paper.outputs import expected_outputs
-from deliberation.paper.report import build_report
+from deliberation.paper.site import build_report
 from deliberation.results.side_by_side import (
     PAPERS_COLUMN,
     README_BEGIN,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.stats.small_samples import interval_note, withhold_small_intervals
 
 
@@ -42,7 +42,7 @@ def test_the_minimum_is_a_setting_and_tables_without_clusters_pass_unchanged() -
 
 
 def test_the_table_writer_withholds_them_in_csv_and_markdown(tmp_path, monkeypatch) -> None:
-    from deliberation import tables
+    from deliberation.publish import tables
 
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path))
     written = tables.write_table(

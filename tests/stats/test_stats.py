@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import deliberation.stats as stats
-from deliberation.crossprofile.simulate import (
+from deliberation.benchmarks.crossprofile.simulate import (
     population_value,
     simulate_results_frame,
 )
-from deliberation.crossprofile.variants import OwnershipVariant
+from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 
 POLICIES = ("R1", "B4", "Random", "R1-rel")
 

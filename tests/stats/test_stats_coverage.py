@@ -1,7 +1,7 @@
 """Coverage of the 95% cluster-bootstrap interval on simulated clustered data with known truth.
 
 Each data set has 60 templates x 2 policies x 8 ownership variants with template and
-template-by-cell heterogeneity (``deliberation.crossprofile.simulate``), a planted H1 interaction of
+template-by-cell heterogeneity (``deliberation.benchmarks.crossprofile.simulate``), a planted H1 interaction of
 0.30 and a planted R1 - B4 difference of 0.05. Percentile intervals from 60 clusters cover a
 little under 95% (about 94.5% here); with 2000 data sets the Monte Carlo SE of the coverage is
 0.5 points, so the 93-97% band is about three SEs either side of that.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deliberation.crossprofile.simulate import population_value, simulate_results_frame
+from deliberation.benchmarks.crossprofile.simulate import population_value, simulate_results_frame
 from deliberation.stats import cluster_bootstrap_many, difference_statistic, interaction_statistic
 
 POLICIES = ("R1", "B4")

@@ -93,7 +93,7 @@ def test_spread_is_estimated_from_rows_with_enough_clusters():
 
 def test_bank_shortfall_is_reported():
     from deliberation.paper.power import default_effects
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("sim")
     effects = default_effects("qwen", {"H3": 2.0})
@@ -149,7 +149,7 @@ def test_spread_falls_back_to_the_sim_rows_then_to_assumed_and_says_so(tmp_path)
 
 
 def test_grid_without_a_limit_is_the_whole_bank_and_unknown_without_one():
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     experiments = load_profile("qwen2.5-7b-vllm").experiments
     assert experiments.hiddenbench.limit is None

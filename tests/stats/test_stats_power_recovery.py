@@ -1,7 +1,7 @@
 """The power the planner states is the rate at which the notebooks' own analysis rejects.
 
 Plant H1 (with H2 and H3 beside it, as notebook 03's Holm family has them) in simulated
-CrossProfile frames (``deliberation.crossprofile.simulate``: template and template-by-cell
+CrossProfile frames (``deliberation.benchmarks.crossprofile.simulate``: template and template-by-cell
 shifts), run :func:`deliberation.stats.preregistered.preregistered_tests` at the grid
 ``deliberation power`` recommends, and compare its Holm-adjusted rejection rate with the power
 :mod:`deliberation.stats.power` states there, within three combined Monte Carlo errors: for
@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from deliberation.crossprofile.simulate import simulate_results_frame
+from deliberation.benchmarks.crossprofile.simulate import simulate_results_frame
 from deliberation.paper.power import default_effects
 from deliberation.stats import power as P
 from deliberation.stats.preregistered import preregistered_tests

@@ -8,11 +8,11 @@ from typing import Any
 import pandas as pd
 from pydantic import Field
 
-from deliberation.atomic import atomic_path
 from deliberation.experiments.record import Experiment, NotebookCall
+from deliberation.inference.batch import run_requests
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.params import Strict
-from deliberation.runs import run_requests
+from deliberation.io.atomic import atomic_path
+from deliberation.profiles.profile import Strict
 
 STAGE = StageSettings("toy.double", max_tokens=8)
 PROMPT = "What is twice {n}? Reply with the number only."

@@ -5,7 +5,7 @@ In a scripted discussion a statement is a fact id; in a free discussion it is a 
 the same point is rarely worded twice the same way. The rules, applied to every message:
 
 1. **Sentences**: a message is split with HiddenBench's sentence rule
-   (:func:`deliberation.hiddenbench.split_sentences`: ``.``, ``!`` or ``?`` before a capital,
+   (:func:`deliberation.benchmarks.hiddenbench.tasks.split_sentences`: ``.``, ``!`` or ``?`` before a capital,
    digit or quote, not after a title or abbreviation); line breaks also end a sentence.
 2. **Normalised text**: Unicode NFKC, case-folded, every run of characters that are not letters
    or digits replaced by one space, trimmed. Two texts are *the same* when their normalised
@@ -123,7 +123,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def sentences(message: str) -> list[str]:
     """Rule 1: the sentences of one message (empty pieces dropped)."""
-    from deliberation.hiddenbench import split_sentences
+    from deliberation.benchmarks.hiddenbench.tasks import split_sentences
 
     out: list[str] = []
     for line in message.splitlines():

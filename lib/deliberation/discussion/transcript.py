@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 
 def holder_tag(holders: Sequence[str]) -> str:

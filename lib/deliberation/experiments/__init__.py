@@ -9,7 +9,7 @@ Each package owns its options, tasks, runs, prompts, analyses and sim behaviour,
 :class:`~.record.Experiment` record naming them. :data:`REGISTRY` names each record by import
 path (the way ``inference/base.py`` names backends), so ``inference/`` imports no experiment.
 From the records come each profile section's options model (:func:`experiment_options`, which
-the profile loader ``deliberation.params`` validates with), the sim behaviour modules (given to
+the profile loader ``deliberation.profiles.profile`` validates with), the sim behaviour modules (given to
 ``inference/sim_registry.py``, which imports them on first lookup), ``deliberation run <name>``
 (:mod:`.run_command`), and the notebooks' experiment calls (``paper/manifest.py``). A new
 experiment is one folder and one line: :data:`REGISTRY` or :func:`register_experiment`.
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from deliberation.experiments.record import Experiment, NotebookCall, load_object
 from deliberation.inference.sim_registry import (
     register_behaviour_modules,
+    register_behaviour_paths,
     register_behaviour_source,
 )
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 # registered memory benchmark). One line per experiment package.
 REGISTRY: list[str | Experiment] = [
     "deliberation.experiments.memory.experiment:memory_experiments",
-    "deliberation.experiments.natural.experiment:EXPERIMENT",
+    "deliberation.experiments.natural.experiment:natural_experiment",
     "deliberation.experiments.dhd.experiment:EXPERIMENT",
 ]
 
@@ -80,6 +81,7 @@ def experiments() -> dict[str, Experiment]:
                 raise ValueError(f"experiment {record.name!r} registered twice")
             found[record.name] = record
             register_behaviour_modules(*record.sim_behaviours)
+            register_behaviour_paths(record.sim_stages)
     return found
 
 

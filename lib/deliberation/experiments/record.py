@@ -3,7 +3,7 @@
 An experiment package exports one record (or, like the memory experiment, one per benchmark) and
 the registry (:mod:`deliberation.experiments`) names it in one line. From the records come the
 profile's ``experiments.<name>`` sections (``Experiment.options``), the sim behaviour modules
-(``Experiment.sim_behaviours``), ``deliberation run <name>`` (:mod:`.run_command`: one generic
+(``Experiment.sim_behaviours``, or behaviours named per stage: ``Experiment.sim_stages``), ``deliberation run <name>`` (:mod:`.run_command`: one generic
 skeleton, the experiment adds only its flags and its printed summary), the manifest's experiment
 entries (``Experiment.notebooks``) and with them ``deliberation plan`` and ``make paper``.
 
@@ -16,7 +16,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deliberation.inference.sim_registry import BehaviourPath
 
 
 def load_object(path: str) -> Any:
@@ -61,6 +64,7 @@ class Experiment:
     quick_try: str | None = None
     stages: tuple[str, ...] = ()  # stage prefixes its requests carry (part of each cache key)
     sim_behaviours: tuple[str, ...] = ()  # modules registering its sim behaviours / PARAMETERS
+    sim_stages: Mapping[str, BehaviourPath] = field(default_factory=dict)  # stage -> behaviour
     notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls
     smoke: Mapping[str, Any] = field(default_factory=dict)  # its options in the smoke profile
     bound: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments runner always gets

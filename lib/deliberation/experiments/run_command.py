@@ -54,7 +54,7 @@ def run_command(args: argparse.Namespace) -> int:
     :data:`~deliberation.exit_codes.BAD_INPUT` when the options or the data do not fit."""
     from deliberation.exit_codes import BAD_INPUT
     from deliberation.inference.model_server import model_server
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile(args.profile)
     record = experiment(args.experiment)
@@ -72,9 +72,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, loaded, options: dict, quick: str | None) -> int:
-    from deliberation import paths
     from deliberation.exit_codes import BAD_INPUT, CALLS_FAILED, OK, CommandError
     from deliberation.inference import open_run
+    from deliberation.io import paths
 
     record = experiment(args.experiment)
     command = f"deliberation run {record.name}"

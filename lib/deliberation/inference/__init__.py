@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deliberation import paths
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -26,6 +25,7 @@ from deliberation.inference.base import (
 )
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import CachedClient
+from deliberation.io import paths
 
 __all__ = [
     "Backend",

@@ -214,7 +214,7 @@ OnResponse = Callable[[int, ChatResponse], None]
 
 
 class RunProfile(Protocol):
-    """What the inference layer reads of a profile (:class:`deliberation.params.Profile` is
+    """What the inference layer reads of a profile (:class:`deliberation.profiles.profile.Profile` is
     one). Named here rather than imported: the profile loader validates a profile's backend and
     server sections through this package's registries, so this package never imports it."""
 
@@ -283,7 +283,7 @@ class Backend(abc.ABC):
 
     @classmethod
     def from_profile(cls, profile: Any) -> Backend:
-        """Build the backend from a :class:`deliberation.params.Profile` (its ``options`` are
+        """Build the backend from a :class:`deliberation.profiles.profile.Profile` (its ``options`` are
         an instance of ``cls.Options``)."""
         raise NotImplementedError(f"{cls.__name__} cannot be built from a profile")
 

@@ -66,7 +66,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from deliberation import disk, exit_codes
+from deliberation import exit_codes
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -75,8 +75,9 @@ from deliberation.inference.base import (
     InvalidRequestError,
     unencodable_text,
 )
-from deliberation.processes import HOST, process_alive
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
+from deliberation.io import disk
+from deliberation.io.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)
 
@@ -1097,7 +1098,7 @@ class ResponseCache:
         """Calls (paid), hits, tokens, latency and outstanding failures (requests still without
         an answer) by profile and stage. ``prompt_tokens`` is what the backend reported (a real
         server's own tokenizer); ``counted_prompt_tokens`` is the project's model-free counter
-        (:mod:`deliberation.tokens`, which budgets use) over the same prompts, so the two can
+        (:mod:`deliberation.inference.tokens`, which budgets use) over the same prompts, so the two can
         be compared."""
         with self._reading():
             answered = pd.read_sql_query(

@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from deliberation import disk
 from deliberation.inference import served_models
 from deliberation.inference.base import (
     NO_SEND_ENV,
@@ -49,8 +48,9 @@ from deliberation.inference.base import (
     sending_forbidden,
 )
 from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
+from deliberation.inference.call_progress import calls_done, progress_bar
 from deliberation.inference.failures import FailedCall, FailedCalls
-from deliberation.progress import calls_done, progress_bar
+from deliberation.io import disk
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deliberation import paths
+from deliberation.io import paths
 
 
 class ServedProfile(Protocol):

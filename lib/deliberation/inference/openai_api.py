@@ -111,7 +111,7 @@ from deliberation.inference.structured import (
     wire_seed,
 )
 from deliberation.inference.structured_answers import parse_structured_text
-from deliberation.urls import check_base_url, install_log_redaction
+from deliberation.inference.urls import check_base_url, install_log_redaction
 
 log = logging.getLogger(__name__)
 

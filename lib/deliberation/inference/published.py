@@ -38,8 +38,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from deliberation import paths
-from deliberation.atomic import atomic_path
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -53,6 +51,8 @@ from deliberation.inference.base import (
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.openai_api import reply_byte_limit
 from deliberation.inference.structured_answers import parse_structured_text
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_path
 
 FORMAT = "deliberation-responses"
 VERSION = 1

@@ -41,8 +41,8 @@ from deliberation.inference.sim_registry import (
     seed_view,
     sim_behaviour,
 )
+from deliberation.inference.tokens import count_tokens, truncate_tokens
 from deliberation.seeds import stable_seed
-from deliberation.tokens import count_tokens, truncate_tokens
 
 __all__ = [
     "SimAnswer",

@@ -19,6 +19,10 @@ the only ones a profile's ``sim.parameters`` may set (any other is an error nami
         correct = context.rng.random() < context.param("smoke_accuracy")
 
 Two modules may declare the same name only with the same default.
+
+A behaviour serving a family of stages (one per registered benchmark: ``<benchmark>.decision``,
+...) is named by path instead (:func:`register_behaviour_paths`, :class:`BehaviourPath`), so a
+benchmark registered later gets its stages without any module being imported twice.
 """
 
 from __future__ import annotations
@@ -118,6 +122,29 @@ def register_behaviour_modules(*modules: str) -> None:
     BEHAVIOUR_MODULES.extend(m for m in modules if m not in BEHAVIOUR_MODULES)
 
 
+@dataclass(frozen=True)
+class BehaviourPath:
+    """A behaviour (and its seed view) named as ``"module:attribute"``, imported on first lookup."""
+
+    behaviour: str
+    seed_view: str | None = None
+
+
+_PENDING: dict[str, BehaviourPath] = {}
+
+
+def register_behaviour_paths(stages: Mapping[str, BehaviourPath]) -> None:
+    """Name the behaviour of each stage by path; a stage already served is left as it is."""
+    for stage, path in stages.items():
+        if stage not in _BEHAVIOURS and _PENDING.get(stage, path) == path:
+            _PENDING[stage] = path
+
+
+def _load(path: str) -> Any:
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 # Functions naming more such modules, asked once at the first lookup (the experiments registry
 # names its records' modules so: reading the records at import would import the experiments).
 _SOURCES: list[Callable[[], Iterable[str]]] = []
@@ -133,6 +160,11 @@ def _import_registered() -> None:
     global _imported
     while _SOURCES:
         register_behaviour_modules(*_SOURCES.pop(0)())
+    while _PENDING:
+        stage, path = _PENDING.popitem()
+        if stage not in _BEHAVIOURS:
+            view = None if path.seed_view is None else _load(path.seed_view)
+            sim_behaviour(stage, seed_view=view)(_load(path.behaviour))
     names = tuple(BEHAVIOUR_MODULES)
     if names == _imported:
         return

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
-from deliberation.atomic import atomic_write_text
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
 
 COLUMNS = ["benchmark", "measure", "value", "side by side", "goal"]
 

@@ -45,16 +45,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deliberation import exit_codes, paths
-from deliberation.atomic import atomic_write_text
+from deliberation import exit_codes
 from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
 from deliberation.inference.model_server import model_server, preflight_now
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select
 from deliberation.paper.outputs import missing_outputs, unlisted_outputs
 from deliberation.paper.progress import INTERVAL_S, NotebookProgress, reporting
-from deliberation.params import Profile, load_profile, profile_files
-from deliberation.provenance import incomplete_record, mark_incomplete
+from deliberation.profiles.profile import Profile, load_profile, profile_files
+from deliberation.publish.provenance import incomplete_record, mark_incomplete
 
 Printer = Callable[[str], None]
 # Flushed line by line: `make paper` is often piped (tee, CI), and progress lines must not wait.
@@ -429,7 +430,7 @@ def build_paper(
         for line in format_plan(the_plan):
             out(line)
         out("")
-        # Distinct prompts, as the kernels' progress counts them (deliberation.progress).
+        # Distinct prompts, as the kernels' progress counts them (deliberation.inference.call_progress).
         prompts: dict[str, set[str]] = {}
         for call in the_plan.calls:
             if call.key:

@@ -66,7 +66,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """Errors that name a file and field: printed as one line, never as a traceback."""
     from deliberation.paper.manifest import ManifestError
     from deliberation.paper.outputs import OutputListError
-    from deliberation.params import ProfileError
+    from deliberation.profiles.profile import ProfileError
 
     return (ManifestError, OutputListError, ProfileError)
 
@@ -88,7 +88,7 @@ def _reported(command):
 def _paper(args: argparse.Namespace) -> int:
     from deliberation.inference import require_backend
     from deliberation.paper.build import build_paper, output_folders
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile(args.profile)
     require_backend(profile)  # before the plan: no vLLM, no notebook runs
@@ -133,7 +133,7 @@ def _plan(args: argparse.Namespace) -> int:
             for line in power_beside_plan(plan):
                 print(line, flush=True)
         if args.csv:
-            from deliberation.atomic import atomic_write_text
+            from deliberation.io.atomic import atomic_write_text
 
             atomic_write_text(args.csv, plan.table().to_csv(index=False))
     if rows:
@@ -157,7 +157,7 @@ def power_beside_plan(plan) -> list[str]:
 
 @_reported
 def _report(args: argparse.Namespace) -> int:
-    from deliberation.paper.report import build_report
+    from deliberation.paper.site import build_report
 
     index = build_report(args.profile, out=args.out, power=not args.no_power)
     print(f"report: {index}")

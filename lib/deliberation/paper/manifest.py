@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from deliberation import paths
-from deliberation.yaml_errors import describe_yaml_error, yaml_error_location
+from deliberation.io import paths
+from deliberation.io.yaml_errors import describe_yaml_error, yaml_error_location
 
 MANIFEST_NAME = "manifest.yaml"
 NOTEBOOK_PATTERN = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation import paths
+from deliberation.io import paths
 from deliberation.paper.manifest import data_files
 
 BEGIN, END = "<!-- outputs:begin -->", "<!-- outputs:end -->"

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.cost import amount, duration_warning, estimate
 from deliberation.inference import cache_path
 from deliberation.inference.base import (
     Backend,
@@ -38,10 +37,11 @@ from deliberation.inference.base import (
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import keys_or_failures, prefix_order
 from deliberation.inference.sim import SimBackend
+from deliberation.inference.tokens import count_tokens
 from deliberation.paper.manifest import NotebookEntry, load_manifest
-from deliberation.params import Profile, load_profile
-from deliberation.throughput import priced_cost
-from deliberation.tokens import count_tokens
+from deliberation.profiles.cost import amount, duration_warning, estimate
+from deliberation.profiles.profile import Profile, load_profile
+from deliberation.profiles.throughput import priced_cost
 
 ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"

@@ -75,7 +75,7 @@ def parse_effects(items: Sequence[str]) -> dict[str, float]:
 def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | None, str]]:
     """Calls and cost of each row's recommended grid: the plan's calls of the test's notebook
     scaled by recommended / current size (calls grow linearly with clusters and replays)."""
-    from deliberation.cost import amount, estimate
+    from deliberation.profiles.cost import amount, estimate
 
     if plan is None:
         return [(None, "not planned (--no-plan)") for _ in rows]
@@ -139,8 +139,8 @@ def power_frame(rows: Sequence, costs: Sequence[tuple[int | None, str]]):
 def cluster_banks() -> tuple[dict[str, int], list[str]]:
     """The most clusters per dimension that exist: CrossProfile's main templates and, when its
     file is here (``make data``, or the shared copies), HiddenBench's tasks; and what is missing."""
-    from deliberation.datasets.items import DatasetNotFoundError
-    from deliberation.hiddenbench import default_path, load_hiddenbench
+    from deliberation.benchmarks.hiddenbench.tasks import default_path, load_hiddenbench
+    from deliberation.benchmarks.problems.items import DatasetNotFoundError
     from deliberation.stats.power import DEFAULT_BANKS
 
     banks = dict(DEFAULT_BANKS)
@@ -175,8 +175,8 @@ def run_power(
     """(rows, table, lines): the power rows, the CSV table and the lines the command prints.
     ``plan``: a :class:`deliberation.paper.plan.Plan` already made, True to make one, False for
     none; ``compact``: without the per-test sources (``deliberation plan`` prints it so)."""
-    from deliberation.params import load_profile
-    from deliberation.paths import output_root
+    from deliberation.io.paths import output_root
+    from deliberation.profiles.profile import load_profile
     from deliberation.stats.power import power_table
 
     profile = load_profile(profile_name) if isinstance(profile_name, str) else profile_name
@@ -358,7 +358,7 @@ def write_docs_section(path: Path, profile: str, section: str) -> None:
     the page once each, so a misplaced section is an error, not a duplicate."""
     import re
 
-    from deliberation.atomic import atomic_write_text
+    from deliberation.io.atomic import atomic_write_text
 
     begin, end = docs_markers(profile)
     text = path.read_text(encoding="utf-8")
@@ -371,8 +371,8 @@ def write_docs_section(path: Path, profile: str, section: str) -> None:
 def _power(args: argparse.Namespace) -> int:
     import sys
 
-    from deliberation.atomic import atomic_write_text
     from deliberation.exit_codes import BAD_INPUT
+    from deliberation.io.atomic import atomic_write_text
 
     try:
         effects = parse_effects(args.effect)
@@ -387,7 +387,7 @@ def _power(args: argparse.Namespace) -> int:
     if args.csv:
         atomic_write_text(Path(args.csv), frame.to_csv(index=False))
     if args.docs:
-        from deliberation.params import load_profile
+        from deliberation.profiles.profile import load_profile
 
         profile = load_profile(args.profile).name
         command = " ".join(

@@ -3,7 +3,7 @@
 The notebook runs in a kernel (another process), so the two halves meet in files: papermill
 reports each cell as it starts through the engine below (registered as ``deliberation``), and
 the kernel's model client counts its calls into the file named by ``DELIBERATION_PROGRESS_FILE``
-(``deliberation.progress``). A ticker thread prints one line when something changed and at
+(``deliberation.inference.call_progress``). A ticker thread prints one line when something changed and at
 least ``interval_s`` passed, so a long notebook is never silent and a short one prints nothing
 extra.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from papermill.engines import NBClientEngine, papermill_engines
 
-from deliberation.progress import PROGRESS_FILE_ENV, read_calls
+from deliberation.inference.call_progress import PROGRESS_FILE_ENV, read_calls
 
 ENGINE_NAME = "deliberation"
 INTERVAL_S = 15.0

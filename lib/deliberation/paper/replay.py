@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deliberation import paths
 from deliberation.inference.published import ImportResult, import_responses, published_path
+from deliberation.io import paths
 from deliberation.paper.build import BuildResult, build_paper
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.results.published_tables import check_tables
 
 Printer = Callable[[str], None]

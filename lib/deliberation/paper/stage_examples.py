@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from deliberation.inference.base import ChatRequest
-from deliberation.params import Profile, load_profile
+from deliberation.profiles.profile import Profile, load_profile
 
 
 def smoke_sized(profile: Profile | str) -> Profile:

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation.answer_parsing import parse_choice
-from deliberation.atomic import atomic_path
 from deliberation.discussion import memory_candidates, scripted_discussion
 from deliberation.experiments.memory.decision import render_decision_prompt
 from deliberation.experiments.natural import prompts as natural_prompts
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.memory import Capacity, MemoryPool, budget_tokens, build_memory
+from deliberation.io.atomic import atomic_path
+from deliberation.memory_policies import Capacity, MemoryPool, budget_tokens, build_memory
 
 # Cells per CrossProfile task: first-mention memories of growing budget share their prompt's
 # prefix (the server reuses it), the other policies vary what the notes hold.
@@ -163,8 +163,8 @@ def corpus_prompts(
 ) -> list[CorpusPrompt]:
     """The corpus's prompts: one ownership variant per CrossProfile template (cycling over the
     eight), the HiddenBench tasks, and votes on CrossProfile and HiddenBench tasks."""
-    from deliberation.experiments.memory.benchmarks.crossprofile import crossprofile_tasks
-    from deliberation.hiddenbench import load_hiddenbench
+    from deliberation.benchmarks.crossprofile.memory import crossprofile_tasks
+    from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
 
     by_template: dict[str, list[Any]] = {}
     for task in crossprofile_tasks("all", seed=seed):

@@ -162,7 +162,7 @@ def _compare_with_papers(args: argparse.Namespace) -> int:
 def _collect_corpus(args: argparse.Namespace) -> int:
     from deliberation.inference import make_client
     from deliberation.inference.model_server import model_server
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
     from deliberation.results import choice_corpus as corpus
 
     profile = load_profile(args.profile)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
+from deliberation.io import paths
 from deliberation.results.published_tables import (  # noqa: F401 (part of this module's API)
     NUMERIC_KEYS,
     STATISTICS,
@@ -145,8 +145,8 @@ def _synthetic(profile: str) -> bool:
     machine), from their provenance sidecars."""
     import json
 
-    from deliberation.pages import run_label
-    from deliberation.params import ProfileError
+    from deliberation.profiles.profile import ProfileError
+    from deliberation.publish.pages import run_label
 
     try:
         return run_label(profile).synthetic
@@ -209,8 +209,8 @@ def comparison_html(comparison: Comparison) -> str:
 
 def write_comparison_page(comparison: Comparison, out: Path | None = None) -> Path:
     """``build/report/compare-<P1>-<P2>.../index.html`` (self-contained, like ``make report``)."""
-    from deliberation.atomic import atomic_write_text
-    from deliberation.pages import CSS, RunLabel, page
+    from deliberation.io.atomic import atomic_write_text
+    from deliberation.publish.pages import CSS, RunLabel, page
 
     folder = out or paths.build_dir() / "report" / ("compare-" + "-".join(comparison.profiles))
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from deliberation.benchmarks.memory_rows import answer_position
 from deliberation.experiments.memory.prompts import listed_options
-from deliberation.experiments.memory.rows import answer_position
 from deliberation.inference.base import ChatRequest
 
 

@@ -1,7 +1,7 @@
 """Published tables are checked before anything reads them (compare, the report, replay).
 
 A table's CSV was written beside its provenance sidecar (``<stem>.provenance.json``), which
-holds the sha256 of every file of the set (:func:`deliberation.provenance.provenance_record`).
+holds the sha256 of every file of the set (:func:`deliberation.publish.provenance.provenance_record`).
 A reader that took a damaged table at its word would show a NaN accuracy as a missing row, an
 estimate without its interval, or a whole table as "no intervals", and exit 0. So each table is
 refused, naming it, when
@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation import exit_codes
-from deliberation.provenance import check_output_set
+from deliberation.publish.provenance import check_output_set
 from deliberation.stats.small_samples import NOTE_COLUMN
 
 COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
@@ -217,7 +217,7 @@ def read_published_table(csv: Path) -> pd.DataFrame:
 
 def check_file_set(sidecar: Path) -> None:
     """Refuse a set (CSV, Markdown, LaTeX) whose sidecar names a file that is missing or whose
-    bytes differ from the hash it holds (:func:`deliberation.provenance.check_output_set`)."""
+    bytes differ from the hash it holds (:func:`deliberation.publish.provenance.check_output_set`)."""
     try:
         problems = check_output_set(sidecar)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

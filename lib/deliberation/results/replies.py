@@ -22,11 +22,11 @@ from typing import Literal
 
 import pandas as pd
 
-from deliberation import paths
 from deliberation.inference.base import StructuredOutput
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.structured_answers import parse_structured_text
-from deliberation.params import Profile, load_profile
+from deliberation.io import paths
+from deliberation.profiles.profile import Profile, load_profile
 
 State = Literal["invalid", "failed", "valid", "unchecked"]
 STATES: tuple[State, ...] = ("invalid", "failed", "valid", "unchecked")  # --invalid-first order

@@ -31,10 +31,10 @@ from pydantic import (
     model_validator,
 )
 
-from deliberation import paths
-from deliberation.atomic import atomic_write_text
-from deliberation.pages import CSS, RunLabel, page
-from deliberation.provenance import SYNTHETIC_LABEL
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
+from deliberation.publish.pages import CSS, RunLabel, page
+from deliberation.publish.provenance import SYNTHETIC_LABEL
 from deliberation.results.published_tables import read_published_table
 from deliberation.stats.small_samples import MIN_CLUSTERS, NOTE_COLUMN
 
@@ -142,7 +142,7 @@ def _field(loc: tuple, raw: object) -> str:
 def load_paper_numbers(path: Path | None = None) -> PaperNumbers:
     """The papers' headline numbers, validated strictly (unknown fields, missing fields, a value
     outside its interval and repeated ids are errors naming the file and the field)."""
-    from deliberation.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
+    from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
     path = Path(path or PAPER_NUMBERS)
     try:

@@ -39,7 +39,7 @@ import pandas as pd
 
 # SDs used when a profile has no published rows for a test (or too few clusters to estimate):
 # the cluster level and the cluster-to-cluster spread of the contrast, on the 0-1 scale (those
-# of deliberation.crossprofile.simulate's uniform(-0.1, 0.1) shifts).
+# of deliberation.benchmarks.crossprofile.simulate's uniform(-0.1, 0.1) shifts).
 ASSUMED_SD = {"level": 0.1 / math.sqrt(3), "contrast": 0.1 / math.sqrt(3)}
 MIN_CLUSTERS_TO_ESTIMATE = 5
 CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile

@@ -34,7 +34,7 @@ def _run(url: str, folder):
         profile=profile.name,
         progress=False,
     )
-    results = run_dhd(client, profile, ITEMS, folder / "pools", stages=("pool", "replay"))
+    results = run_dhd(profile, client, ITEMS, folder / "pools", stages=("pool", "replay"))
     return results, client
 
 

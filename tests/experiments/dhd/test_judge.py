@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation.datasets import load
+from deliberation.benchmarks.problems import load
 from deliberation.experiments.dhd import judge, prompts
 from deliberation.inference.base import ChatRequest
-from deliberation.paths import shared_data_dir
+from deliberation.io.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.generation import stage_request
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PROFILE = load_profile("sim")
 
@@ -127,7 +127,7 @@ def test_a_masked_answer_adds_no_mention_of_it_to_the_prompt(tmp_path):
     the prompt without the message (other messages may state it too), whenever not flagged."""
     items = synthetic.synthetic_bank(12, seed=4)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(_client(tmp_path), PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, _client(tmp_path), items, PoolStore(tmp_path / "pools"))
     checked = flagged = 0
     for pool in pools.values():
         text = problem_text(by_id[pool.problem_id])
@@ -165,7 +165,7 @@ def test_the_sim_integrator_loses_exactly_the_masked_component(tmp_path):
     items = synthetic.synthetic_bank(10, seed=6)
     by_id = {item.id: item for item in items}
     pools, _ = build_pools(
-        _client(tmp_path, **parameters), PROFILE, items, PoolStore(tmp_path / "p")
+        PROFILE, _client(tmp_path, **parameters), items, PoolStore(tmp_path / "p")
     )
     backend = SimBackend(parameters=parameters)
     differs = 0
@@ -203,14 +203,14 @@ def test_masking_the_reasoning_of_planted_helpful_messages_removes_their_help(tm
     client = _client(tmp_path, **parameters)
     items = synthetic.synthetic_bank(60, seed=1)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     repeated = [r for pool in pools.values() for r in repeated_design(pool, blocks=3)]
-    rows = run_replays(client, PROFILE, by_id, pools, repeated)
+    rows = run_replays(PROFILE, client, by_id, pools, repeated)
     values = labels.trajectory_values(rows)
     cases = masking.choose_cases(values, proposal_rows(by_id, pools), per_cell=10)
     assert (cases["cell"] == "wrong-helpful").sum() == 10
     assert (cases.loc[cases["cell"] == "wrong-helpful", "value"] >= 0.5).all()
-    masked, cases = masking.run_masking(client, PROFILE, by_id, pools, cases, replicates=5)
+    masked, cases = masking.run_masking(PROFILE, client, by_id, pools, cases, replicates=5)
     assert set(masked["cell"]) == set(cases["cell"])
     table = masking.masking_table(masked, n_resamples=1000).set_index(["cell", "arm"])
     helpful = table.loc["wrong-helpful"]

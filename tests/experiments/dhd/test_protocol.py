@@ -14,7 +14,7 @@ from deliberation.inference.base import ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PROFILE = load_profile("sim")
 
@@ -45,9 +45,9 @@ def _run_loo(tmp_path, n: int, **parameters):
     client = _client(tmp_path, **parameters)
     items = synthetic.synthetic_bank(n, seed=11)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in leave_one_out_design(pool)]
-    rows = run_replays(client, PROFILE, by_id, pools, replays)
+    rows = run_replays(PROFILE, client, by_id, pools, replays)
     cells = labels.six_cells(labels.leave_one_out_effects(rows), proposal_rows(by_id, pools))
     return labels.helpful_share(cells).set_index(["benchmark", "proposal"])
 
@@ -57,10 +57,10 @@ def test_pools_are_built_once_and_a_second_run_sends_nothing(tmp_path):
     client = _client(tmp_path, backend)
     items = synthetic.synthetic_bank(6, seed=1)
     store = PoolStore(tmp_path / "pools")
-    pools, counts = build_pools(client, PROFILE, items, store)
+    pools, counts = build_pools(PROFILE, client, items, store)
     assert counts.problems == 6 and counts.messages == 30
     sent = backend.sent
-    again, _ = build_pools(client, PROFILE, items, store)
+    again, _ = build_pools(PROFILE, client, items, store)
     assert again == pools and backend.sent == sent
     assert len({m.role.name for m in pools[items[0].id].messages}) == 5
 
@@ -73,19 +73,19 @@ def test_a_pool_drawn_by_other_requests_is_refused_naming_its_file(tmp_path):
     client = _client(tmp_path)
     items = synthetic.synthetic_bank(2, seed=3)
     store = PoolStore(tmp_path / "pools")
-    build_pools(client, PROFILE, items, store)
-    build_pools(client, PROFILE, items, store)  # the same requests: reused
+    build_pools(PROFILE, client, items, store)
+    build_pools(PROFILE, client, items, store)  # the same requests: reused
     capped = PROFILE.model_copy(
         update={"sampling": PROFILE.sampling.model_copy(update={"max_tokens": 64})}
     )
     with pytest.raises(StalePoolError, match=str(store.path("synthetic", items[0].id))):
-        build_pools(client, capped, items, store)
+        build_pools(capped, client, items, store)
 
 
 def test_unparseable_replies_are_kept_as_they_came_back_and_counted(tmp_path):
     client = _client(tmp_path, dhd_format_error=1.0)
     items = synthetic.synthetic_bank(3, seed=2)
-    pools, counts = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, counts = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     assert counts.parse_failures == 15
     message = pools[items[0].id].messages[0]
     assert message.present and message.hypothesis is None and "Key idea" in message.parse_error
@@ -98,7 +98,7 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
     items = synthetic.synthetic_bank(2, seed=5)
     by_id = {item.id: item for item in items}
     build = _client(tmp_path)
-    pools, _ = build_pools(build, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, build, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in repeated_design(pool, blocks=3)]
     # Fail the second full call of block 1 (replicate 3) and message 2's removal in block 2
     # (replicate 4).
@@ -114,7 +114,7 @@ def test_a_failed_integrator_call_keeps_every_pairing_right(tmp_path):
             _matches(request, pools[r.problem_id], r, by_id) for r in targets.values()
         )
     )
-    rows = run_replays(_client(tmp_path / "second", backend), PROFILE, by_id, pools, replays)
+    rows = run_replays(PROFILE, _client(tmp_path / "second", backend), by_id, pools, replays)
     assert rows["valid"].eq(0).sum() == 2
     assert set(rows.loc[rows["valid"] == 0, "error"].str[:23]) == {"integrator call failed:"}
     # Recompute by hand: pair each removal with the valid full calls of its own block.
@@ -169,8 +169,8 @@ def test_an_integrator_that_ignores_reasoning_gets_no_help_from_wrong_messages(t
 def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, benchmark):
     """Loader, prompts, sim and grader together on three real items (the sim's answers to real
     problems are noise; only the plumbing is checked)."""
-    from deliberation import paths
     from deliberation.experiments.dhd.run import load_problems
+    from deliberation.io import paths
 
     shared = paths.shared_data_dir()
     if shared is None or not (shared / benchmark).exists():
@@ -178,10 +178,10 @@ def test_real_benchmark_items_run_through_the_whole_protocol_as_noise(tmp_path, 
     items = load_problems(benchmark, 3, root=shared / benchmark)
     by_id = {item.id: item for item in items}
     client = _client(tmp_path)
-    pools, counts = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, counts = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     assert counts.problems == 3 and counts.call_failures == 0 and counts.recruiter_failures == 0
     replays = [r for p in pools.values() for r in leave_one_out_design(p)]
-    rows = run_replays(client, PROFILE, by_id, pools, replays)
+    rows = run_replays(PROFILE, client, by_id, pools, replays)
     assert len(rows) == 3 * sum(k + 1 for k in (2, 3, 4, 5))  # one full call + K removals
     graded = rows[rows["valid"] == 1]
     assert set(graded["correct"].dropna()) <= {0, 1}

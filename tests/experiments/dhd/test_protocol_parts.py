@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.experiments.dhd import synthetic
 from deliberation.experiments.dhd.labels import (
     helpful_share,
@@ -37,8 +36,9 @@ from deliberation.experiments.dhd.replay import (
     repeated_design,
     single_message_design,
 )
+from deliberation.inference.tokens import count_tokens
+from deliberation.io import paths
 from deliberation.stats.permutation import _permuted, max_statistic_test
-from deliberation.tokens import count_tokens
 
 SHARED = paths.shared_data_dir() or Path("/nonexistent")
 SMOKE_POOL = SHARED / "dhd_reference" / "data" / "fixtures" / "smoke_pool.jsonl"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from deliberation import paths
 from deliberation.experiments.dhd import reference
 from deliberation.experiments.dhd.selection import BASELINES, POLICY_VALUES
+from deliberation.io import paths
 
 SHARED = paths.shared_data_dir() or Path("/nonexistent")
 ROOT = SHARED / "dhd_reference"
@@ -96,7 +96,7 @@ def test_released_rows_missing_a_policy_column_name_file_and_column(tmp_path):
 
 
 def test_released_rows_are_labelled_with_the_authors_models_repository_and_commit():
-    from deliberation.datasets.sources import source
+    from deliberation.benchmarks.problems.sources import source
 
     flips = reference.flip_direction(ROOT)
     assert set(zip(flips["model"], flips["model_name"], strict=True)) == {

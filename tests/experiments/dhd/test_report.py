@@ -76,7 +76,7 @@ def test_every_analysis_of_notebooks_07_and_08_gives_an_empty_table_when_no_pool
     from deliberation.experiments.dhd.labels import trajectory_values
     from deliberation.experiments.dhd.run import run_profile
     from deliberation.inference import open_run
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path / "out"))

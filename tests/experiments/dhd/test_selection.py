@@ -17,7 +17,7 @@ from deliberation.experiments.dhd.replay import repeated_design
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.sim import SimBackend
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 PROFILE = load_profile("sim")
 
@@ -248,9 +248,9 @@ def _sim_gains(tmp_path, **parameters) -> pd.DataFrame:
     )
     items = synthetic.synthetic_bank(80, seed=3)
     by_id = {item.id: item for item in items}
-    pools, _ = build_pools(client, PROFILE, items, PoolStore(tmp_path / "pools"))
+    pools, _ = build_pools(PROFILE, client, items, PoolStore(tmp_path / "pools"))
     replays = [r for pool in pools.values() for r in repeated_design(pool, blocks=4)]
-    rows = run_replays(client, PROFILE, by_id, pools, replays)
+    rows = run_replays(PROFILE, client, by_id, pools, replays)
     per_fold = selection.cross_fitted_selection(rows, proposal_rows(by_id, pools))
     assert len(per_fold) == 4 * 80
     gains = selection.selector_gains(per_fold, n_resamples=1000)

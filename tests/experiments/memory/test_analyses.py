@@ -8,16 +8,16 @@ import itertools
 import pandas as pd
 import pytest
 
-from deliberation.crossprofile import CLASSIC, derive_task, load_bank
-from deliberation.crossprofile.audit import audit
+from deliberation.benchmarks.crossprofile import CLASSIC, derive_task, load_bank
+from deliberation.benchmarks.crossprofile.audit import audit
 from deliberation.discussion import memory_candidates, scripted_discussion
-from deliberation.display import ROLE_COLOURS, memory_html
 from deliberation.experiments.memory.analyses import accuracy, crossprofile, evidence, tags
 from deliberation.experiments.memory.analyses.settings import resolve
+from deliberation.experiments.memory.display import ROLE_COLOURS, memory_html
 from deliberation.experiments.memory.grid import Cell
 from deliberation.experiments.memory.pipeline import Decision
-from deliberation.memory import Capacity, MemoryPool, build_memory
-from deliberation.params import load_profile
+from deliberation.memory_policies import Capacity, MemoryPool, build_memory
+from deliberation.profiles.profile import load_profile
 
 R = 400
 

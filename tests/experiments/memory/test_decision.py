@@ -11,7 +11,7 @@ from helpers.memory_task import OPTIONS, pool
 
 from deliberation.experiments.memory import prompts
 from deliberation.experiments.memory.decision import TAG_MODES, memory_lines, render_decision_prompt
-from deliberation.memory import Capacity, build_memory
+from deliberation.memory_policies import Capacity, build_memory
 
 TAG = re.compile(r"\[A\d+(?:,A\d+)*\]")
 

@@ -14,45 +14,29 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+from toy_benchmark.benchmark import ToyFact, ToyTask
 
-from deliberation import paths
-from deliberation.experiments.memory import benchmarks, needs, prompts
-from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation import benchmarks
+from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.experiments.memory import needs, prompts
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import Decision
-from deliberation.experiments.memory.rows import common_row, typed_frame
 from deliberation.experiments.memory.runs import run_from_profile, run_memory_experiment
 from deliberation.inference.base import Backend, BackendIdentity, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.memory import MemoryPool, registry
-from deliberation.params import ProfileError, load_profile
+from deliberation.io import paths
+from deliberation.memory_policies import MemoryPool, registry
+from deliberation.profiles.profile import ProfileError, load_profile
 
 # --- the toy benchmark: what README "Extending" asks for, as one module would hold it ---------
 
 
-@dataclass(frozen=True)
-class ToyFact:
-    id: str
-    text: str
-    holders: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ToyTask:
-    id: str
-    description: str
-    criteria: tuple[str, ...]
-    options: tuple[str, ...]
-    correct: str
-    agents: tuple[str, ...]
-    facts: tuple[ToyFact, ...]
-
-
+# The task and fact records of the toy benchmark folder (tests/toy_benchmark/); one task here.
 TASK = ToyTask(
     id="toy-1",
     description="Pick a supplier.",
@@ -78,7 +62,9 @@ class ToyBench:
     policies = ("B4", "numbers-first")
     has_truth = False
     selects_templates = False
-    sim_behaviours = ()  # no sim: the tests answer with RuleBackend
+    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"  # unused: RuleBackend answers
+    notebooks = {}
+    smoke = {}
 
     def tasks(
         self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"

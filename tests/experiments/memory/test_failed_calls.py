@@ -193,7 +193,7 @@ def test_stage_counts_say_what_was_sent_and_answered_after_the_fact(tmp_path) ->
     answered) nothing, and says how many failed."""
     from helpers.serve_sim import arithmetic_requests
 
-    from deliberation.runs import StageCounts, send
+    from deliberation.inference.batch import StageCounts, send
 
     with failing_server() as server:
         profile = openai_profile(server.base_url, **FAST)

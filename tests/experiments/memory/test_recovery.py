@@ -17,7 +17,7 @@ import yaml
 
 from deliberation.experiments.memory import run_from_profile
 from deliberation.experiments.memory.analyses import evidence
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 from deliberation.stats import cluster_bootstrap, difference_statistic, preregistered_tests
 
 # Parameter recovery runs whole experiments on the sim: the `make experiments` lane, not `make unit`.

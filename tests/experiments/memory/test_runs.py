@@ -16,7 +16,7 @@ from deliberation.experiments.memory import (
 )
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatResponse
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 POLICIES = ("R1", "B4", "B3", "R1-rel", "oracle-balance", "all", "empty")
 

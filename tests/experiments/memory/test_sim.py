@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from deliberation.crossprofile import load_bank
-from deliberation.crossprofile.scoring import score_options
+from deliberation.benchmarks.crossprofile import load_bank
+from deliberation.benchmarks.crossprofile.scoring import score_options
+from deliberation.benchmarks.hiddenbench.sim import read_statement
 from deliberation.experiments.memory import prompts
-from deliberation.experiments.memory.sim.hiddenbench import read_statement
 from deliberation.inference.base import ChatRequest
 from deliberation.inference.sim import SimBackend
 
@@ -63,7 +63,7 @@ def test_unreadable_lines_add_nothing_and_ties_are_random(template):
 
 
 def test_invalid_rate_gives_answers_naming_no_single_option(template):
-    from deliberation.answer_parsing import parse_choice
+    from deliberation.inference.answer_parsing import parse_choice
 
     text = ask("crossprofile.decision", decision(template, []), invalid_rate=1.0)
     assert parse_choice(text, template.options) is None
@@ -111,7 +111,7 @@ def test_summarizer_keeps_widely_held_statements_first_within_the_limit(template
         template.description, template.criteria, template.options, turns, word_limit=60
     )
     summary = ask("crossprofile.summary", prompt).splitlines()
-    from deliberation.tokens import count_tokens
+    from deliberation.inference.tokens import count_tokens
 
     assert sum(count_tokens(line) for line in summary) <= 60
     shared = {f.text for f in facts[3:6]}
@@ -156,8 +156,8 @@ def test_world_knowledge_ignores_the_answer_key_and_roles(tmp_path):
     """Rewriting every template's key and relabelling roles leaves the sim's knowledge as is."""
     import yaml
 
-    from deliberation.crossprofile.loader import bank_dir
-    from deliberation.experiments.memory.sim.crossprofile import world_knowledge
+    from deliberation.benchmarks.crossprofile.loader import bank_dir
+    from deliberation.benchmarks.crossprofile.sim import world_knowledge
 
     for path in sorted(bank_dir().glob("*.yaml"))[:5]:
         data = yaml.safe_load(path.read_text())

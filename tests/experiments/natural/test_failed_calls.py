@@ -91,7 +91,7 @@ def test_failed_initial_votes_fail_alone_and_are_resent_alone(tmp_path) -> None:
     fail; the discussion goes on, and a rerun sends exactly the failed votes."""
     from deliberation.inference.base import ChatResponse
     from deliberation.inference.sim import SimBackend
-    from deliberation.params import load_profile
+    from deliberation.profiles.profile import load_profile
 
     profile = load_profile("smoke")
     doomed = TASKS[2]

@@ -21,7 +21,7 @@ from deliberation.experiments.natural.runs import (
     run_natural_experiment,
 )
 from deliberation.inference.base import ChatResponse
-from deliberation.params import load_profile
+from deliberation.profiles.profile import load_profile
 
 POLICIES = ("R1", "B3", "R1-rel", "empty")
 

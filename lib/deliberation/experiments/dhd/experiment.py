@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.dhd.experiment"
 STAGES = ("pool", "replay", "repeated")  # the run's parts (dhd.run.STAGES)
@@ -83,7 +83,7 @@ def run(
 ) -> Any:
     """The profile's DHD run (the comma-separated ``benchmarks``, ``limit`` and ``stages``
     override it); a missing benchmark folder is bad input, reported as such."""
-    from deliberation.datasets import DatasetNotFoundError
+    from deliberation.benchmarks.problems import DatasetNotFoundError
     from deliberation.exit_codes import BAD_INPUT, CommandError
     from deliberation.experiments.dhd.run import run_profile
 

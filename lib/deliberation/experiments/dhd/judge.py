@@ -1,6 +1,6 @@
 """The blind judge of Omni-MATH items no rule can check (stage ``dhd.judge``).
 
-:func:`deliberation.datasets.omnimath.grade` raises ``JudgeRequired`` for such an item; the DHD
+:func:`deliberation.benchmarks.problems.omnimath.grade` raises ``JudgeRequired`` for such an item; the DHD
 protocol then asks a judge model, which sees the problem, the reference answer and the
 candidate's final answer, never the reasoning. The prompt is in
 :mod:`deliberation.experiments.dhd.prompts`; the call is built here so the datasets import no
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from deliberation.datasets.extract import final_answer
-from deliberation.datasets.items import Item
+from deliberation.benchmarks.problems.extract import final_answer
+from deliberation.benchmarks.problems.items import Item
 from deliberation.experiments.dhd.prompts import (
     JUDGE_CHOICES,
     JUDGE_STAGE,

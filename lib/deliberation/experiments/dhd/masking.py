@@ -41,14 +41,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from deliberation.datasets import Item
-from deliberation.datasets.extract import normalize_numeric_text
+from deliberation.benchmarks.problems import Item
+from deliberation.benchmarks.problems.extract import normalize_numeric_text
 from deliberation.experiments.dhd.messages import COMPONENTS, LABELS, Hypothesis
 from deliberation.experiments.dhd.pool import Pool
 from deliberation.experiments.dhd.protocol import run_replays
 from deliberation.experiments.dhd.replay import Replay, present_indices
 from deliberation.inference.client import Client
-from deliberation.params import Profile
+from deliberation.profiles.profile import Profile
 from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
 from deliberation.stats.small_samples import distinct_calls
 
@@ -246,8 +246,8 @@ def masking_replays(
 
 
 def run_masking(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     cases: pd.DataFrame,
@@ -261,7 +261,7 @@ def run_masking(
     ``answer_leak`` flags."""
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
-    rows = run_replays(client, profile, items, pools, replays, label="dhd.integrator (masking)")
+    rows = run_replays(profile, client, items, pools, replays, label="dhd.integrator (masking)")
     return with_cells(rows, cases), cases
 
 
@@ -364,8 +364,8 @@ def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame,
     values = trajectory_values(results.replays)
     cases = choose_cases(values, results.proposals, per_cell=options.masking_cases)
     return run_masking(
-        client,
         profile,
+        client,
         results.items,
         results.pools,
         cases,

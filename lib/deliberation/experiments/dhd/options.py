@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from deliberation.params import Strict, distinct_values
+from deliberation.profiles.profile import Strict, distinct_values
 
 
 class DHDOptions(Strict):

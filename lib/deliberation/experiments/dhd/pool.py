@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deliberation.atomic import atomic_write_text
 from deliberation.experiments.dhd.messages import Hypothesis, parse_hypothesis
+from deliberation.io.atomic import atomic_write_text
 
 # How a recruiter_error that is a failed call (not an unusable reply) begins.
 RECRUITER_CALL_FAILED = "recruiter call failed"

@@ -4,7 +4,7 @@ The texts are ours, written from the protocol in paper 2 (``../shared/seeds/001_
 recruiter never sees the answer; hypothesizers work alone and reply in the fixed format of
 :mod:`deliberation.experiments.dhd.messages`; the integrator sees only the problem and the messages
 it is given, and ends with a ``Final answer:`` line that every grader in
-:mod:`deliberation.datasets` reads; the judge sees the problem, the reference answer and the
+:mod:`deliberation.benchmarks.problems` reads; the judge sees the problem, the reference answer and the
 candidate answer, never the reasoning (a blind evaluator) and decides equivalence for items no rule
 can check.
 

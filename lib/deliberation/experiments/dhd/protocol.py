@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation import datasets
-from deliberation.datasets import Item
+from deliberation.benchmarks import problems
+from deliberation.benchmarks.problems import Item
 from deliberation.experiments.dhd import synthetic
 from deliberation.experiments.dhd.judge import JudgeReplyError, judge_request, parse_judge_reply
 from deliberation.experiments.dhd.pool import (
@@ -50,10 +50,10 @@ from deliberation.experiments.dhd.prompts import (
 )
 from deliberation.experiments.dhd.replay import Replay, integrator_messages
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
+from deliberation.inference.batch import StageCounts, send
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.params import Profile
-from deliberation.runs import StageCounts, send
+from deliberation.profiles.profile import Profile
 from deliberation.seeds import stable_seed
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def hypothesizer_seed(seed: int, problem_id: str, index: int) -> int:
 
 
 def problem_text(item: Item) -> str:
-    return datasets.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
+    return problems.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
 
 
 def recruiter_request(profile: Profile, item: Item) -> ChatRequest:
@@ -136,7 +136,7 @@ class StalePoolError(ValueError):
 
 
 def check_drawn_as_now(
-    pool: Pool, client: Client, profile: Profile, item: Item, store: PoolStore
+    pool: Pool, profile: Profile, client: Client, item: Item, store: PoolStore
 ) -> None:
     """Refuse a stored pool whose recruiter or hypothesizer calls differ from the ones this run
     would send (the profile, a stage's settings or a prompt changed since it was drawn): the
@@ -188,8 +188,8 @@ class PoolStageCounts:
 
 
 def build_pools(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Sequence[Item],
     store: PoolStore,
     counts: list[StageCounts] | None = None,
@@ -200,7 +200,7 @@ def build_pools(
     for item in items:
         stored = store.get(item.benchmark, item.id)
         if stored is not None and not stored.failed_calls:
-            check_drawn_as_now(stored, client, profile, item, store)
+            check_drawn_as_now(stored, profile, client, item, store)
             pools[item.id] = stored
         else:
             todo.append(item)
@@ -256,7 +256,7 @@ def grade_reply(item: Item, reply: str) -> Outcome:
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
         return Outcome(int(synthetic.grade(item, reply) == 1.0), None)
-    graded = datasets.grade(item, reply)
+    graded = problems.grade(item, reply)
     if graded.failed:
         return Outcome(None, f"grading failed: {graded.failure}")
     # Partial credit (JEEBench multiple-answer) counts as not fully correct in the 0/1 label.
@@ -264,8 +264,8 @@ def grade_reply(item: Item, reply: str) -> Outcome:
 
 
 def run_replays(
-    client: Client,
     profile: Profile,
+    client: Client,
     items: Mapping[str, Item],
     pools: Mapping[str, Pool],
     replays: Sequence[Replay],
@@ -292,7 +292,7 @@ def run_replays(
             continue
         try:
             grades.append(grade_reply(item, response.text))
-        except datasets.omnimath.JudgeRequired:
+        except problems.omnimath.JudgeRequired:
             grades.append(None)
             judge_needed.append((position, judge_request(item, response.text)))
     if judge_needed:
@@ -345,7 +345,7 @@ def proposal_rows(items: Mapping[str, Item], pools: Mapping[str, Pool]) -> pd.Da
             if answer is not None:
                 try:
                     correct = grade_reply(item, f"Final answer: {answer}").correct
-                except datasets.omnimath.JudgeRequired:
+                except problems.omnimath.JudgeRequired:
                     correct = None
             rows.append(
                 {

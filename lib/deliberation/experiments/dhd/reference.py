@@ -35,9 +35,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation import paths
 from deliberation.experiments.dhd.labels import wilson_interval
-from deliberation.provenance import ReleasedSource
+from deliberation.io import paths
+from deliberation.publish.provenance import ReleasedSource
 
 FLIP_DIRECTION = Path("figures/fig_correctness_flip_direction_source.csv")
 CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")
@@ -62,8 +62,8 @@ def model_name(label: str) -> str:
 
 def released_source(*files: Path) -> ReleasedSource:
     """Who made the released rows behind an output: the authors' models, their repository and
-    the commit this companion pins (:mod:`deliberation.datasets.sources`), and ``files``."""
-    from deliberation.datasets.sources import source
+    the commit this companion pins (:mod:`deliberation.benchmarks.problems.sources`), and ``files``."""
+    from deliberation.benchmarks.problems.sources import source
 
     pinned = source("dhd_reference")
     return ReleasedSource(

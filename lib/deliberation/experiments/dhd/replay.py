@@ -30,7 +30,7 @@ from deliberation.experiments.dhd.prompts import (
     INTEGRATOR_USER,
     NEUTRAL_MESSAGE,
 )
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 # How a shown message is transformed: whole, one component masked, or a neutral stand-in.
 TRANSFORMS = ("whole", "mask-answer", "mask-reasoning", "neutral")

@@ -25,7 +25,7 @@ from deliberation.experiments.dhd.labels import (
     wilson_interval,
     with_proposals,
 )
-from deliberation.plots import interval_errors, mark_small_samples
+from deliberation.publish.plots import interval_errors, mark_small_samples
 from deliberation.stats import cluster_bootstrap, mean_of
 from deliberation.stats.small_samples import MIN_CLUSTERS
 

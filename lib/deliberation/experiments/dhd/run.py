@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from deliberation import datasets, paths
-from deliberation.atomic import atomic_write_text
-from deliberation.datasets import Item
+from deliberation.benchmarks import problems as problem_sets
+from deliberation.benchmarks.problems import Item
 from deliberation.experiments.dhd import synthetic
 from deliberation.experiments.dhd.pool import Pool, PoolStore
 from deliberation.experiments.dhd.protocol import (
@@ -43,9 +42,11 @@ from deliberation.experiments.dhd.replay import (
     repeated_design,
     single_message_design,
 )
+from deliberation.inference.batch import StageCounts
 from deliberation.inference.client import Client
-from deliberation.params import Profile, check_distinct, check_limit
-from deliberation.runs import StageCounts
+from deliberation.io import paths
+from deliberation.io.atomic import atomic_write_text
+from deliberation.profiles.profile import Profile, check_distinct, check_limit
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def load_problems(
     check_limit(limit)
     if benchmark == synthetic.BENCHMARK:
         return synthetic.synthetic_bank(100 if limit is None else limit, seed=seed)
-    return stratified_sample(datasets.load(benchmark, root), limit, seed)
+    return stratified_sample(problem_sets.load(benchmark, root), limit, seed)
 
 
 @dataclass
@@ -132,8 +133,8 @@ class DHDResults:
 
 
 def run_dhd(
-    client: Client,
     profile: Profile,
+    client: Client,
     problems: Sequence[Item],
     pool_dir: str | Path,
     *,
@@ -151,7 +152,7 @@ def run_dhd(
     by_id = {item.id: item for item in problems}
     store = PoolStore(pool_dir)
     calls: list[StageCounts] = []
-    pools, counts = build_pools(client, profile, problems, store, calls)
+    pools, counts = build_pools(profile, client, problems, store, calls)
     # A pool with a failed call is failed, and so is every replay over it: none is run.
     usable: dict[str, Pool] = {
         k: p for k, p in pools.items() if p.recruiter_error is None and not p.failed_calls
@@ -164,14 +165,14 @@ def run_dhd(
             for pool in usable.values()
             for r in single_message_design(pool) + leave_one_out_design(pool, sizes)
         ]
-        frames.append(run_replays(client, profile, by_id, usable, replays, counts=calls))
+        frames.append(run_replays(profile, client, by_id, usable, replays, counts=calls))
     if "repeated" in stages:
         sample = stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
         replays = [r for item in sample for r in repeated_design(usable[item.id], blocks)]
         frames.append(
             run_replays(
-                client,
                 profile,
+                client,
                 by_id,
                 usable,
                 replays,
@@ -217,8 +218,8 @@ def run_profile(
             name, limit if limit is not None else options.problems, seed=profile.seed, root=root
         )
     return run_dhd(
-        client,
         profile,
+        client,
         problems,
         pool_dir(profile),
         stages=stages,

@@ -8,7 +8,7 @@ the world knowledge of the sim's DHD behaviours (``experiments/dhd/sim.py``): it
 a problem by reading its text with :func:`solve`, never from a side channel, so the same
 mechanism serves problems the sim has never seen.
 
-Problems are :class:`deliberation.datasets.Item` records (benchmark ``synthetic``), so the DHD
+Problems are :class:`deliberation.benchmarks.problems.Item` records (benchmark ``synthetic``), so the DHD
 protocol treats them exactly like the five real benchmarks; :func:`grade` is their evaluator.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deliberation.datasets.items import AnswerType, Item
+from deliberation.benchmarks.problems.items import AnswerType, Item
 
 BENCHMARK = "synthetic"
 

@@ -1,5 +1,5 @@
 """The decision call's prompt, rendered with holder-tag modes (reading the answer:
-:mod:`deliberation.answer_parsing`).
+:mod:`deliberation.inference.answer_parsing`).
 
 The prompt holds the task description, the criteria, the options and the memory only
 (:func:`deliberation.experiments.memory.prompts.decision_prompt`). Holder tags have three modes:
@@ -10,7 +10,7 @@ The prompt holds the task description, the criteria, the options and the memory 
   (seeded by task, policy, capacity and seed).
 
 The answer is requested as structured output (a choice among the options);
-:func:`~deliberation.answer_parsing.parse_choice` reads free text as real models write it when no
+:func:`~deliberation.inference.answer_parsing.parse_choice` reads free text as real models write it when no
 structure was enforced (importable from here too, where callers have always found it).
 """
 
@@ -21,9 +21,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from deliberation.answer_parsing import mentioned_options, parse_choice
 from deliberation.experiments.memory.prompts import decision_prompt
-from deliberation.memory.registry import Memory
+from deliberation.inference.answer_parsing import mentioned_options, parse_choice
+from deliberation.memory_policies.registry import Memory
 from deliberation.seeds import stable_seed
 
 __all__ = [

@@ -7,53 +7,37 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from deliberation.experiments.memory.benchmarks import memory_benchmark, memory_benchmarks
+from deliberation.benchmarks import memory_benchmark, memory_benchmarks
 from deliberation.experiments.record import Experiment, NotebookCall
+from deliberation.inference.sim_registry import BehaviourPath
 
 if TYPE_CHECKING:
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.memory.experiment"
-_NOTEBOOK = "deliberation.experiments.memory.analyses.runs:notebook_experiment"
-# The paper's notebooks, by the benchmark they run (their kwargs are the notebook's options).
-NOTEBOOKS: dict[str, dict[str, NotebookCall]] = {
-    "hiddenbench": {
-        "02_hiddenbench.ipynb": NotebookCall(
-            _NOTEBOOK, {"benchmark": "hiddenbench", "item_limit": 0}
-        ),
-    },
-    "crossprofile": {
-        "03_crossprofile_h1_h3.ipynb": NotebookCall(
-            _NOTEBOOK,
-            {"benchmark": "crossprofile", "tags": ["keep"], "templates": ["main", "pilot"]},
-        ),
-        "04_tag_ablation.ipynb": NotebookCall(
-            _NOTEBOOK,
-            {
-                "benchmark": "crossprofile",
-                "policies": ["all", "R1", "B4", "Random", "R1-rel"],
-                "primary_budget_only": True,
-                "item_limit": 0,
-                "tags": ["keep", "remove", "shuffle"],
-            },
-        ),
-        "05_evidence_balance.ipynb": NotebookCall(
-            _NOTEBOOK, {"benchmark": "crossprofile", "tags": ["keep"], "item_limit": 0}
-        ),
-    },
-}
+_NOTEBOOK = "deliberation.experiments.memory.analyses.notebook_runs:notebook_experiment"
 
 
-# The smoke profile's grid of each benchmark (params/smoke.yaml starts from it).
-SMOKE: dict[str, dict[str, Any]] = {
-    "crossprofile": {"limit": 3, "n_resamples": 200},  # 3 templates x 8 variants
-    "hiddenbench": {"limit": 4, "n_resamples": 200},
-}
+_MECHANISM = "deliberation.experiments.memory.sim.mechanism"
+
+
+def benchmark_stages(benchmark: str) -> dict[str, BehaviourPath]:
+    """Its sim: each memory stage of ``benchmark`` answered by the mechanism with the
+    benchmark's reader (``<benchmark>.decision``, ``.relevance``, ``.balance``, ``.summary``)."""
+    view = f"{_MECHANISM}:order_free_request"
+    return {
+        f"{benchmark}.{step}": BehaviourPath(f"{_MECHANISM}:benchmark_{step}", view)
+        for step in ("decision", "relevance", "balance", "summary")
+    }
 
 
 def memory_experiment(benchmark: str) -> Experiment:
     """The memory experiment on the registered memory benchmark ``benchmark``."""
     found = memory_benchmark(benchmark)
+    notebooks = {
+        notebook: NotebookCall(_NOTEBOOK, {"benchmark": benchmark, **options})
+        for notebook, options in found.notebooks.items()
+    }
     return Experiment(
         name=benchmark,
         summary=(
@@ -71,9 +55,10 @@ def memory_experiment(benchmark: str) -> Experiment:
         report=f"{_HERE}:report",
         quick_try=f"{_HERE}:quick_try",
         stages=(f"{benchmark}.",),
-        sim_behaviours=("deliberation.experiments.memory.sim.mechanism", *found.sim_behaviours),
-        notebooks=NOTEBOOKS.get(benchmark, {}),
-        smoke=SMOKE.get(benchmark, {}),
+        sim_behaviours=(_MECHANISM,),
+        sim_stages=benchmark_stages(benchmark),
+        notebooks=notebooks,
+        smoke=dict(found.smoke),
         bound={"benchmark": benchmark},
     )
 
@@ -110,7 +95,7 @@ def quick_try(
     so a first try on a slow model sends tens of calls, not the grid's thousands. A flag given
     keeps its values; the returned line names what was narrowed (None when nothing was)."""
     from deliberation.experiments.memory.runs import profile_grid
-    from deliberation.memory import PRIMARY_FRACTION
+    from deliberation.memory_policies import PRIMARY_FRACTION
 
     grid, _ = profile_grid(name, profile)
     narrowed = dict(options)

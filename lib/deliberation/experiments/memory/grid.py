@@ -11,18 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deliberation.experiments.memory.decision import TAG_MODES
-from deliberation.memory import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
-from deliberation.params import check_distinct
-
-CROSSPROFILE_POLICIES: tuple[str, ...] = (
-    "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
-    "all", "empty", "private-only", "shared-only",
-)  # fmt: skip
-# HiddenBench has no true roles, so no oracle policies.
-HIDDENBENCH_POLICIES: tuple[str, ...] = (
-    "R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty", "private-only",
-    "shared-only",
-)  # fmt: skip
+from deliberation.memory_policies import BUDGET_FRACTIONS, FIXED_ITEM_COUNT, policy_spec
+from deliberation.profiles.profile import check_distinct
 
 
 @dataclass(frozen=True)

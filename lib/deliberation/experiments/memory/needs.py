@@ -18,8 +18,8 @@ from typing import Any
 from deliberation.discussion import MemoryCandidate, Transcript
 from deliberation.experiments.memory import prompts
 from deliberation.inference.base import StructuredOutput
-from deliberation.memory import MemoryPool
-from deliberation.memory.labels import read_balance, read_relevance
+from deliberation.memory_policies import MemoryPool
+from deliberation.memory_policies.labels import read_balance, read_relevance
 
 # JSON labels for every statement of a long HiddenBench task need room; a summary may be as long
 # as its budget (up to 0.8 x all statement tokens).

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from deliberation.params import Strict, distinct_values
+from deliberation.profiles.profile import Strict, distinct_values
 
 
 class MemoryGridOptions(Strict):

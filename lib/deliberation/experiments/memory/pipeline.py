@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deliberation import runs
-from deliberation.answer_parsing import parse_choice
 from deliberation.discussion import (
     MemoryCandidate,
     Transcript,
@@ -32,10 +30,14 @@ from deliberation.discussion import (
 from deliberation.experiments.memory.decision import render_decision_prompt
 from deliberation.experiments.memory.grid import Cell, Grid
 from deliberation.experiments.memory.needs import memory_needs
+from deliberation.inference import batch
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
+from deliberation.inference.batch import StageCounts
+from deliberation.inference.call_progress import progress_bar
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
-from deliberation.memory import (
+from deliberation.memory_policies import (
     Capacity,
     Memory,
     MemoryPool,
@@ -43,8 +45,6 @@ from deliberation.memory import (
     build_memory,
     policy_spec,
 )
-from deliberation.progress import progress_bar
-from deliberation.runs import StageCounts
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def send(
     client: Client, requests: Sequence[ChatRequest], stage: str, report: RunReport
 ) -> tuple[list[ChatResponse], list[str]]:
     """One batch through the cache; records the stage's counts in ``report``."""
-    return runs.send(client, requests, stage, report.stages)
+    return batch.send(client, requests, stage, report.stages)
 
 
 @dataclass
@@ -125,6 +125,14 @@ class _Prepared:
     errors: dict[str, str] = field(default_factory=dict)  # need -> labelling problem
     failed: dict[str, str] = field(default_factory=dict)  # need -> why its call failed
     call_keys: dict[str, str] = field(default_factory=dict)  # need -> its request's cache key
+    limits: dict[float, int] = field(default_factory=dict)  # r -> its token budget
+
+    def budget(self, r: float) -> int:
+        """The token budget at fraction ``r`` of this task's statements, computed once for
+        the need prompts, the memory and the rows alike."""
+        if r not in self.limits:
+            self.limits[r] = budget_tokens(self.pool.candidates, r)
+        return self.limits[r]
 
 
 def _call_error(what: str, response: ChatResponse) -> str | None:
@@ -177,7 +185,7 @@ def prepare(
                     p.task,
                     p.pool,
                     p.transcript,
-                    None if r is None else budget_tokens(p.pool.candidates, r),
+                    None if r is None else p.budget(r),
                 ),
             )
             for p, r in index
@@ -205,7 +213,7 @@ def _memory(p: _Prepared, cell: Cell) -> tuple[Memory, int | None]:
         return build_memory(cell.policy, p.pool, Capacity.items(cell.item_limit)), None
     if cell.budget is None:
         return build_memory(cell.policy, p.pool, None), None
-    limit = budget_tokens(p.pool.candidates, cell.budget)
+    limit = p.budget(cell.budget)
     pool = p.pool
     for need, value in p.by_budget.get(cell.budget, {}).items():
         pool = pool.with_need(need, value)
@@ -245,7 +253,7 @@ def decide(
         for cell in cells:
             failed_inputs = _cell_errors(p, cell, policy_spec(cell.policy).needs, p.failed)
             if failed_inputs:
-                limit = budget_tokens(p.pool.candidates, cell.budget) if cell.budget else None
+                limit = p.budget(cell.budget) if cell.budget else None
                 for tags in grid.tags:
                     unsent.append(
                         (

@@ -58,9 +58,8 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.atomic import atomic_path
-from deliberation.experiments.memory.benchmarks import MemoryBenchmark, memory_benchmark
-from deliberation.experiments.memory.benchmarks.crossprofile import (
+from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks.crossprofile.memory import (
     CROSSPROFILE_COLUMNS,
     TemplateSet,
     crossprofile_rows,
@@ -68,16 +67,17 @@ from deliberation.experiments.memory.benchmarks.crossprofile import (
     decoy_option,
     verified_bank,
 )
-from deliberation.experiments.memory.benchmarks.hiddenbench import (
+from deliberation.benchmarks.hiddenbench.memory import (
     HIDDENBENCH_COLUMNS,
     hiddenbench_rows,
 )
+from deliberation.benchmarks.memory_rows import failed_rows
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
-from deliberation.experiments.memory.rows import failed_rows
 from deliberation.inference.client import Client
-from deliberation.params import check_limit
+from deliberation.io.atomic import atomic_path
+from deliberation.profiles.profile import check_limit
 
 
 @dataclass(frozen=True)
@@ -131,18 +131,27 @@ def run_memory_experiment(
     return RunResult(rows, report, {task.id: task.correct for task in tasks})
 
 
-def profile_grid(benchmark: str | MemoryBenchmark, profile) -> tuple[Grid, dict]:
-    """The grid the profile's ``experiments.<benchmark>`` section names (every policy the
-    benchmark supports when it names none; the section's defaults for a benchmark the profile
-    model has no section for), and its task selection (``templates``, ``limit``,
+def profile_grid(
+    benchmark: str | MemoryBenchmark,
+    profile,
+    *,
+    policies: Sequence[str] | None = None,
+    budgets: Sequence[float] | None = None,
+    tags: Sequence[str] | None = None,
+    item_limit: int | None = None,
+) -> tuple[Grid, dict]:
+    """The grid the profile's ``experiments.<benchmark>`` section names, with the given
+    overrides (every policy the benchmark supports when neither names one; the section's
+    defaults for a benchmark the profile model has no section for; ``item_limit=0`` drops the
+    fixed-count rows), built once, and its task selection (``templates``, ``limit``,
     ``option_order``)."""
     benchmark = _benchmark(benchmark)
     section = getattr(profile.experiments, benchmark.name, None) or MemoryGridOptions()
     grid = Grid(
-        policies=tuple(section.policies or benchmark.policies),
-        budgets=tuple(section.budgets),
-        item_limit=section.item_limit or None,
-        tags=tuple(section.tags),
+        policies=tuple(policies or section.policies or benchmark.policies),
+        budgets=tuple(budgets or section.budgets),
+        item_limit=(section.item_limit if item_limit is None else item_limit) or None,
+        tags=tuple(tags or section.tags),
     )
     selection = {"limit": section.limit, "templates": section.templates}
     return grid, {**selection, "option_order": section.option_order}
@@ -165,12 +174,8 @@ def run_from_profile(
     """What ``deliberation run <benchmark>`` does: the profile's grid with the given overrides
     (``item_limit=0`` drops the fixed-count rows), its tasks, and the run through the cache."""
     benchmark = _benchmark(benchmark)
-    grid, selection = profile_grid(benchmark, profile)
-    grid = Grid(
-        policies=tuple(policies) if policies else grid.policies,
-        budgets=tuple(budgets) if budgets else grid.budgets,
-        item_limit=grid.item_limit if item_limit is None else (item_limit or None),
-        tags=tuple(tags) if tags else grid.tags,
+    grid, selection = profile_grid(
+        benchmark, profile, policies=policies, budgets=budgets, tags=tags, item_limit=item_limit
     )
     limit = check_limit(limit if limit is not None else selection.get("limit"))
     tasks = benchmark.tasks(

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.atomic import write_file_set
-from deliberation.provenance import provenance_record, sidecar_path
+from deliberation.io.atomic import write_file_set
+from deliberation.publish.provenance import provenance_record, sidecar_path
 
 OUTCOMES = ("answered", "invalid", "failed")
 

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from deliberation.answer_parsing import parse_choice
 from deliberation.experiments.natural import prompts as text
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, ChatResponse, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request

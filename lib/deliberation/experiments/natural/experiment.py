@@ -4,13 +4,15 @@ flags and its summary (both row files, counts, decision and vote tables)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deliberation.experiments.record import Experiment, NotebookCall
+from deliberation.inference.sim_registry import BehaviourPath
 
 if TYPE_CHECKING:
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 _HERE = "deliberation.experiments.natural.experiment"
 
@@ -41,9 +43,37 @@ EXPERIMENT = Experiment(
 )
 
 
+_SIM = "deliberation.experiments.natural.sim"
+_STEPS = {  # step of natural.<benchmark>.<step> -> its behaviour in the sim module
+    "vote": "natural_vote",
+    "round": "natural_turn",
+    "decision": "natural_decision",
+    "relevance": "natural_relevance",
+    "balance": "natural_balance",
+    "summary": "natural_summary",
+}
+
+
+def natural_stages(benchmark: str) -> dict[str, BehaviourPath]:
+    """Its sim on ``benchmark``: natural.<benchmark>.vote, .round, ... (order-free seeds)."""
+    view = "deliberation.experiments.memory.sim.mechanism:order_free_request"
+    return {
+        f"natural.{benchmark}.{step}": BehaviourPath(f"{_SIM}:{behaviour}", view)
+        for step, behaviour in _STEPS.items()
+    }
+
+
+def natural_experiment() -> Experiment:
+    """The record with the sim stages of every registered memory benchmark."""
+    from deliberation.benchmarks import memory_benchmarks
+
+    stages = {k: v for name in memory_benchmarks() for k, v in natural_stages(name).items()}
+    return dataclasses.replace(EXPERIMENT, sim_stages=stages)
+
+
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    from deliberation.benchmarks import memory_benchmarks
     from deliberation.cli import positive_int
-    from deliberation.experiments.memory.benchmarks import memory_benchmarks
 
     parser.add_argument(
         "--benchmarks",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from deliberation.params import Strict, distinct_values
+from deliberation.profiles.profile import Strict, distinct_values
 
 
 class NaturalOptions(Strict):
@@ -41,8 +41,8 @@ class NaturalOptions(Strict):
     @field_validator("benchmarks")
     @classmethod
     def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        """Each a registered memory benchmark (experiments/memory/benchmarks)."""
-        from deliberation.experiments.memory.benchmarks import memory_benchmarks
+        """Each a registered memory benchmark (benchmarks)."""
+        from deliberation.benchmarks import memory_benchmarks
 
         unknown = [name for name in value if name not in memory_benchmarks()]
         if unknown:

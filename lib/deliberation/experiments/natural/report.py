@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from deliberation.plots import (
+from deliberation.publish.plots import (
     chance_level,
     draw_chance,
     interval_errors,

@@ -66,11 +66,11 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.answer_parsing import parse_choice
+from deliberation.benchmarks import memory_benchmark
+from deliberation.benchmarks.memory_rows import answer_position
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.statements import statement_candidates
 from deliberation.discussion.transcript import Statement, Transcript, Turn
-from deliberation.experiments.memory.benchmarks import memory_benchmark
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import (
     RunReport,
@@ -80,21 +80,21 @@ from deliberation.experiments.memory.pipeline import (
     stage_settings,
 )
 from deliberation.experiments.memory.prompts import decision_prompt
-from deliberation.experiments.memory.rows import answer_position
 from deliberation.experiments.natural import prompts as natural_prompts
 from deliberation.experiments.natural.discussion import (
     DiscussionSpec,
     NaturalDiscussion,
     hold_discussions,
 )
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
-from deliberation.params import check_distinct, check_limit
+from deliberation.profiles.profile import check_distinct, check_limit
 from deliberation.seeds import stable_seed
 from deliberation.stats.small_samples import calls_note
 
-Benchmark = str  # a registered memory benchmark's name (experiments/memory/benchmarks)
+Benchmark = str  # a registered memory benchmark's name (benchmarks)
 ROW_COLUMNS = [
     "profile", "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
     "prompt", "replicate", "seed", "agent", "stage", "policy", "budget", "kept_tokens",
@@ -194,7 +194,7 @@ def _context(benchmark: str, d: NaturalDiscussion) -> dict:
     variant = getattr(task, "variant", "")
     cells = {"support": "", "decoy": "", "irrelevant": ""}
     if variant:
-        from deliberation.crossprofile.variants import OwnershipVariant
+        from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 
         parsed = OwnershipVariant.parse(variant)
         cells = {g: parsed.ownership(g) for g in cells}
@@ -514,7 +514,7 @@ def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
 def runnable_benchmarks(benchmarks: Sequence[str]) -> tuple[list[str], list[str]]:
     """The benchmarks whose data is on this machine, and a note for each one that is not
     (HiddenBench's file comes from ``make data``; CrossProfile ships with the project)."""
-    from deliberation.hiddenbench import default_path
+    from deliberation.benchmarks.hiddenbench.tasks import default_path
 
     ready, notes = [], []
     for benchmark in benchmarks:

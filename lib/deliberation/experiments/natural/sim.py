@@ -39,22 +39,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deliberation.answer_parsing import parse_choice
+from deliberation.benchmarks import memory_benchmarks, sim_reader
+from deliberation.benchmarks.crossprofile.sim import read_fact
 from deliberation.discussion.statements import normalize, sentences
-from deliberation.experiments.memory.sim import crossprofile, hiddenbench
 from deliberation.experiments.memory.sim.mechanism import (
     Reader,
     choose,
     decide,
     label_balance,
     label_relevance,
-    order_free_request,
     prompt_options,
     section,
     summarize,
 )
 from deliberation.experiments.natural import prompts as text
-from deliberation.inference.sim_registry import SimAnswer, SimContext, sim_behaviour
+from deliberation.inference.answer_parsing import parse_choice
+from deliberation.inference.sim_registry import SimAnswer, SimContext
 from deliberation.seeds import stable_seed
 
 PARAMETERS = {
@@ -64,10 +64,6 @@ PARAMETERS = {
     "natural_paraphrase_keep": 0.6,
     "natural_drift": 0.3,
     "natural_invalid_vote": 0.0,
-}
-READERS: dict[str, Reader] = {
-    "crossprofile": crossprofile.read_fact,
-    "hiddenbench": hiddenbench.read_statement,
 }
 PARAPHRASE_PREFIX = "Roughly, from my notes:"
 _NUMBERED = re.compile(r"^(\d+)\.\s+(.*)$")
@@ -150,7 +146,9 @@ def _benchmark(context: SimContext) -> str:
 
 
 def _reader(context: SimContext) -> Reader:
-    return READERS.get(_benchmark(context), crossprofile.read_fact)
+    """The stage's benchmark's reader (CrossProfile's for a benchmark nobody registered)."""
+    name = _benchmark(context)
+    return sim_reader(name) if name in memory_benchmarks() else read_fact
 
 
 def _me(prompt: str) -> str | None:
@@ -213,18 +211,3 @@ def natural_balance(context: SimContext) -> SimAnswer:
 
 def natural_summary(context: SimContext) -> SimAnswer:
     return summarize(context)
-
-
-# One registration per benchmark and step: natural.crossprofile.vote, natural.hiddenbench.round, ...
-for _benchmark_name in READERS:
-    for _step, _behaviour in (
-        ("vote", natural_vote),
-        ("round", natural_turn),
-        ("decision", natural_decision),
-        ("relevance", natural_relevance),
-        ("balance", natural_balance),
-        ("summary", natural_summary),
-    ):
-        sim_behaviour(f"natural.{_benchmark_name}.{_step}", seed_view=order_free_request)(
-            _behaviour
-        )

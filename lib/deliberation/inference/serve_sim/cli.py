@@ -34,7 +34,7 @@ def port_number(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser, load_profile: Callable[[str], Any]) -> None:
     """Options of ``deliberation serve-sim``; ``load_profile`` turns ``--profile`` into the
-    profile whose sim parameters are served (the caller's loader: ``deliberation.params``)."""
+    profile whose sim parameters are served (the caller's loader: ``deliberation.profiles.profile``)."""
     parser.set_defaults(load_profile=load_profile)
     parser.add_argument("--port", type=port_number, default=8001, help="port (0: pick a free one)")
     parser.add_argument(

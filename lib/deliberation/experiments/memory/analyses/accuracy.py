@@ -196,7 +196,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
     """The best meaning-free heuristic of the cue audit as one accuracy row (its interval is
     the audit's bootstrap over templates: the heuristic makes one pick per template, whatever
     the cell)."""
-    from deliberation.crossprofile.audit import audit
+    from deliberation.benchmarks.crossprofile.audit import audit
 
     table = audit(templates, seed=seed).table
     thresholded = table[table["thresholded"]]

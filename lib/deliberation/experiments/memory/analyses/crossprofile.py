@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from deliberation.crossprofile import CLASSIC
+from deliberation.benchmarks.crossprofile import CLASSIC
 from deliberation.experiments.memory.analyses.accuracy import (
     accuracy_table,
     answered,
@@ -17,7 +17,7 @@ from deliberation.experiments.memory.analyses.accuracy import (
     differences,
     percent_interval,
 )
-from deliberation.memory import FIXED_ITEM_COUNT, PRIMARY_FRACTION
+from deliberation.memory_policies import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.stats import (
     cluster_bootstrap_many,
     difference_statistic,
@@ -27,7 +27,7 @@ from deliberation.stats import (
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
-    from deliberation.params import Profile
+    from deliberation.profiles.profile import Profile
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
 VARIANT_ORDER = (

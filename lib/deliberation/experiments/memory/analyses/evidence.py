@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from deliberation.crossprofile import CLASSIC
+from deliberation.benchmarks.crossprofile import CLASSIC
 from deliberation.experiments.memory.analyses.accuracy import accuracy_table, answered
-from deliberation.memory import PRIMARY_FRACTION
+from deliberation.memory_policies import PRIMARY_FRACTION
 from deliberation.stats import (
     EVIDENCE_FORMULA,
     POLICY_FORMULA,

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from deliberation.experiments.memory.analyses.accuracy import REFERENCE
-from deliberation.plots import (
+from deliberation.publish.plots import (
     chance_level,
     draw_chance,
     interval_errors,

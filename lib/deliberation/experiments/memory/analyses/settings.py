@@ -19,8 +19,8 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from deliberation.memory import PRIMARY_FRACTION
-from deliberation.params import Profile
+from deliberation.memory_policies import PRIMARY_FRACTION
+from deliberation.profiles.profile import Profile
 
 MAX_RESAMPLES = 1_000_000  # a bound like every input's: 10,000 is the papers' number
 

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 
 import pandas as pd
 
-from deliberation.crossprofile.variants import ALL_VARIANTS
+from deliberation.benchmarks.crossprofile.variants import ALL_VARIANTS
 from deliberation.experiments.memory.analyses.accuracy import answered, percent_interval
 from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
 from deliberation.stats.small_samples import distinct_calls

@@ -1,3 +1,3 @@
-"""The sim's behaviours for memory runs: the decision maker and labellers both benchmarks share
-(:mod:`.mechanism`), and how it reads each benchmark's facts (:mod:`.crossprofile`,
-:mod:`.hiddenbench`)."""
+"""The sim's behaviours for memory runs: the decision maker and labellers every benchmark shares
+(:mod:`.mechanism`), reading each benchmark's statements with that benchmark's own reader
+(:func:`deliberation.benchmarks.sim_reader`)."""

@@ -47,14 +47,14 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
+from deliberation.benchmarks import Reader, sim_reader
 from deliberation.experiments.memory import prompts
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim_registry import SimAnswer, SimContext
-from deliberation.tokens import count_tokens
+from deliberation.inference.tokens import count_tokens
 
 PARAMETERS = {
     "evidence_weight": 1.0,
@@ -70,17 +70,6 @@ PARAMETERS = {
 }
 
 
-@dataclass(frozen=True)
-class Reading:
-    """What a statement means to the sim: the option it bears on, its polarity on the criteria
-    (+1/-1; 0 for a statement about something else) and its tone (+1/-1/0)."""
-
-    option: str
-    polarity: int = 0
-    tone: int = 0
-
-
-Reader = Callable[[str, Sequence[str]], "Reading | None"]
 _TAG = re.compile(r"^\[(A\d+(?:,A\d+)*)\]\s+(.*)$")
 _NUMBERED = re.compile(r"^(\d+)\.\s+(.*)$")
 _SPEAKER = re.compile(r"^(A\d+):\s+(.*)$")
@@ -297,3 +286,25 @@ def summarize(context: SimContext) -> SimAnswer:
             kept.append(text)
             used += cost
     return SimAnswer(text="\n".join(kept))
+
+
+# The memory experiment's stages of every registered benchmark, each answered with that
+# benchmark's reader (its sim): <benchmark>.decision, .relevance, .balance and .summary.
+def _reader(context: SimContext) -> Reader:
+    return sim_reader(context.request.stage.split(".")[0])
+
+
+def benchmark_decision(context: SimContext) -> SimAnswer:
+    return decide(context, _reader(context))
+
+
+def benchmark_relevance(context: SimContext) -> SimAnswer:
+    return label_relevance(context, _reader(context))
+
+
+def benchmark_balance(context: SimContext) -> SimAnswer:
+    return label_balance(context, _reader(context))
+
+
+def benchmark_summary(context: SimContext) -> SimAnswer:
+    return summarize(context)

@@ -1,0 +1,157 @@
+"""CrossProfile as a memory benchmark: tasks of the verified template bank (each template under
+its 8 ownership variants), true roles known, rows scored by net evidence lead and tone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import pandas as pd
+
+from deliberation.benchmarks.crossprofile.schema import Template
+from deliberation.benchmarks.crossprofile.scoring import (
+    irrelevant_tone,
+    net_evidence_lead,
+    tone_lead,
+)
+from deliberation.benchmarks.crossprofile.tasks import OptionOrder, Task
+from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
+from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.profiles.profile import check_limit
+
+TemplateSet = Literal["main", "pilot", "all"]
+
+CROSSPROFILE_POLICIES: tuple[str, ...] = (
+    "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
+    "all", "empty", "private-only", "shared-only",
+)  # fmt: skip
+
+CROSSPROFILE_COLUMNS = [
+    "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
+    "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens", "budget_tokens",
+    "net_lead", "irrelevant_tone", "tone_lead", "answer", "answer_position", "n_options", "correct",
+    "chose_decoy", "valid", "error", "key",
+]  # fmt: skip
+
+
+def decoy_option(task: Task) -> str | None:
+    """The wrong option two decoys favour (every template places its decoys 2 + 1)."""
+    counts = Counter(f.option for f in task.facts if f.role == "decoy")
+    if not counts:
+        return None
+    option, count = counts.most_common(1)[0]
+    return option if count >= 2 and option != task.correct else None
+
+
+def crossprofile_rows(decisions: Sequence[Any]) -> pd.DataFrame:
+    """One row per decision of the memory pipeline (its fields read, never imported)."""
+    rows = []
+    for decision in decisions:
+        task: Task = decision.task
+        variant = OwnershipVariant.parse(task.variant)
+        facts = {f.id: f for f in task.facts}
+        kept = [facts[i] for i in decision.memory.fact_ids]
+        # No lead or tone for a summary (free text) or a memory never built (an input failed).
+        summary = decision.memory.summary is not None or decision.input_failed
+        rows.append(
+            {
+                **common_row(decision, task.correct),
+                "template": task.template,
+                "domain": task.domain,
+                "pilot": int(task.pilot),
+                "variant": task.variant,
+                "support": variant.support,
+                "decoy": variant.decoy,
+                "irrelevant": variant.irrelevant,
+                "net_lead": None
+                if summary
+                else net_evidence_lead(kept, task.correct, task.options),
+                "irrelevant_tone": None if summary else irrelevant_tone(kept),
+                "tone_lead": None if summary else tone_lead(kept, task.correct, task.options),
+                "chose_decoy": None
+                if decision.failed
+                else int(decision.answer is not None and decision.answer == decoy_option(task)),
+            }
+        )
+    return typed_frame(pd.DataFrame(rows, columns=CROSSPROFILE_COLUMNS))
+
+
+def crossprofile_tasks(
+    templates: TemplateSet = "main",
+    limit: int | None = None,
+    seed: int = 0,
+    option_order: OptionOrder = "rotate",
+) -> list[Task]:
+    """Tasks of the verified bank: main, pilot or all templates (the first ``limit`` templates,
+    each under all 8 ownership variants), options listed as ``option_order`` says."""
+    from deliberation.benchmarks.crossprofile import derive_tasks
+
+    if templates not in ("main", "pilot", "all"):
+        raise ValueError(f"templates must be main, pilot or all; got {templates!r}")
+    check_limit(limit)
+    bank = [t for t in verified_bank() if templates == "all" or t.pilot == (templates == "pilot")]
+    chosen = bank[:limit] if limit is not None else bank
+    return derive_tasks(chosen, seed=seed, option_order=option_order)
+
+
+_VERIFIED_BANKS: dict[tuple[tuple[str, int, int], ...], tuple[Template, ...]] = {}
+
+
+def verified_bank() -> tuple[Template, ...]:
+    """``load_bank()``, verified again only when a template file changed: a notebook (and
+    ``deliberation plan``, which runs them all) derives tasks several times in one process."""
+    from deliberation.benchmarks.crossprofile import load_bank
+    from deliberation.benchmarks.crossprofile.loader import bank_dir, template_files
+
+    files = template_files([bank_dir()])
+    signature = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    if signature not in _VERIFIED_BANKS:
+        bank = tuple(load_bank())  # raises for a bank that breaks a rule: nothing is kept
+        _VERIFIED_BANKS.clear()
+        _VERIFIED_BANKS[signature] = bank
+    return _VERIFIED_BANKS[signature]
+
+
+class CrossProfile:
+    """The CrossProfile benchmark (``deliberation run crossprofile``)."""
+
+    name = "crossprofile"
+    title = "CrossProfile"
+    description = "CrossProfile tasks (templates x 8 ownership variants)"
+    columns = CROSSPROFILE_COLUMNS
+    policies = CROSSPROFILE_POLICIES
+    has_truth = True
+    selects_templates = True
+    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"
+    # The paper's notebooks and the options of their memory runs.
+    notebooks = {
+        "03_crossprofile_h1_h3.ipynb": {"tags": ["keep"], "templates": ["main", "pilot"]},
+        "04_tag_ablation.ipynb": {
+            "policies": ["all", "R1", "B4", "Random", "R1-rel"],
+            "primary_budget_only": True,
+            "item_limit": 0,
+            "tags": ["keep", "remove", "shuffle"],
+        },
+        "05_evidence_balance.ipynb": {"tags": ["keep"], "item_limit": 0},
+    }
+    smoke = {"limit": 3, "n_resamples": 200}  # 3 templates x 8 variants
+
+    def tasks(
+        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+    ) -> list[Task]:
+        return crossprofile_tasks(
+            templates or "main",  # type: ignore[arg-type]
+            limit,
+            seed=seed,
+            option_order=option_order,  # type: ignore[arg-type]
+        )
+
+    def truth(self, task: Task) -> Mapping[str, Any]:
+        return {f.id: f for f in task.facts}
+
+    def rows(self, decisions: Sequence[Any]) -> pd.DataFrame:
+        return crossprofile_rows(decisions)
+
+
+CROSSPROFILE = CrossProfile()
