@@ -42,7 +42,7 @@ from deliberation.inference.sim_registry import (
     sim_behaviour,
 )
 from deliberation.inference.tokens import count_tokens, truncate_tokens
-from deliberation.seeds import stable_seed
+from deliberation.seeds import SEED_MODULUS, stable_seed
 
 __all__ = [
     "SimAnswer",
@@ -63,13 +63,19 @@ SIM_SERVER_OWNER = "deliberation-sim"
 def sent_fields(request: ChatRequest) -> dict[str, Any]:
     """What the sim reads of a request, as a server sees it: the effective seed (sample index
     folded in) rather than ``seed`` and ``sample``, so serve-sim, which rebuilds the request from
-    the HTTP body, draws exactly what the in-process sim draws."""
+    the HTTP body, draws exactly what the in-process sim draws. The seed is folded below
+    :data:`~deliberation.seeds.SEED_MODULUS` as the ``openai`` backend sends it to a vLLM server
+    (:func:`~deliberation.inference.structured.wire_seed`): folding is idempotent, so the sim
+    draws the same for a seed sent as is and one sent folded."""
+    seed = request.effective_seed()
+    if seed is not None and not 0 <= seed < SEED_MODULUS:
+        seed %= SEED_MODULUS
     return {
         "messages": request.messages_as_dicts(),
         "temperature": request.temperature,
         "top_p": request.top_p,
         "max_tokens": request.max_tokens,
-        "seed": request.effective_seed(),
+        "seed": seed,
         "structured": None if request.structured is None else request.structured.to_dict(),
     }
 
