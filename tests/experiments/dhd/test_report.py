@@ -123,3 +123,48 @@ def test_flip_shares_count_the_problems_and_the_distinct_calls_they_compare():
     wrong = table[(table["design"] == "single") & (table["benchmark"] == "synthetic")].iloc[0]
     assert wrong["flips"] == 3 and wrong["n_clusters"] == 2
     assert wrong["n_calls"] == 5  # three single-message calls and the two solo calls
+
+
+def _loo_effects(problems: int) -> pd.DataFrame:
+    rows = []
+    for p in range(problems):
+        for k in (2, 3):
+            for m, category in enumerate(("helpful", "neutral", "harmful")):
+                rows.append({"problem": f"p{p}", "design": "loo", "k": k, "message": m,
+                             "category": category, "proposal": "wrong",
+                             "calls": frozenset({f"p{p}-k{k}-m{m}", f"p{p}-k{k}-full"})})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_loo_by_k_counts_its_problems_and_calls_and_shows_no_interval_below_the_minimum():
+    """Messages of one problem share its pool: the table says how many problems (clusters) and
+    distinct calls each rate rests on, the writer withholds its Wilson bounds below the cluster
+    minimum, and the figure draws no error bar there."""
+    from deliberation.stats.small_samples import withhold_small_intervals
+
+    few = report.loo_by_k_table(_loo_effects(3))
+    row = few[(few["k"] == "2") & (few["proposal"] == "wrong")].iloc[0]
+    assert row["n_clusters"] == 3 and row["eligible"] == 9
+    assert row["n_calls"] == 3 * 4  # three messages' removal calls + the full pool's, per problem
+    pooled = few[(few["k"] == "pooled") & (few["proposal"] == "wrong")].iloc[0]
+    assert pooled["n_clusters"] == 3 and pooled["n_calls"] == 2 * 3 * 4
+    written = withhold_small_intervals(report.loo_rate_intervals(few))
+    assert written["helpful_low"].isna().all() and written["harmful_high"].isna().all()
+    assert written["interval"].str.contains("n = 3 clusters").all()
+    fig = report.plot_loo_by_k(few, "LOO effects", min_clusters=5)
+    bars = [c for c in fig.axes[0].containers if c.has_yerr]
+    assert bars and all(np.isnan(seg).all() for c in bars for seg in c.lines[2][0].get_segments())
+    enough = report.loo_by_k_table(_loo_effects(6))
+    assert (
+        not withhold_small_intervals(report.loo_rate_intervals(enough))["helpful_low"].isna().any()
+    )
+    plt.close("all")
+
+
+def test_six_cells_say_how_many_problems_and_distinct_calls_each_row_rests_on():
+    effects = _loo_effects(3).assign(benchmark="synthetic", proposal_correct=0)
+    table = report.cells_table(effects)
+    row = table.iloc[0]
+    assert (row["design"], row["helpful"], row["neutral"], row["harmful"]) == ("loo", 6, 6, 6)
+    assert row["n_clusters"] == 3 and row["n_calls"] == 3 * 2 * 4
+    assert report.cells_table(effects.drop(columns="calls")).columns[-1] == "n_clusters"

@@ -98,6 +98,33 @@ def test_rows_columns_counts_and_a_rerun_sends_nothing(tmp_path, tasks):
     pd.testing.assert_frame_equal(again.rows, rows)
 
 
+def test_disclosure_tables_count_the_message_calls_the_labels_were_read_from(tmp_path, tasks):
+    """A disclosure label is read from a discussion's messages: each rate says how many distinct
+    message calls it rests on (the discussion's round calls), beside its rows."""
+    from deliberation.experiments.natural import report
+
+    profile = sim_profile(tmp_path, "calls")
+    result, _ = run(tmp_path, profile, tasks[:2], variants=("plain",))
+    calls = [{m.key for m in d.messages} for d in result.discussions]
+    assert all(len(keys) == 2 * 4 for keys in calls)  # 2 rounds x 4 agents, each its own call
+    with_private = [
+        keys
+        for d, keys in zip(result.discussions, calls, strict=True)
+        if any(len(f.holders) == 1 for f in d.task.facts)
+    ]
+    assert 0 < len(with_private) < len(calls)  # the fixture's first variant has no private fact
+    table = report.disclosure_table(result.disclosure, n_resamples=20)
+    private = table[(table["private"] == 1) & (table["disclosure"] == "full")].iloc[0]
+    assert private["n_calls"] == len(set().union(*with_private))
+    assert private["n_rows"] == int((result.disclosure["private"] == 1).sum())
+    everything = table[(table["private"] == 0) & (table["disclosure"] == "none")].iloc[0]
+    assert everything["n_calls"] == len(set().union(*calls)) == 2 * 2 * 4
+    measures = report.accuracy_table(result.rows, result.disclosure, n_resamples=20)
+    full = measures[measures["measure"] == report.FULL_PRIVATE].iloc[0]
+    assert full["n_calls"] == len(set().union(*with_private))
+    assert full["n_rows"] == len(with_private)  # one rate per discussion
+
+
 def test_invalid_votes_are_recorded_counted_and_scored_wrong(tmp_path, tasks):
     profile = sim_profile(tmp_path, "invalid", natural_invalid_vote=0.4)
     result, _ = run(tmp_path, profile, tasks, variants=("plain",))

@@ -45,16 +45,25 @@ def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFram
 
 def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
     """The six cells (proposal wrong/correct x helpful/neutral/harmful), with unscored and
-    unreadable messages counted, per design and benchmark."""
+    unreadable messages counted, per design and benchmark, with the problems the messages come
+    from (``n_clusters``) and, when the effects name their calls, the distinct integrator calls
+    behind each row (``n_calls``)."""
     tables = []
     for design, rows in effects.groupby("design", sort=False):
         proposals = rows[["problem", "message", "proposal_correct"]].drop_duplicates()
         cells = six_cells(rows.drop(columns=["proposal", "proposal_correct"]), proposals)
+        groups = rows.groupby(["benchmark", "proposal"])
+        index = pd.MultiIndex.from_frame(cells[["benchmark", "proposal"]])
+        cells["n_clusters"] = groups["problem"].nunique().reindex(index).to_numpy()
+        if "calls" in rows:
+            calls = groups["calls"].agg(lambda sets: len(frozenset().union(*sets)))
+            cells["n_calls"] = calls.reindex(index).to_numpy()
         tables.append(cells.assign(design=design))
-    columns = ["design", "benchmark", "proposal", *CATEGORIES, "unscored"]
+    columns = ["design", "benchmark", "proposal", *CATEGORIES, "unscored", "n_clusters"]
     if not tables:  # no replay at all (e.g. every recruiter reply failed): an empty table
         return pd.DataFrame(columns=columns)
-    return pd.concat(tables, ignore_index=True)[columns]
+    table = pd.concat(tables, ignore_index=True)
+    return table[[*columns, *(["n_calls"] if "n_calls" in table else [])]]
 
 
 FLIP_SHARE_COLUMNS = [
@@ -122,7 +131,10 @@ def flip_share_table(
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
     """Leave-one-out categories by pool size K (each message counted once per K) and pooled
-    over K, per proposal correctness, with the rate among eligible (scored) messages."""
+    over K, per proposal correctness, with the rate among eligible (scored) messages, the
+    problems they come from (``n_clusters``: messages of one problem share its pool, so the
+    writer withholds an interval below the cluster minimum) and, when the effects name their
+    calls, the distinct integrator calls behind them (``n_calls``)."""
     loo = effects[(effects["design"] == "loo") & (effects["category"] != "unscored")]
     loo = loo[loo["proposal"].isin(PROPOSALS)]
     pooled = loo.assign(k="pooled")
@@ -135,7 +147,15 @@ def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
     eligible = table[list(CATEGORIES)].sum(axis=1)
     for column in CATEGORIES:
         table[f"{column}_rate"] = table[column] / eligible
-    return table.assign(eligible=eligible)
+    table = table.assign(eligible=eligible)
+    groups = both.groupby(["k", "proposal"])
+    problems = groups["problem"].nunique()
+    index = pd.MultiIndex.from_frame(table[["k", "proposal"]])
+    table["n_clusters"] = problems.reindex(index).fillna(0).astype(int).to_numpy()
+    if "calls" in both:
+        calls = groups["calls"].agg(lambda sets: len(frozenset().union(*sets)))
+        table["n_calls"] = calls.reindex(index).fillna(0).astype(int).to_numpy()
+    return table
 
 
 def repeated_table(
@@ -230,9 +250,10 @@ def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_loo_by_k(by_k: pd.DataFrame, title: str) -> Figure:
+def plot_loo_by_k(by_k: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS) -> Figure:
     """Helpful and harmful rates (%) among eligible messages by pool size K, with Wilson 95%
-    intervals (messages as independent); integer K ticks."""
+    intervals (messages as independent), none where a K's messages come from fewer than
+    ``min_clusters`` problems (its n printed instead); integer K ticks."""
     rows = loo_rate_intervals(by_k[by_k["k"] != "pooled"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
     ks = sorted(rows["k"].astype(int).unique())
@@ -242,18 +263,17 @@ def plot_loo_by_k(by_k: pd.DataFrame, title: str) -> Figure:
         part = rows[rows["proposal"] == proposal].sort_values("k", key=lambda k: k.astype(int))
         for category, style in (("helpful", "-"), ("harmful", "--")):
             rate = 100 * part[f"{category}_rate"].to_numpy(dtype=float)
-            err = np.clip(  # a rate at 0 or 1 can sit a rounding error outside its interval
-                [
-                    rate - 100 * part[f"{category}_low"].to_numpy(dtype=float),
-                    100 * part[f"{category}_high"].to_numpy(dtype=float) - rate,
-                ],
-                0,
-                None,
-            )
+            n_clusters = part.get("n_clusters")
+            err = interval_errors(rate / 100, part[f"{category}_low"], part[f"{category}_high"],
+                                  n_clusters, min_clusters=min_clusters, scale=100)  # fmt: skip
+            err = np.clip(err, 0, None)  # a rate at 0 or 1 can sit a rounding error outside
+            x = part["k"].astype(int).to_numpy() + offsets[(proposal, category)]
             ax.errorbar(
-                part["k"].astype(int) + offsets[(proposal, category)], rate, yerr=err,
+                x, rate, yerr=err,
                 fmt=style, marker=marker, capsize=2, label=f"{proposal}, {category}",
             )  # fmt: skip
+            if category == "helpful":  # one n per point pair, not two
+                mark_small_samples(ax, x, rate, n_clusters, min_clusters=min_clusters)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("pool size K")
     ax.set_ylabel("rate among eligible messages (%)")

@@ -109,11 +109,20 @@ def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.D
     if disclosure is not None and len(disclosure):
         private = disclosure[disclosure["private"] == 1]
         rates = private.groupby(DISCUSSION, dropna=False)[["full", "partial"]].mean().reset_index()
-        parts.append(rates[DISCUSSION].assign(measure=FULL_PRIVATE, value=rates["full"]))
-        parts.append(rates[DISCUSSION].assign(measure=PARTIAL_PRIVATE, value=rates["partial"]))
+        calls = {}
+        if "keys" in private:  # a discussion's rate is read from its message calls
+            keys = private.groupby(DISCUSSION, dropna=False)["keys"].first().reset_index()
+            calls = {CALLS: [_split_keys(k) for k in keys["keys"]]}
+        for measure, column in ((FULL_PRIVATE, "full"), (PARTIAL_PRIVATE, "partial")):
+            parts.append(rates[DISCUSSION].assign(measure=measure, value=rates[column], **calls))
     frame = pd.concat(parts, ignore_index=True)
     frame["value"] = frame["value"].astype(float)
     return frame
+
+
+def _split_keys(joined: object) -> frozenset[str]:
+    """The request keys of a ``;``-joined ``keys`` cell (none for a blank one)."""
+    return frozenset(k for k in joined.split(";") if k) if isinstance(joined, str) else frozenset()
 
 
 def _keys(keys: Sequence[object] | pd.DataFrame) -> frozenset[str]:
@@ -195,7 +204,8 @@ def disclosure_table(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Rates of full, partial and no disclosure per cell of ``by`` (facts pooled within a
-    cell; templates resampled)."""
+    cell; templates resampled), with ``n_rows`` and ``n_calls`` (the distinct message calls
+    the labels were read from) when the rows carry their discussions' ``keys``."""
     long = disclosure.melt(
         id_vars=[c for c in disclosure.columns if c not in ("full", "partial", "none")],
         value_vars=["full", "partial", "none"],
@@ -203,6 +213,8 @@ def disclosure_table(
         value_name="rate",
     )
     long["rate"] = long["rate"].astype(float)
+    if "keys" in long:  # each fact's label is read from its discussion's message calls
+        long[CALLS] = [_split_keys(k) for k in long.pop("keys")]
     return _bootstrap_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
 
 

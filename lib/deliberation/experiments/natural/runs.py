@@ -104,8 +104,10 @@ ROW_COLUMNS = [
 DISCUSSION_COLUMNS = ["profile", *ROW_COLUMNS[2:12]]
 DISCLOSURE_COLUMNS = [
     *DISCUSSION_COLUMNS, "fact", "role", "holders", "private", "label", "full", "partial",
-    "none", "overlap", "stated_by",
+    "none", "overlap", "stated_by", "keys",
 ]  # fmt: skip
+# ``keys``: the discussion's message calls (";"-joined request keys) a fact's disclosure is read
+# from, so the disclosure tables count the distinct calls behind each rate (``n_calls``).
 TRANSCRIPT, EVERY_FACT = "transcript", "every-fact"
 
 
@@ -249,8 +251,10 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
     for d in discussions:
         context = _context(benchmark, d)
         messages = d.pairs()
+        keys = ";".join(m.key for m in d.messages if m.key)
         for fact in d.task.facts:
             row = context | {
+                "keys": keys,
                 "fact": fact.id,
                 "role": getattr(fact, "role", None) or getattr(fact, "source", ""),
                 "holders": len(fact.holders),
