@@ -125,6 +125,20 @@ def test_disclosure_tables_count_the_message_calls_the_labels_were_read_from(tmp
     assert full["n_rows"] == len(with_private)  # one rate per discussion
 
 
+def test_the_paired_prompt_effect_counts_the_calls_of_both_prompts(tmp_path, tasks):
+    from deliberation.experiments.natural import report
+
+    profile = sim_profile(tmp_path, "paired")
+    result, _ = run(tmp_path, profile, tasks[:2])
+    effect = report.paired_effect(result.rows, result.disclosure, n_resamples=20)
+    transcript = effect[effect["measure"] == "decision: transcript"].iloc[0]
+    rows = result.rows
+    decided = rows[(rows["kind"] == "decision") & (rows["policy"] == "transcript")]
+    assert set(decided["prompt"]) == {"plain", "evidence-first"}
+    assert transcript["n_calls"] == decided["key"].nunique() == 2 * 2
+    assert transcript["n_rows"] == 2  # one difference per task
+
+
 def test_invalid_votes_are_recorded_counted_and_scored_wrong(tmp_path, tasks):
     profile = sim_profile(tmp_path, "invalid", natural_invalid_vote=0.4)
     result, _ = run(tmp_path, profile, tasks, variants=("plain",))

@@ -229,11 +229,12 @@ def paired_effect(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Prompt ``a`` minus prompt ``b`` per benchmark and measure, paired on (task, replicate):
-    both variants of a task are discussed with fresh seeds, and only tasks with both count."""
+    both variants of a task are discussed with fresh seeds, and only tasks with both count;
+    ``n_calls``: the distinct calls both prompts' paired values rest on."""
     frame = outcomes(rows, disclosure)
     if measures is not None:
         frame = frame[frame["measure"].isin(measures)]
-    pairs = []
+    pairs, differences, calls = [], {}, {}
     for (name, benchmark, measure), group in frame.groupby(
         ["profile", "benchmark", "measure"], sort=True
     ):
@@ -244,15 +245,21 @@ def paired_effect(
             group[both], a, b, by="prompt", value="value", pair_on=["task", "replicate"]
         )
         pairs.append(diff.assign(profile=name, benchmark=benchmark, measure=measure))
+        differences[(name, benchmark, measure)] = len(diff)
+        if CALLS in group:  # the calls of both prompts' values the differences read
+            read = [c for c in group.loc[both & group["prompt"].isin([a, b]), CALLS]
+                    if isinstance(c, frozenset)]  # fmt: skip
+            calls[(name, benchmark, measure)] = len(frozenset().union(*read)) if read else None
     if not pairs:
         return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
+    keys = ["profile", "benchmark", "measure"]
     table = _bootstrap_table(
-        pd.concat(pairs, ignore_index=True),
-        ["profile", "benchmark", "measure"],
-        "difference",
-        n_resamples,
-        seed,
+        pd.concat(pairs, ignore_index=True), keys, "difference", n_resamples, seed
     )
+    combos = [tuple(k) for k in table[keys].itertuples(index=False)]
+    table["n_rows"] = [differences[k] for k in combos]  # paired differences, one per task
+    if calls:
+        table["n_calls"] = [calls.get(k) for k in combos]
     return table.assign(contrast=f"{a} - {b}")
 
 
