@@ -168,3 +168,30 @@ def test_six_cells_say_how_many_problems_and_distinct_calls_each_row_rests_on():
     assert (row["design"], row["helpful"], row["neutral"], row["harmful"]) == ("loo", 6, 6, 6)
     assert row["n_clusters"] == 3 and row["n_calls"] == 3 * 2 * 4
     assert report.cells_table(effects.drop(columns="calls")).columns[-1] == "n_clusters"
+
+
+def test_repeated_replay_summary_counts_the_calls_its_messages_read(tmp_path, monkeypatch):
+    """Each message's trajectory value reads its own removal calls and its problem's full calls:
+    the summary row of a (proposal, direction) counts those calls, distinct, over its messages."""
+    from deliberation.experiments.dhd.run import run_profile
+    from deliberation.inference import open_run
+    from deliberation.profiles.profile import load_profile
+
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path / "out"))
+    settings, client = open_run(load_profile("smoke"))
+    results = run_profile(settings, client)
+    replays, proposals = results.replays, results.proposals
+    messages, summary = report.repeated_table(replays, proposals, n_permutations=20)
+    assert len(summary) and summary["n_calls"].gt(0).all()
+    repeated = replays[replays["block"].notna()]
+    for row in summary.itertuples(index=False):
+        mine = messages[(messages["benchmark"] == row.benchmark)
+                        & (messages["proposal"] == row.proposal)
+                        & (messages["direction"] == row.direction)]  # fmt: skip
+        read = set()
+        for problem, message in zip(mine["problem"], mine["message"], strict=True):
+            of_problem = repeated[repeated["problem"] == problem]
+            arms = of_problem["arm"].isin(["full", f"drop-{int(message)}"])
+            read |= set(of_problem.loc[arms, "key"])
+        assert row.n_calls == len(read)

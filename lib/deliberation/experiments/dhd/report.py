@@ -169,7 +169,8 @@ def repeated_table(
     """Repeated replays: per message, its trajectory value (mean full-minus-removal over
     blocks), the within-block max-statistic test and the problem's BH q-value; and a summary of
     repeatable effects (problem q < threshold, message's own adjusted p < threshold) by
-    proposal correctness and direction."""
+    proposal correctness and direction, with the distinct calls its messages' values read
+    (``n_calls``: their removal calls and their problems' full calls)."""
     columns = ["problem", "benchmark", "message", "proposal", "value", "blocks", "effect"]
     columns += ["p_raw", "p_adjusted", "q_problem", "repeatable", "direction"]
     summary_columns = ["benchmark", "proposal", "direction", "messages", "repeatable"]
@@ -192,6 +193,22 @@ def repeated_table(
         .reset_index()
     )
     summary["problems_tested"] = messages["problem"].nunique()
+    if "key" in rows:  # a message's value reads its removal calls and its problem's full calls
+        repeated = rows[rows["block"].notna() & rows["key"].notna()]
+        full = repeated[repeated["arm"] == "full"].groupby("problem")["key"].agg(frozenset)
+        removed = repeated[repeated["arm"].str.startswith("drop-")]
+        dropped = removed.assign(message=removed["arm"].str.removeprefix("drop-").astype(int))
+        own = dropped.groupby(["problem", "message"])["key"].agg(frozenset)
+        keys = [
+            own.get((p, int(m)), frozenset()) | full.get(p, frozenset())
+            for p, m in zip(messages["problem"], messages["message"], strict=True)
+        ]
+        calls = pd.Series(keys, index=messages.index).groupby(
+            [messages["benchmark"], messages["proposal"], messages["direction"]]
+        )
+        counts = calls.agg(lambda sets: len(frozenset().union(*sets)))
+        index = pd.MultiIndex.from_frame(summary[["benchmark", "proposal", "direction"]])
+        summary["n_calls"] = counts.reindex(index).to_numpy()
     return messages[columns], summary
 
 
