@@ -268,3 +268,26 @@ def test_selector_beats_the_correctness_heuristic_only_when_wrong_messages_carry
         row = none.loc[baseline]
         assert row["low_pp"] <= 0 <= row["high_pp"], baseline
     assert planted.loc["hindsight", "high_pp"] < 0 and none.loc["hindsight", "high_pp"] < 0
+
+
+def test_selection_tables_count_the_repeated_replay_calls_of_their_problems():
+    """Every fold's values are read from its problems' repeated blocks: given the replay rows,
+    each accuracy and gain row says how many distinct calls that is (a non-repeated call, or one
+    of another problem, is not counted)."""
+    records = []
+    for problem, benchmark in (("p1", "a"), ("p2", "a"), ("p3", "b")):
+        for block in (0, 1):
+            records += _block_rows(problem, block, (1, 0), {1: 1, 2: 0}, benchmark=benchmark)
+    rows = _frame(records)
+    rows["key"] = [f"{r.problem}-{r.arm}-{r.replicate}" for r in rows.itertuples()]
+    single = rows.iloc[[0]].assign(block=pd.NA, arm="single", key="p1-single")
+    replays = pd.concat([rows, single], ignore_index=True)
+    proposals = pd.concat([_proposals(p, [1, 0]) for p in ("p1", "p2", "p3")], ignore_index=True)
+    per_fold = selection.cross_fitted_selection(replays[replays["block"].notna()], proposals)
+    accuracy = selection.policy_accuracy(per_fold, n_resamples=20, replays=replays)
+    gains = selection.selector_gains(per_fold, n_resamples=20, replays=replays)
+    per_problem = 2 * (2 + 2)  # two blocks of two full calls and two removals
+    for table in (accuracy, gains):
+        calls = table.groupby("benchmark")["n_calls"].unique().map(list).to_dict()
+        assert calls == {"a": [2 * per_problem], "b": [per_problem], "pooled": [3 * per_problem]}
+    assert "n_calls" not in selection.policy_accuracy(per_fold, n_resamples=20)

@@ -281,15 +281,26 @@ def _groups(per_fold: pd.DataFrame, by: Sequence[str]):
             yield {**labels, "benchmark": "pooled"}, part
 
 
+def _calls_read(replays: pd.DataFrame | None, problems: pd.Series) -> int | None:
+    """The distinct repeated-replay calls of ``problems`` (every block's arms: the values of
+    every fold are read from them), or None without rows that name their calls."""
+    if replays is None or "key" not in replays:
+        return None
+    repeated = replays[replays["block"].notna() & replays["problem"].isin(set(problems))]
+    return int(repeated["key"].dropna().nunique())
+
+
 def policy_accuracy(
     per_fold: pd.DataFrame,
     by: Sequence[str] = (),
     policies: Sequence[str] = tuple(POLICY_VALUES),
     n_resamples: int = 2000,
     seed: int = 0,
+    replays: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Held-out accuracy (percent) of each policy per benchmark and pooled (within each ``by``
-    group, e.g. ``("model",)``), with 95% intervals from a bootstrap over problems."""
+    group, e.g. ``("model",)``), with 95% intervals from a bootstrap over problems and, given
+    the repeated-replay rows (``replays``), the distinct calls each row rests on (``n_calls``)."""
     out = []
     for labels, rows in _groups(per_fold, by):
         long = _long(rows, policies)
@@ -307,9 +318,15 @@ def policy_accuracy(
                     "problems": r.n_clusters,
                     "folds": len(rows),
                     "n_clusters": r.n_clusters,  # the table writer's name for it
+                    **_n_calls(replays, rows),
                 }
             )
     return pd.DataFrame(out)
+
+
+def _n_calls(replays: pd.DataFrame | None, rows: pd.DataFrame) -> dict[str, int]:
+    calls = _calls_read(replays, rows["problem_id"])
+    return {} if calls is None else {"n_calls": calls}
 
 
 def selector_gains(
@@ -319,10 +336,12 @@ def selector_gains(
     baselines: Sequence[str] = BASELINES,
     n_resamples: int = 2000,
     seed: int = 0,
+    replays: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``selector`` minus each baseline, in percentage points, per benchmark and pooled (within
     each ``by`` group), with 95% intervals and p-values from a bootstrap over problems (the
-    folds of one problem move together; all baselines share the resamples)."""
+    folds of one problem move together; all baselines share the resamples) and, given the
+    repeated-replay rows (``replays``), the distinct calls each row rests on (``n_calls``)."""
     out = []
     for labels, rows in _groups(per_fold, by):
         long = _long(rows, [selector, *baselines])
@@ -345,6 +364,7 @@ def selector_gains(
                     "problems": r.n_clusters,
                     "folds": len(rows),
                     "n_clusters": r.n_clusters,  # the table writer's name for it
+                    **_n_calls(replays, rows),
                 }
             )
     return pd.DataFrame(out)
