@@ -257,6 +257,10 @@ def test_evidence_model_tests_the_policy_terms():
     assert test.loc[0, "df"] == 1 and test.loc[0, "n_templates"] == 12
     # the policy label carries no information here: the LR statistic is ~0
     assert test.loc[0, "LR statistic"] == pytest.approx(0, abs=1e-6)
+    # rows that share a prompt share a call: both policies' rows of a (template, lead) here
+    keyed = pd.DataFrame(rows).assign(key=lambda f: f["template"] + "/" + f["net_lead"].astype(str))
+    coefficients, _ = evidence.evidence_model(keyed)
+    assert coefficients["n_rows"].eq(96).all() and coefficients["n_calls"].eq(48).all()
 
 
 def test_resolve_takes_the_profile_values_unless_the_notebook_sets_them():

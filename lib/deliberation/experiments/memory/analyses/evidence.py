@@ -98,6 +98,8 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     coefficients = coefficients[["model", *[c for c in coefficients if c != "model"]]]
     # Cluster-robust intervals need clusters too: the table writer withholds them below 5.
     coefficients["n_clusters"] = test.full.n_clusters
+    coefficients["n_rows"] = test.full.n_obs  # both models are fitted on the same rows
+    coefficients["n_calls"] = distinct_calls(answered(rows))
     tests = pd.DataFrame(
         [
             {
