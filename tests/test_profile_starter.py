@@ -6,12 +6,12 @@ keeps to and a starter grid of one policy, one budget and one tag mode."""
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pandas as pd
 import pytest
+from helpers.json_handler import JsonHandler
 from helpers.llama_like import SERVED_MODEL, llama_like_server
 from helpers.serve_sim import SIM_MODEL
 
@@ -127,27 +127,16 @@ def _listing(models: list[str], status: int = 200):
     """A server that lists ``models`` and answers every chat request with an empty string (or,
     with another ``status``, refuses it)."""
 
-    class Listing(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _send(self, payload: dict, code: int = 200) -> None:
-            blob = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(blob)))
-            self.end_headers()
-            self.wfile.write(blob)
-
+    class Listing(JsonHandler):
         def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": m} for m in models]})
+            self.send_json(200, {"object": "list", "data": [{"id": m} for m in models]})
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             if status != 200:
-                self._send({"error": {"message": "invalid api key"}}, status)
+                self.send_json(status, {"error": {"message": "invalid api key"}})
                 return
-            self._send({
+            self.send_json(200, {
                 "id": "x", "object": "chat.completion", "created": 0, "model": models[-1],
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": ""}}],

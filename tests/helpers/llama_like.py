@@ -14,42 +14,33 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from helpers.json_handler import JsonHandler
 
 SERVED_MODEL = "served-model"
 SERVER_PROMPT_TOKENS = 31
 
 
-class LlamaCppPythonLike(BaseHTTPRequestHandler):
+class LlamaCppPythonLike(JsonHandler):
     """What llama-cpp-python's server does with structured-output fields (measured): it lists
     its model, refuses ``json_schema`` with HTTP 500, honours ``json_object`` + ``schema`` and
     ignores vLLM's fields (answering free text)."""
 
     bodies: list[dict] = []
 
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, status: int, payload: dict) -> None:
-        blob = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(blob)))
-        self.end_headers()
-        self.wfile.write(blob)
-
     def do_GET(self) -> None:
-        self._send(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model"}]})
+        self.send_json(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model"}]})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).bodies.append(body)
         kind = (body.get("response_format") or {}).get("type")
         if kind == "json_schema":
-            self._send(500, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
+            self.send_json(500, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
             return
         text = '{"answer": "yes"}' if kind == "json_object" else "The correct answer is: yes."
-        self._send(200, {
+        self.send_json(200, {
             "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": text}}],

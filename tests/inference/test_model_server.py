@@ -258,7 +258,7 @@ def test_a_server_no_mode_constrains_is_told_to_use_none(llama_like, monkeypatch
 
 def _free_text_only(handler: LlamaCppPythonLike) -> None:
     handler.rfile.read(int(handler.headers["Content-Length"]))
-    handler._send(200, {"id": "x", "object": "chat.completion", "created": 0,
+    handler.send_json(200, {"id": "x", "object": "chat.completion", "created": 0,
                         "model": "served-model", "choices": [{"index": 0, "finish_reason": "stop",
                         "message": {"role": "assistant", "content": "Maybe."}}]})  # fmt: skip
 
@@ -326,9 +326,9 @@ def _answers_version(version: str):
 
     def do_GET(handler: LlamaCppPythonLike) -> None:
         if handler.path == "/version":
-            handler._send(200, {"version": version})
+            handler.send_json(200, {"version": version})
         else:
-            handler._send(200, {"object": "list", "data": [{"id": "served-model"}]})
+            handler.send_json(200, {"object": "list", "data": [{"id": "served-model"}]})
 
     return do_GET
 
