@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import struct
 
-import matplotlib.pyplot as plt
 import pytest
 
 from deliberation.inference.cache import ResponseCache
@@ -17,7 +16,7 @@ from deliberation.paper.build import build_paper
 from deliberation.paper.plan import plan_calls
 from deliberation.paper.site import build_report
 from deliberation.profiles.profile import load_profile
-from deliberation.publish.plots import save_figure
+from deliberation.publish.plots import Figure, save_figure
 
 
 def test_the_plan_printed_first_equals_what_the_notebooks_sent(in_smoke_build):
@@ -56,11 +55,11 @@ def test_every_listed_output_exists_and_a_second_build_runs_nothing(in_smoke_bui
 @pytest.fixture
 def site(in_smoke_build, tmp_path):
     # One figure made here too, so the check always has an image file to load.
-    fig, ax = plt.subplots()
+    fig = Figure()
+    ax = fig.subplots()
     ax.plot([0, 1], [0, 1])
     save_figure(fig, "report_check", profile=load_profile("smoke"), caption="a line",
                 notebook="test")  # fmt: skip
-    plt.close(fig)
     return build_report("smoke", out=tmp_path / "report")
 
 

@@ -136,8 +136,6 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
     the table of ``deliberation power`` (no plan: its calls and cost need minutes). The effects
     are planted in synthetic data, so the page says so; panels whose variance comes from the
     sim's rows say that too."""
-    import matplotlib.pyplot as plt
-
     from deliberation.paper.power import CURVE_SIZES, power_curves_figure, run_power
     from deliberation.profiles.model_label import SYNTHETIC_LABEL
 
@@ -148,7 +146,6 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
         title += f"; variance from the sim [{SYNTHETIC_LABEL}]"
     fig = power_curves_figure(rows, title=title)
     fig.savefig(folder / "power.png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
     notes = [line.removeprefix("- ") for line in lines[1:] if not line.startswith("|")]
     body = (
         f"<p>{html.escape(lines[0])}. Recompute with <code>deliberation power"
