@@ -26,7 +26,11 @@ def test_sim_table_is_labelled_synthetic_everywhere_a_reader_looks():
     assert sidecar["synthetic"] is True and sidecar["label"] == SYNTHETIC_LABEL
     assert sidecar["profile"] == "smoke" and sidecar["backend"] == "sim"
     assert set(sidecar["files"]) == {"t.csv", "t.md", "t.tex"}
-    assert pd.read_csv(files["csv"]).equals(FRAME)
+    # The CSV says it too, on every row of its last column, and stays plain data.
+    written = pd.read_csv(files["csv"])
+    assert list(written.columns) == [*FRAME.columns, "source"]
+    assert set(written["source"]) == {SYNTHETIC_LABEL}
+    assert written.drop(columns="source").equals(FRAME)
 
 
 def test_model_table_is_not_labelled_synthetic():
@@ -36,6 +40,7 @@ def test_model_table_is_not_labelled_synthetic():
     assert SYNTHETIC_LABEL not in files["md"].read_text()
     sidecar = json.loads(files["provenance"].read_text())
     assert sidecar["synthetic"] is False and sidecar["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert set(pd.read_csv(files["csv"])["source"]) == {sidecar["label"]}
 
 
 def test_tables_are_byte_identical_when_rewritten():

@@ -111,7 +111,8 @@ def _fake_tool(path, log):
 
 def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tmp_path):
     """The probe: `make lab` failed as root, reinstalled on every call, took no arguments and
-    hid build/executed/ outside its root."""
+    opened on build/executed/ (names cut, beside .inputs.json files); now it opens on
+    notebooks/ with the venv's kernel registered."""
     for name in ("Makefile", "pyproject.toml"):
         (tmp_path / name).write_text((ROOT / name).read_text())
     log = tmp_path / "calls.log"
@@ -136,6 +137,8 @@ def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tm
 
     first = lab("1000", "LAB_ARGS=--port 8890 --no-browser")
     assert sum("pip install" in c and "[dev,lab]" in c for c in first) == 1
+    # The venv's Python registered as the lab's python3 kernel (it has the package).
+    assert sum("ipykernel install --sys-prefix --name python3" in c for c in first) == 1
     jupyter = first[-1]
     assert jupyter.startswith("jupyter lab ") and jupyter.endswith("--port 8890 --no-browser")
     assert f"--ServerApp.root_dir={tmp_path}" in jupyter and "--allow-root" not in jupyter
@@ -144,7 +147,7 @@ def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tm
     (tmp_path / "build" / "executed" / "sim").mkdir(parents=True)
     again = lab("0")
     assert len(again) == 1 and "--allow-root" in again[0]  # installed once: no pip call
-    assert "--LabApp.default_url=/lab/tree/build/executed/sim" in again[0]
+    assert "--LabApp.default_url=/lab/tree/notebooks " in again[0]  # always on notebooks/
 
 
 def test_make_test_runs_every_lane_after_one_fails_and_still_fails(tmp_path):

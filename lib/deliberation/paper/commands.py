@@ -1,6 +1,6 @@
 """CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report``,
-``deliberation replay`` and ``deliberation bench`` (the Makefile's ``paper``, ``plan``,
-``report``, ``replay`` and ``bench`` targets)."""
+``deliberation replay``, ``deliberation nbval`` and ``deliberation bench`` (the Makefile's
+``paper``, ``plan``, ``report``, ``replay``, ``nbval`` and ``bench`` targets)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     paper.add_argument(
         "--publish",
         action="store_true",
-        help="write figures/ and tables/ of a profile with published results (PUBLISH=1);"
-        " without it such a build writes build/outputs/",
+        help="publish (PUBLISH=1): write figures/ and tables/ of a profile with published"
+        " results (without it such a build writes build/outputs/), and the executed notebooks"
+        " to notebooks/executed/<profile>/",
     )
     paper.set_defaults(func=_paper)
 
@@ -55,6 +56,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--root", type=Path, help="folder holding results/ and tables/ (default: the repository)"
     )
     replay.set_defaults(func=_replay)
+
+    nbval = add_command(subparsers, "nbval")
+    nbval.add_argument(
+        "profiles",
+        nargs="*",
+        metavar="profile",
+        help="profile names or paths (default: every profile with notebooks/executed/<profile>/)",
+    )
+    nbval.add_argument(
+        "--root", type=Path, help="folder holding notebooks/executed/ (default: the repository)"
+    )
+    nbval.set_defaults(func=_nbval)
 
     bench = add_command(subparsers, "bench")
     bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
@@ -94,7 +107,11 @@ def _paper(args: argparse.Namespace) -> int:
     require_backend(profile)  # before the plan: no vLLM, no notebook runs
     with output_folders(profile, publish=args.publish):
         result = build_paper(
-            args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
+            args.profile,
+            notebooks=args.notebooks,
+            force=args.force,
+            plan=not args.no_plan,
+            publish=args.publish,
         )
     if result.failed is not None:
         return result.failed.exit_code  # 7 for a full disk, else 1
@@ -109,6 +126,24 @@ def _replay(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(line, flush=True)
     return 0 if report.ok else 1
+
+
+@_reported
+def _nbval(args: argparse.Namespace) -> int:
+    from deliberation.paper.executed import check_executed, published_profiles
+
+    failed = []
+    profiles = args.profiles or published_profiles(args.root)
+    if not profiles:
+        print("deliberation nbval: no executed notebooks are published (notebooks/executed/)")
+        return 2
+    for profile in profiles:
+        report = check_executed(profile, root=args.root, out=lambda line: print(line, flush=True))
+        for line in report.lines():
+            print(line, flush=True)
+        if not report.ok:
+            failed.append(report.profile)
+    return 1 if failed else 0
 
 
 @_reported

@@ -25,6 +25,7 @@ import pandas as pd
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.publish.pages import CSS, page, run_label
+from deliberation.publish.tables import SOURCE_COLUMN
 from deliberation.results.published_tables import check_table_folder
 
 
@@ -218,7 +219,9 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
                 shutil.copy2(source, staging / "tables" / source.name)
                 links.append(f'<a href="{source.name}">{suffix[1:]}</a>')
         caption = _caption(csv.with_name(stem + ".provenance.json"))
-        frame = pd.read_csv(csv)
+        frame = pd.read_csv(csv).drop(
+            columns=[SOURCE_COLUMN], errors="ignore"
+        )  # the banner says it
         body = f"<p>{html.escape(caption)}</p><p>files: {' · '.join(links)}</p>" + frame.to_html(
             index=False, na_rep="", border=0
         )
