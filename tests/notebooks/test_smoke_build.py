@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,32 @@ def test_every_listed_output_exists_and_a_second_build_runs_nothing(in_smoke_bui
     assert again.executed == [] and again.ok
     assert len(again.skipped) == len(in_smoke_build["result"].executed)
     assert "plan:" not in "\n".join(lines)  # nothing to run, nothing to plan
+
+
+def test_every_figure_a_notebook_writes_is_shown_in_the_notebook(in_smoke_build):
+    """The executed notebooks (papermill, as `make paper` runs them) hold an image output for
+    every figure they wrote to figures/<profile>/ (the library never switches the kernel's
+    inline backend off, and a saved figure displays itself)."""
+    import json
+    from collections import Counter
+
+    import nbformat
+
+    from deliberation.paper.executed import image_outputs
+
+    root = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"])
+    written = Counter(
+        json.loads(sidecar.read_text())["notebook"]
+        for sidecar in (root / "figures" / "smoke").glob("*.provenance.json")
+    )
+    executed = Path(in_smoke_build["env"]["DELIBERATION_BUILD_DIR"]) / "executed" / "smoke"
+    shown = {
+        path.stem: image_outputs(nbformat.read(path, as_version=4))
+        for path in sorted(executed.glob("[0-9][0-9]_*.ipynb"))
+    }
+    assert sum(written.values()) >= 8, written  # notebooks 02-07 make figures
+    for stem, count in written.items():
+        assert shown.get(stem, 0) >= count, (stem, shown)
 
 
 @pytest.fixture

@@ -460,7 +460,7 @@ def build_paper(
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
         _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
     if publish and result.ok:
-        _publish_executed(entries, profile, executed_dir, result, out)
+        _publish_executed(entries, profile, executed_dir, folder, result, out)
     result.seconds = time.perf_counter() - started
     served = served_names(profile.name)
     if served:
@@ -577,6 +577,7 @@ def _publish_executed(
     entries: Sequence[NotebookEntry],
     profile: Profile,
     executed_dir: Path,
+    folder: Path | None,
     result: BuildResult,
     out: Printer,
 ) -> None:
@@ -588,13 +589,14 @@ def _publish_executed(
 
     for entry in entries:
         try:
-            target = publish_executed(executed_dir / entry.name, profile)
+            target = publish_executed(executed_dir / entry.name, profile, folder)
         except PublishError as error:
             result.failed = NotebookFailed(entry.name, "", f"not published: {error}", None)
             out(f"FAILED: {result.failed}")
             return
         images = image_outputs(nbformat.read(target, as_version=4))
-        shown = target.relative_to(paths.repo_root())
+        root = paths.repo_root()
+        shown = target.relative_to(root) if target.is_relative_to(root) else target
         out(f"published: {shown} ({images} figure{'s' if images != 1 else ''} inline)")
 
 

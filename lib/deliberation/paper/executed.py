@@ -55,7 +55,7 @@ from deliberation.paper.replay import (
 from deliberation.profiles.profile import Profile, load_profile
 
 Printer = Callable[[str], None]
-PUBLISHED_FOLDER = Path("notebooks") / "executed"
+PUBLISHED_FOLDER = "executed"  # under the notebooks folder: notebooks/executed/<profile>/
 SANITIZE_FILE = Path(__file__).with_name("nbval_sanitize.cfg")
 MAX_TEXT_OUTPUT = 64 * 1024  # bytes of one output that is not an image: more is a data dump
 MAX_NOTEBOOK = 2 * 1024 * 1024  # bytes of one published notebook, figures included
@@ -67,19 +67,21 @@ class PublishError(ValueError):
     """A notebook that cannot be published as it is (a data dump in an output)."""
 
 
-def published_dir(profile: str, root: Path | None = None) -> Path:
-    """``notebooks/executed/<profile>/`` under ``root`` (default: the repository)."""
-    return (root or paths.repo_root()) / PUBLISHED_FOLDER / profile
+def published_dir(profile: str, notebooks: Path | None = None) -> Path:
+    """``notebooks/executed/<profile>/`` (``notebooks``: the folder of the source notebooks,
+    default the repository's)."""
+    from deliberation.paper.manifest import notebooks_dir
+
+    return (notebooks or notebooks_dir()) / PUBLISHED_FOLDER / profile
 
 
 def published_profiles(root: Path | None = None) -> list[str]:
-    """The profiles whose executed notebooks are published (a folder with notebooks)."""
-    folder = (root or paths.repo_root()) / PUBLISHED_FOLDER
-    return (
-        sorted(p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-        if folder.is_dir()
-        else []
-    )
+    """The profiles whose executed notebooks are published under ``root`` (default: the
+    repository): a folder of ``notebooks/executed/`` holding notebooks."""
+    folder = (root or paths.repo_root()) / "notebooks" / PUBLISHED_FOLDER
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 
 
 def image_outputs(notebook: nbformat.NotebookNode) -> int:
@@ -108,7 +110,7 @@ def oversized_outputs(notebook: nbformat.NotebookNode, name: str) -> list[str]:
             size = _size(output)
             if size > MAX_TEXT_OUTPUT:
                 problems.append(
-                    f"{name}: cell {index} has a {output.get('output_type')} output of"
+                    f"{name}: cell {index} has an output ({output.get('output_type')}) of"
                     f" {size:,} bytes (more than {MAX_TEXT_OUTPUT:,}: show a summary, publish"
                     " rows as a table)"
                 )
@@ -162,16 +164,17 @@ def clean_executed(notebook: nbformat.NotebookNode, profile: Profile, name: str)
     notebook.cells.insert(first_markdown + 1, note)
 
 
-def publish_executed(executed: Path, profile: Profile, root: Path | None = None) -> Path:
-    """Copy one executed notebook to ``notebooks/executed/<profile>/``, cleaned and with its
-    banner (written atomically; unchanged content leaves the file alone). Raises
-    :class:`PublishError` for a data dump, writing nothing."""
+def publish_executed(executed: Path, profile: Profile, notebooks: Path | None = None) -> Path:
+    """Copy one executed notebook to ``notebooks/executed/<profile>/`` (``notebooks``: the
+    source notebooks' folder), cleaned and with its banner (written atomically; unchanged
+    content leaves the file alone). Raises :class:`PublishError` for a data dump, writing
+    nothing."""
     notebook = nbformat.read(executed, as_version=4)
-    clean_executed(notebook, profile, executed.name)
-    problems = oversized_outputs(notebook, executed.name)
+    problems = oversized_outputs(notebook, executed.name)  # cells numbered as in ``executed``
     if problems:
         raise PublishError("; ".join(problems))
-    target = published_dir(profile.name, root) / executed.name
+    clean_executed(notebook, profile, executed.name)
+    target = published_dir(profile.name, notebooks) / executed.name
     text = nbformat.writes(notebook) + "\n"
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -262,7 +265,7 @@ def check_executed(
     started = time.perf_counter()
     profile = load_profile(profile_arg)
     root = Path(root or paths.repo_root())
-    report = NbvalReport(profile.name, published_dir(profile.name, root))
+    report = NbvalReport(profile.name, published_dir(profile.name, root / "notebooks"))
     report.notebooks = sorted(p.name for p in report.folder.glob("*.ipynb"))
     if not report.notebooks:
         return report
