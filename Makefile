@@ -109,14 +109,11 @@ test: setup
 chromium: setup
 	@if $(PY) -c "import sys; from deliberation.paper.browser import find_chromium; sys.exit(not find_chromium())"; then 	  echo "chromium: installed"; 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then 	  apt-get update -qq && apt-get install -y -qq chromium; 	else 	  echo "chromium: not installed and apt-get (as root) is not available: install the chromium package" >&2; 	  exit 1; 	fi
 
-# JupyterLab on notebooks/ (the paper's notebooks, and notebooks/executed/<profile>/: the
-# published profiles' executed notebooks with their outputs), rooted at the repository. Its
-# kernel is this venv's Python, which has the package: the lab extra's install registers it as
-# the `python3` kernel in the venv (ipykernel install --sys-prefix), and JUPYTER_PATH puts the
-# venv's kernels first, so a `python3` kernel of another Python (~/.local/share/jupyter) cannot
-# shadow it. Installed once (a stamp, redone when pyproject.toml changes). LAB_ARGS passes
-# options on (make lab LAB_ARGS="--port 8890 --no-browser"); as root, --allow-root is added.
-# Kernels get DELIBERATION_PROFILE=$(PROFILE): the notebooks' parameters cell reads it.
+# JupyterLab on notebooks/ (deliberation.paper.lab: the paper's notebooks, and
+# notebooks/executed/<profile>/ with their outputs), its kernel this venv's Python (registered
+# by the lab extra's install as the venv's `python3` kernel; the CLI puts the venv's kernels
+# first). Installed once (a stamp, redone when pyproject.toml changes). LAB_ARGS passes options
+# on (make lab LAB_ARGS="--port 8890 --no-browser"); kernels get DELIBERATION_PROFILE=$(PROFILE).
 LAB_STAMP := $(VENV)/.lab-stamp
 $(LAB_STAMP): $(SETUP_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,lab]'
@@ -124,11 +121,7 @@ $(LAB_STAMP): $(SETUP_STAMP)
 	touch $@
 
 lab: setup $(LAB_STAMP)
-	@root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; fi; \
-	echo "JupyterLab on $(CURDIR)/notebooks (executed notebooks: notebooks/executed/<profile>/; profile $(PROFILE))"; \
-	DELIBERATION_PROFILE=$(PROFILE) JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
-	  exec $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
-	  --LabApp.default_url=/lab/tree/notebooks $$root $(LAB_ARGS)
+	$(PY) -m deliberation lab --profile $(PROFILE) -- $(LAB_ARGS)
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external

@@ -1,6 +1,7 @@
 """CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report``,
-``deliberation replay``, ``deliberation nbval`` and ``deliberation bench`` (the Makefile's
-``paper``, ``plan``, ``report``, ``replay``, ``nbval`` and ``bench`` targets)."""
+``deliberation replay``, ``deliberation nbval``, ``deliberation lab`` and ``deliberation
+bench`` (the Makefile's ``paper``, ``plan``, ``report``, ``replay``, ``nbval``, ``lab`` and
+``bench`` targets)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--root", type=Path, help="folder holding results/ and tables/ (default: the repository)"
     )
     replay.set_defaults(func=_replay)
+
+    lab = add_command(subparsers, "lab")
+    lab.add_argument("--profile", default="sim", help="DELIBERATION_PROFILE for the kernels")
+    lab.add_argument(
+        "jupyter_args",
+        nargs=argparse.REMAINDER,
+        help="after --: passed on to jupyter lab (deliberation lab -- --port 8890)",
+    )
+    lab.set_defaults(func=_lab)
 
     nbval = add_command(subparsers, "nbval")
     nbval.add_argument(
@@ -126,6 +136,16 @@ def _replay(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(line, flush=True)
     return 0 if report.ok else 1
+
+
+@_reported
+def _lab(args: argparse.Namespace) -> int:
+    from deliberation.paper.lab import run_lab
+    from deliberation.profiles.profile import load_profile
+
+    load_profile(args.profile)  # a wrong name stops here, not in every kernel
+    extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
+    return run_lab(args.profile, extra)
 
 
 @_reported

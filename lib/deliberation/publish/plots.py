@@ -40,7 +40,9 @@ from deliberation.stats.small_samples import MIN_CLUSTERS
 
 _PNG_META = {"Software": None}
 _PDF_META = {"Creator": None, "Producer": None, "CreationDate": None}
-DPI = 150
+# PNG resolution: sharp on a screen, and small enough that a notebook committed with its figures
+# stays reviewable (the PDF beside each PNG is the figure for print).
+DPI = 110
 CHANCE_STYLE = {"color": "grey", "lw": 1, "ls": ":"}
 
 
@@ -232,17 +234,15 @@ def chance_level(table: pd.DataFrame) -> float | None:
     return float(values.mean()) if values.size else None
 
 
-def percent_axis(ax: Axes, values: Sequence[float], *, floor: float = 0.0) -> None:
-    """A percent y axis that fits the data: 0 to 100 when anything reaches past 40% (a share
-    read against the whole scale), else 0 to a little above the largest value (intervals
-    included), so data below 10% are not drawn flat on a 0-100 axis."""
+def percent_axis(ax: Axes, values: Sequence[float]) -> None:
+    """A percent y axis fitted to the data (interval ends included): from 0 to a round number
+    a little above the largest value, at most 100, so rates below 10% are not drawn flat on a
+    0-100 axis."""
     finite = _floats(values)
     finite = finite[np.isfinite(finite)]
     top = float(finite.max()) if finite.size else 0.0
-    if top > 40:
-        ax.set_ylim(floor - 2, 102)
-        return
-    ax.set_ylim(floor, max(5.0, np.ceil(1.15 * top / 5) * 5))
+    step = 10.0 if top > 40 else 5.0
+    ax.set_ylim(-0.02 * max(top, 5.0), min(102.0, max(step, step * np.ceil(1.08 * top / step))))
 
 
 def legend_outside(ax: Axes, **kwargs) -> None:

@@ -391,7 +391,8 @@ def plot_measures(
         ax.set_xticks(np.arange(len(present)))
         ax.set_xticklabels([measure_label(m) for m in present], rotation=45, ha="right",
                            fontsize=8)  # fmt: skip
-        ax.set_ylim(0, 100)
+        ax.set_ylim(0, 109)  # room for a bar's value label above 100
+        ax.set_yticks(range(0, 101, 20))
     if not benchmarks:
         note_no_data(axes[0][0])
     axes[0][0].set_ylabel("accuracy (%)")
