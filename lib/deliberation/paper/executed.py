@@ -124,14 +124,13 @@ def banner(profile: Profile, name: str) -> str:
     """The note under a published notebook's title: which profile made it, where its source is,
     and how to run it on another profile."""
     number = name.split("_", 1)[0]
-    kind = (
-        "**synthetic**: made by the sim mechanism model, not by a language model"
+    made_by = (
+        f"**synthetic** results ({profile.label}): the sim mechanism model, not a language model"
         if profile.synthetic
-        else "a real model's answers"
+        else f"the answers of {profile.label}"
     )
     return (
-        f"> **Executed notebook, outputs included**: profile `{profile.name}` ({profile.label};"
-        f" {kind}). Written by `make paper PROFILE={profile.name} PUBLISH=1` from"
+        f"> **Executed notebook, outputs included**: profile `{profile.name}`, {made_by}. Written by `make paper PROFILE={profile.name} PUBLISH=1` from"
         f" [`notebooks/{name}`](../../{name}), which holds the code without outputs; CI"
         f" re-executes this copy with nbval and compares every output (`make nbval"
         f" PROFILE={profile.name}`).\n>\n"

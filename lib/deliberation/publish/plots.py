@@ -210,9 +210,19 @@ def note_all_withheld(
     return True
 
 
+def label_bars_without_interval(ax: Axes, bars, errors: np.ndarray, fmt: str = "{:.0f}") -> None:
+    """Print the value on each bar that has no error bar (withheld, or none), so a bar of 0 is
+    not read as a missing one; a bar with an interval needs no label (it would sit on the bar)."""
+    bare = ~np.isfinite(errors).all(axis=0)
+    labels = [
+        fmt.format(b.get_height()) if no_bar else "" for b, no_bar in zip(bars, bare, strict=True)
+    ]
+    ax.bar_label(bars, labels=labels, fontsize=6, padding=1)
+
+
 def note_no_data(ax: Axes, what: str = "no estimates in this run") -> None:
     """An empty panel says why it is empty, in its middle (there is no data to cover)."""
-    ax.text(0.5, 0.5, what, transform=ax.transAxes, ha="center", va="center", color="dimgrey")
+    ax.text(0.5, 0.7, what, transform=ax.transAxes, ha="center", va="center", color="dimgrey")
 
 
 def draw_chance(ax: Axes, chance: float | None, *, label: str | None = None) -> bool:

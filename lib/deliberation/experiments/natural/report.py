@@ -31,6 +31,7 @@ from deliberation.publish.plots import (
     draw_chance,
     footnote,
     interval_errors,
+    label_bars_without_interval,
     legend_outside,
     mark_small_samples,
     note_all_withheld,
@@ -382,7 +383,7 @@ def plot_measures(
                                   min_clusters=min_clusters, scale=100, figure=fig)  # fmt: skip
             bars = ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2,
                           label=f"{prompt} prompt", color=colours[k])  # fmt: skip
-            ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)  # a 0 bar is no missing bar
+            label_bars_without_interval(ax, bars, err)
             if not one_note:
                 mark_small_samples(ax, x, 100 * part["estimate"], n_clusters,
                                    min_clusters=min_clusters)  # fmt: skip

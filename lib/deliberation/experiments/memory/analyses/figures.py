@@ -24,6 +24,7 @@ from deliberation.publish.plots import (
     draw_chance,
     footnote,
     interval_errors,
+    label_bars_without_interval,
     legend_outside,
     mark_small_samples,
     note_all_withheld,
@@ -194,7 +195,7 @@ def tag_effects(
         at = x + (k - (len(modes) - 1) / 2) * width
         bars = ax.bar(at, est, width, yerr=err, capsize=2, label=names[mode],
                       color=PALETTE[k % len(PALETTE)])  # fmt: skip
-        ax.bar_label(bars, fmt="%+.0f", fontsize=6, padding=1)  # a 0 bar is no missing bar
+        label_bars_without_interval(ax, bars, err, "{:+.0f}")
         if not one_note:
             mark_small_samples(ax, at, est.clip(lower=0), n_clusters, min_clusters=min_clusters)
     ax.axhline(0, color="black", lw=0.8)
