@@ -395,7 +395,6 @@ def build_paper(
     out: Printer = _print_now,
     progress_interval_s: float = INTERVAL_S,
     replay: bool = False,
-    publish: bool = False,
 ) -> BuildResult:
     """Print the plan, run the stale notebooks in order (a progress line at most every
     ``progress_interval_s`` while one runs), then check the promised outputs.
@@ -403,10 +402,7 @@ def build_paper(
     ``replay``: build from the answers already in the cache and send nothing. The plan must
     find every call cached (else the build stops before any notebook, naming the notebooks and
     stages missing), no server is started, and :data:`NO_SEND_ENV` is set for the kernels, so a
-    call the plan did not foresee fails loudly instead of reaching a model.
-
-    ``publish``: after a build without failure, every selected notebook's executed copy is
-    published to ``notebooks/executed/<profile>/`` (:mod:`deliberation.paper.executed`)."""
+    call the plan did not foresee fails loudly instead of reaching a model."""
     started = time.perf_counter()
     profile = load_profile(profile_arg)
     executed_dir = paths.build_dir() / "executed" / profile.name
@@ -459,8 +455,6 @@ def build_paper(
     if result.failed is None:
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
         _report_outputs(result, profile.name, readme, out, check_unlisted=notebooks is None)
-    if publish and result.ok:
-        _publish_executed(entries, profile, executed_dir, folder, result, out)
     result.seconds = time.perf_counter() - started
     served = served_names(profile.name)
     if served:
@@ -571,33 +565,6 @@ def _environment(name: str, value: str) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = previous
-
-
-def _publish_executed(
-    entries: Sequence[NotebookEntry],
-    profile: Profile,
-    executed_dir: Path,
-    folder: Path | None,
-    result: BuildResult,
-    out: Printer,
-) -> None:
-    """Publish each notebook's executed copy (see :mod:`deliberation.paper.executed`); one that
-    cannot be published (a data dump in an output) fails the build, naming it."""
-    import nbformat
-
-    from deliberation.paper.executed import PublishError, image_outputs, publish_executed
-
-    for entry in entries:
-        try:
-            target = publish_executed(executed_dir / entry.name, profile, folder)
-        except PublishError as error:
-            result.failed = NotebookFailed(entry.name, "", f"not published: {error}", None)
-            out(f"FAILED: {result.failed}")
-            return
-        images = image_outputs(nbformat.read(target, as_version=4))
-        root = paths.repo_root()
-        shown = target.relative_to(root) if target.is_relative_to(root) else target
-        out(f"published: {shown} ({images} figure{'s' if images != 1 else ''} inline)")
 
 
 def _verdict(result: BuildResult) -> str:

@@ -85,6 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.set_defaults(func=_bench)
 
 
+def _print_now(line: str) -> None:
+    print(line, flush=True)
+
+
 def _user_errors() -> tuple[type[Exception], ...]:
     """Errors that name a file and field: printed as one line, never as a traceback."""
     from deliberation.paper.manifest import ManifestError
@@ -121,11 +125,20 @@ def _paper(args: argparse.Namespace) -> int:
             notebooks=args.notebooks,
             force=args.force,
             plan=not args.no_plan,
-            publish=args.publish,
         )
     if result.failed is not None:
         return result.failed.exit_code  # 7 for a full disk, else 1
-    return 0 if result.ok else 1
+    if not result.ok:
+        return 1
+    if args.publish:
+        from deliberation.paper.executed import PublishError, publish_build
+
+        try:
+            publish_build(args.profile, notebooks=args.notebooks, out=_print_now)
+        except PublishError as error:
+            print(f"deliberation paper: not published: {error}", flush=True)
+            return 1
+    return 0
 
 
 @_reported

@@ -2,7 +2,7 @@
 
 ``make paper PUBLISH=1`` (``deliberation paper P --publish``) copies every notebook the build
 ran or found current from ``build/executed/<profile>/`` to ``notebooks/executed/<profile>/``
-(:func:`publish_executed`), where they are committed for the published profiles (the sim and
+(:func:`publish_build`, after a build without failure), where they are committed for the published profiles (the sim and
 SmolLM2-135M), with their outputs and figures inline. Each copy is made for reading and for
 review:
 
@@ -40,19 +40,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
-from deliberation.paper.replay import (
-    CHECKOUT_FIELDS,
-    ReplayReport,
-    committed_tables,
-    compare_tables,
-    run_folders,
-)
 from deliberation.profiles.profile import Profile, load_profile
+
+if TYPE_CHECKING:  # replay imports the build, which publishes through this module
+    from deliberation.paper.replay import ReplayReport
 
 Printer = Callable[[str], None]
 PUBLISHED_FOLDER = "executed"  # under the notebooks folder: notebooks/executed/<profile>/
@@ -181,6 +178,31 @@ def publish_executed(executed: Path, profile: Profile, notebooks: Path | None = 
     return target
 
 
+def publish_build(
+    profile_arg: str,
+    *,
+    notebooks: Sequence[str] | None = None,
+    folder: Path | None = None,
+    out: Printer = print,
+) -> list[Path]:
+    """After a build without failure (``make paper PUBLISH=1``): publish the executed copy of
+    every notebook of the manifest (or of ``notebooks``) from ``build/executed/<profile>/``.
+    Raises :class:`PublishError` at the first that cannot be published, naming it."""
+    from deliberation.paper.manifest import load_manifest, select
+
+    profile = load_profile(profile_arg)
+    executed_dir = paths.build_dir() / "executed" / profile.name
+    published = []
+    for entry in select(load_manifest(folder), notebooks):
+        target = publish_executed(executed_dir / entry.name, profile, folder)
+        images = image_outputs(nbformat.read(target, as_version=4))
+        root = paths.repo_root()
+        shown = target.relative_to(root) if target.is_relative_to(root) else target
+        out(f"published: {shown} ({images} figure{'s' if images != 1 else ''} inline)")
+        published.append(target)
+    return published
+
+
 @dataclass
 class NbvalReport:
     """What :func:`check_executed` found for one profile."""
@@ -228,7 +250,7 @@ class NbvalReport:
             out.append(
                 f"nbval: {compared} committed table files compared with the rebuilt ones:"
                 f" {len(tables.identical)} identical byte for byte, {len(tables.checkout_only)}"
-                f" sidecars differing only in {', '.join(sorted(CHECKOUT_FIELDS))},"
+                " sidecars differing only in the checkout that wrote them (git_commit, git_dirty),"
                 f" {len(tables.different)} DIFFERENT"
             )
             out += [f"  DIFFERENT {name}: {why}" for name, why in sorted(tables.different.items())]
@@ -259,6 +281,12 @@ def check_executed(
     folders (default: a temporary folder, removed)."""
     from deliberation.inference.base import NO_SEND_ENV
     from deliberation.inference.published import import_responses, published_path
+    from deliberation.paper.replay import (
+        ReplayReport,
+        committed_tables,
+        compare_tables,
+        run_folders,
+    )
     from deliberation.results.published_tables import check_tables
 
     started = time.perf_counter()

@@ -77,7 +77,7 @@ class IntervalCount:
 
 class Figure(matplotlib.figure.Figure):
     """A matplotlib figure that a notebook shows as PNG by itself (no backend, no pyplot), and
-    that counts the error bars drawn on it (:attr:`intervals`)."""
+    that counts the error bars drawn on it (``intervals``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
