@@ -33,6 +33,7 @@ def _figures_by_notebook() -> Counter:
 
 
 @pytest.mark.skipif(not PUBLISHED, reason="no executed notebooks are published yet")
+@pytest.mark.timeout(1800)  # the sim's whole paper: ~3 min on an idle machine, more when shared
 @pytest.mark.parametrize("profile", PUBLISHED)
 def test_the_committed_executed_notebooks_are_what_the_code_makes_now(profile) -> None:
     lines: list[str] = []
