@@ -20,6 +20,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from deliberation.inference.published import export_responses, published_path
@@ -119,10 +120,17 @@ def test_a_profile_with_a_server_replays_without_starting_or_asking_it(tmp_path:
                              workdir=tmp_path / "replay-a", out=lambda _: None)  # fmt: skip
     assert first.build is not None and first.build.ok and not marker.exists()
     # The live build's answers came from serve-sim, which says so: its tables were labelled
-    # synthetic. The replay asks no server, so only the labels differ; the data do not.
-    assert "smoke_arithmetic.csv" in first.identical
-    assert set(first.different) == SMOKE_TABLES - {"smoke_arithmetic.csv"}
+    # synthetic. The replay asks no server, so only the labels differ (in the CSV, its source
+    # column); the data do not.
+    assert set(first.different) == SMOKE_TABLES
     rebuilt = tmp_path / "replay-a" / "output_root" / "tables" / "replayed-server"
+    live, replayed = (
+        pd.read_csv(folder / "smoke_arithmetic.csv")
+        for folder in (root / "tables" / "replayed-server", rebuilt)
+    )
+    assert set(live["source"]) == {"synthetic (sim backend)"}
+    assert set(replayed["source"]) == {"sim-mechanism, reduced grid"}
+    assert live.drop(columns="source").equals(replayed.drop(columns="source"))
     assert "[sim-mechanism, reduced grid]" in (rebuilt / "smoke_arithmetic.md").read_text()
     # Replayed again against the first replay's tables: every byte.
     second_root = tmp_path / "second"

@@ -23,7 +23,9 @@ def _executed_notebook() -> nbformat.NotebookNode:
     figure = nbformat.v4.new_code_cell("shown", execution_count=2)
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(200_000)).decode()
     figure.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
-    nb.cells = [title, code, figure]
+    injected = nbformat.v4.new_code_cell('profile = "sim"')
+    injected.metadata["tags"] = ["injected-parameters"]
+    nb.cells = [title, injected, code, figure]
     nb.metadata["papermill"] = {
         "parameters": {"profile": "sim"},
         "input_path": "/home/someone/notebooks/03_x.ipynb",
@@ -47,7 +49,8 @@ def test_a_published_notebook_keeps_outputs_drops_what_varies_and_says_its_profi
     note = nb.cells[1].source
     assert "profile `sim`" in note and "synthetic" in note
     assert "make paper PROFILE=<profile> ONLY=03" in note and "](../../03_x.ipynb)" in note
-    assert nb.cells[2].outputs and executed.image_outputs(nb) == 1
+    assert nb.cells[2]["id"] == "injected-parameters"  # papermill's random id, made stable
+    assert nb.cells[4].outputs and executed.image_outputs(nb) == 1
     executed.clean_executed(nb, profile, "03_x.ipynb")  # republished: one note, not two
     assert sum(executed.BANNER_TAG in c.metadata.get("tags", []) for c in nb.cells) == 1
 
@@ -68,11 +71,11 @@ def test_an_output_that_dumps_data_is_refused_naming_notebook_and_cell(tmp_path)
     ]
     nb.cells.append(dump)
     problems = executed.oversized_outputs(nb, "03_x.ipynb")
-    assert len(problems) == 1 and problems[0].startswith("03_x.ipynb: cell 3 has an")
+    assert len(problems) == 1 and problems[0].startswith("03_x.ipynb: cell 4 has an")
     path = tmp_path / "build" / "03_x.ipynb"
     path.parent.mkdir()
     nbformat.write(nb, path)
-    with pytest.raises(executed.PublishError, match="cell 3"):
+    with pytest.raises(executed.PublishError, match="cell 4"):
         executed.publish_executed(path, load_profile("sim"), tmp_path / "notebooks")
     assert not (tmp_path / "notebooks").exists()  # nothing half-published
 

@@ -10,7 +10,8 @@ review:
   made it (and whether the results are synthetic) and how to run it on another profile
   (:func:`banner`);
 - what varies between two runs of the same code is left out: papermill's and Jupyter's timing
-  metadata, the input and output paths, the Python version;
+  metadata, the input and output paths, the Python version, the random id papermill gives its
+  parameters cell;
 - it holds no data dump: an output other than an image larger than
   :data:`MAX_TEXT_OUTPUT` bytes, or a notebook larger than :data:`MAX_NOTEBOOK`, stops the
   publication, naming the notebook and cell (:func:`oversized_outputs`); a notebook shows
@@ -150,6 +151,8 @@ def clean_executed(notebook: nbformat.NotebookNode, profile: Profile, name: str)
     for cell in notebook.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"  # papermill draws a new id every run
     notebook.cells = [c for c in notebook.cells if BANNER_TAG not in c.metadata.get("tags", [])]
     note = nbformat.v4.new_markdown_cell(banner(profile, name))
     note.metadata["tags"] = [BANNER_TAG]
