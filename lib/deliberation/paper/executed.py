@@ -283,6 +283,7 @@ def check_executed(
     compare (see the module docstring). ``workdir`` keeps the run's output, cache and build
     folders (default: a temporary folder, removed)."""
     from deliberation.inference.base import NO_SEND_ENV
+    from deliberation.inference.call_progress import PROGRESS_FILE_ENV
     from deliberation.inference.published import import_responses, published_path
     from deliberation.paper.replay import (
         ReplayReport,
@@ -310,6 +311,9 @@ def check_executed(
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nbval-")))
         stack.enter_context(run_folders(workdir))
         env = dict(os.environ)  # with the folders: the kernels inherit them
+        # Headless, as under make paper: no progress bars in outputs (a bar appears only when
+        # calls are sent, which depends on the cache); calls are counted into a file instead.
+        env[PROGRESS_FILE_ENV] = str(workdir / "progress.json")
         if published.is_file():
             report.answers_imported = import_responses(published, profile).added
             env[NO_SEND_ENV] = "1"  # a call the published answers miss fails, never reaches a model
