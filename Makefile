@@ -5,9 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SETUP_STAMP := $(VENV)/.setup-stamp
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-EXECUTED := build/executed/$(PROFILE)
 
-.PHONY: help setup paper plan report replay test lint unit experiments notebooks chromium lab data models check-real test-real contract bench clean clean-cache
+.PHONY: help setup paper plan report replay nbval test lint unit experiments notebooks chromium lab data models check-real test-real contract bench clean clean-cache
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
@@ -20,7 +19,8 @@ help:
 	@echo "make experiments          whole sim experiments: parameter recovery, coverage, plan vs run"
 	@echo "make notebooks            every notebook executed once (papermill, smoke profile) and checked"
 	@echo "make chromium             install headless Chromium for the report check (apt-get, as root)"
-	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
+	@echo "make lab [LAB_ARGS=...]   JupyterLab on notebooks/ (executed ones: notebooks/executed/<profile>/)"
+	@echo "make nbval [PROFILE=...]  re-execute the committed executed notebooks (nbval), compare outputs"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
 	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: per-stage table, throughput"
@@ -44,6 +44,8 @@ $(SETUP_STAMP): pyproject.toml
 # (kept as FAILED-<name>), then checks that every file figures/README.md lists exists.
 # ONLY="00 07" limits the run. The notebooks write figures/<profile>/ and tables/<profile>/;
 # for a profile with published results (results/<profile>/) under build/outputs/ unless PUBLISH=1.
+# PUBLISH=1 also writes the executed notebooks to notebooks/executed/<profile>/ (committed for
+# the published profiles; `make nbval` checks them).
 paper: setup
 	$(PY) -m deliberation paper $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
 	  $(if $(filter 1 yes true,$(PUBLISH)),--publish) $(if $(ONLY),--notebooks $(ONLY))
@@ -61,6 +63,13 @@ report: setup
 # (no server started); every committed file of tables/<profile>/ must come out byte for byte.
 replay: setup
 	$(PY) -m deliberation replay $(PROFILE)
+
+# The committed executed notebooks (notebooks/executed/<profile>/, written by `make paper
+# PUBLISH=1`) re-executed by nbval in temporary folders and compared with their committed
+# outputs (deliberation.paper.executed: the sanitizer, published answers replayed, tables
+# compared). Without PROFILE on the command line: every published profile.
+nbval: setup
+	@$(TIMED) $(PY) -m deliberation nbval $(if $(filter command line,$(origin PROFILE)),$(PROFILE))
 
 # Each lane of `make test` prints its own wall time (.ci/run prints the total).
 TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
@@ -100,22 +109,19 @@ test: setup
 chromium: setup
 	@if $(PY) -c "import sys; from deliberation.paper.browser import find_chromium; sys.exit(not find_chromium())"; then 	  echo "chromium: installed"; 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then 	  apt-get update -qq && apt-get install -y -qq chromium; 	else 	  echo "chromium: not installed and apt-get (as root) is not available: install the chromium package" >&2; 	  exit 1; 	fi
 
-# JupyterLab rooted at the repository, so build/executed/<profile>/ (the notebooks with their
-# outputs) is browsable beside notebooks/; it opens on the profile's executed notebooks when they
-# exist, else on notebooks/. The lab extra is installed once (a stamp, redone when pyproject.toml
-# changes). LAB_ARGS passes options on (make lab LAB_ARGS="--port 8890 --no-browser"); as root,
-# Jupyter's --allow-root is added. Kernels get DELIBERATION_PROFILE=$(PROFILE) (show_memory's default).
+# JupyterLab on notebooks/ (deliberation.paper.lab: the paper's notebooks, and
+# notebooks/executed/<profile>/ with their outputs), its kernel this venv's Python (registered
+# by the lab extra's install as the venv's `python3` kernel; the CLI puts the venv's kernels
+# first). Installed once (a stamp, redone when pyproject.toml changes). LAB_ARGS passes options
+# on (make lab LAB_ARGS="--port 8890 --no-browser"); kernels get DELIBERATION_PROFILE=$(PROFILE).
 LAB_STAMP := $(VENV)/.lab-stamp
 $(LAB_STAMP): $(SETUP_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,lab]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (deliberation .venv)"
 	touch $@
 
 lab: setup $(LAB_STAMP)
-	@start=notebooks; if [ -d "$(EXECUTED)" ]; then start="$(EXECUTED)"; fi; \
-	root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; fi; \
-	echo "JupyterLab on $(CURDIR), opening $$start/ (executed notebooks: build/executed/<profile>/)"; \
-	DELIBERATION_PROFILE=$(PROFILE) exec $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
-	  --LabApp.default_url="/lab/tree/$$start" $$root $(LAB_ARGS)
+	$(PY) -m deliberation lab --profile $(PROFILE) -- $(LAB_ARGS)
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external

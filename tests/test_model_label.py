@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import sys
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from deliberation.inference.model_files import MODELS
 from deliberation.profiles import model_label
 from deliberation.profiles.profile import load_profile
-from deliberation.publish.plots import save_figure
+from deliberation.publish.plots import Figure, save_figure
 from deliberation.publish.tables import write_table
 
 SMOLLM = MODELS["smollm2-135m-instruct-q4_1"]
@@ -89,11 +88,11 @@ def test_tables_figures_and_sidecars_of_a_real_profile_carry_its_label() -> None
     assert described["reduced_grid"] == model_label.reduced_grid(profile.experiments)
     assert "synthetic" not in written["md"].read_text()
 
-    fig, ax = plt.subplots()
+    fig = Figure()
+    ax = fig.subplots()
     ax.plot([0, 1])
     save_figure(fig, "label_check_fig", profile=profile, caption="A line", notebook="00_smoke")
-    assert label in fig._suptitle.get_text()
-    plt.close(fig)
+    assert label in fig.get_suptitle()
 
 
 def test_sim_sidecars_have_no_model_description() -> None:

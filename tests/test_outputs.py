@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 
-import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
 from deliberation.io.atomic import atomic_path
 from deliberation.profiles.profile import load_profile
-from deliberation.publish.plots import save_figure
+from deliberation.publish.plots import Figure, save_figure
 from deliberation.publish.provenance import SYNTHETIC_LABEL
 from deliberation.publish.tables import write_table
 
@@ -27,7 +26,11 @@ def test_sim_table_is_labelled_synthetic_everywhere_a_reader_looks():
     assert sidecar["synthetic"] is True and sidecar["label"] == SYNTHETIC_LABEL
     assert sidecar["profile"] == "smoke" and sidecar["backend"] == "sim"
     assert set(sidecar["files"]) == {"t.csv", "t.md", "t.tex"}
-    assert pd.read_csv(files["csv"]).equals(FRAME)
+    # The CSV says it too, on every row of its last column, and stays plain data.
+    written = pd.read_csv(files["csv"])
+    assert list(written.columns) == [*FRAME.columns, "source"]
+    assert set(written["source"]) == {SYNTHETIC_LABEL}
+    assert written.drop(columns="source").equals(FRAME)
 
 
 def test_model_table_is_not_labelled_synthetic():
@@ -37,6 +40,7 @@ def test_model_table_is_not_labelled_synthetic():
     assert SYNTHETIC_LABEL not in files["md"].read_text()
     sidecar = json.loads(files["provenance"].read_text())
     assert sidecar["synthetic"] is False and sidecar["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert set(pd.read_csv(files["csv"])["source"]) == {sidecar["label"]}
 
 
 def test_tables_are_byte_identical_when_rewritten():
@@ -56,13 +60,16 @@ def test_figures_are_labelled_and_reproducible():
     profile = load_profile("smoke")
     outputs = []
     for _ in range(2):
-        fig, ax = plt.subplots()
+        fig = Figure()
+        ax = fig.subplots()
         ax.plot([0, 1], [0, 1])
         fig.suptitle("Accuracy by lead")
-        files = save_figure(fig, "f", profile=profile, caption="Accuracy", notebook="nb")
-        assert SYNTHETIC_LABEL in fig._suptitle.get_text()
-        plt.close(fig)
-        outputs.append({k: p.read_bytes() for k, p in files.items()})
+        saved = save_figure(fig, "f", profile=profile, caption="Accuracy", notebook="nb")
+        assert SYNTHETIC_LABEL in fig.get_suptitle()
+        outputs.append({k: p.read_bytes() for k, p in saved.files.items()})
+        # A notebook shows the file that was written, and names it and its caption in text.
+        assert saved._repr_png_() == outputs[-1]["png"]
+        assert repr(saved) == "Figure figures/smoke/f.png (and .pdf): Accuracy"
     assert outputs[0] == outputs[1]
     assert outputs[0]["png"].startswith(b"\x89PNG") and outputs[0]["pdf"].startswith(b"%PDF")
 
@@ -153,10 +160,10 @@ def test_released_results_name_their_models_and_source_never_the_sim():
     for text in (sidecar["label"], sidecar["caption"], files["md"].read_text()):
         assert SYNTHETIC_LABEL not in text and "sim" not in text.split("[")[-1]
         assert "gpt-oss-120b" in text and "owner/repo" in text
-    fig, ax = plt.subplots()
+    fig = Figure()
+    ax = fig.subplots()
     ax.plot([0, 1])
     figure = save_figure(fig, "ref", profile=profile, caption="c", notebook="nb", source=source)
-    plt.close(fig)
-    figure_sidecar = json.loads(figure["provenance"].read_text())
+    figure_sidecar = json.loads(figure.files["provenance"].read_text())
     assert figure_sidecar["backend"] is None and not figure_sidecar["synthetic"]
-    assert SYNTHETIC_LABEL not in fig._suptitle.get_text()
+    assert SYNTHETIC_LABEL not in fig.get_suptitle()

@@ -109,9 +109,9 @@ def _fake_tool(path, log):
     path.chmod(0o755)
 
 
-def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tmp_path):
-    """The probe: `make lab` failed as root, reinstalled on every call, took no arguments and
-    hid build/executed/ outside its root."""
+def test_make_lab_installs_once_and_passes_profile_and_arguments_to_the_cli(tmp_path):
+    """The probe: `make lab` failed as root, reinstalled on every call and took no arguments;
+    now it installs once (registering the venv's kernel) and passes arguments to the CLI."""
     for name in ("Makefile", "pyproject.toml"):
         (tmp_path / name).write_text((ROOT / name).read_text())
     log = tmp_path / "calls.log"
@@ -136,15 +136,30 @@ def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tm
 
     first = lab("1000", "LAB_ARGS=--port 8890 --no-browser")
     assert sum("pip install" in c and "[dev,lab]" in c for c in first) == 1
-    jupyter = first[-1]
-    assert jupyter.startswith("jupyter lab ") and jupyter.endswith("--port 8890 --no-browser")
-    assert f"--ServerApp.root_dir={tmp_path}" in jupyter and "--allow-root" not in jupyter
-    assert "--LabApp.default_url=/lab/tree/notebooks" in jupyter
+    # The venv's Python registered as the lab's python3 kernel (it has the package).
+    assert sum("ipykernel install --sys-prefix --name python3" in c for c in first) == 1
+    assert first[-1] == "python -m deliberation lab --profile sim -- --port 8890 --no-browser"
+    again = lab("0", "PROFILE=smoke")
+    assert again == ["python -m deliberation lab --profile smoke --"]  # installed once
 
-    (tmp_path / "build" / "executed" / "sim").mkdir(parents=True)
-    again = lab("0")
-    assert len(again) == 1 and "--allow-root" in again[0]  # installed once: no pip call
-    assert "--LabApp.default_url=/lab/tree/build/executed/sim" in again[0]
+
+def test_the_lab_opens_on_notebooks_with_this_environments_kernels_first(monkeypatch) -> None:
+    """What `make lab` runs (deliberation lab): JupyterLab rooted at the repository, opening
+    on notebooks/, kernels from this environment first, the profile for the kernels, and
+    --allow-root only as root."""
+    import os
+    import sys
+
+    from deliberation.paper.lab import lab_command
+
+    monkeypatch.setenv("JUPYTER_PATH", "/elsewhere")
+    argv, env = lab_command("smoke", ["--port", "8890"], root=ROOT)
+    assert argv[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert f"--ServerApp.root_dir={ROOT}" in argv and argv[-2:] == ["--port", "8890"]
+    assert "--LabApp.default_url=/lab/tree/notebooks" in argv
+    assert ("--allow-root" in argv) == (os.geteuid() == 0)
+    assert env["DELIBERATION_PROFILE"] == "smoke"
+    assert env["JUPYTER_PATH"].split(os.pathsep) == [f"{sys.prefix}/share/jupyter", "/elsewhere"]
 
 
 def test_make_test_runs_every_lane_after_one_fails_and_still_fails(tmp_path):

@@ -27,7 +27,11 @@ def _drawn_bars(ax) -> int:
 
 
 def _texts(ax) -> list[str]:
-    return [t.get_text() for t in ax.texts]
+    """What the axes say about small samples: the "n = ..." marks beside estimates and the
+    "no intervals" line under its title (bar value labels aside)."""
+    marks = [t.get_text() for t in ax.texts if t.get_text().startswith("n = ")]
+    notes = [line for line in ax.get_title().splitlines() if line.startswith("no intervals")]
+    return marks + notes
 
 
 def _chance_lines(ax) -> list[float]:
@@ -100,11 +104,18 @@ def test_tag_effects_withhold_every_effects_interval_below_the_minimum():
             "n_clusters": [2, 2],
         }
     )
-    ax = figures.tag_effects(table, "t").axes[0]
-    # Every bar withheld: one note for the axes, not a label on each bar.
+    fig = figures.tag_effects(table, "t")
+    ax = fig.axes[0]
+    # Every bar withheld: one note for the axes, not a label on each bar; the figure counts
+    # them, and the caption sentence says there are no error bars.
     assert _drawn_bars(ax) == 0
     assert _texts(ax) == ["no intervals: n = 2 clusters each, fewer than 5"]
-    assert _drawn_bars(figures.tag_effects(table.assign(n_clusters=6), "t").axes[0]) == 4
+    assert (fig.intervals.drawn, fig.intervals.withheld) == (0, 4)
+    assert fig.intervals.sentence("95% intervals").startswith("No error bars")
+    wide = figures.tag_effects(table.assign(n_clusters=6), "t")
+    assert _drawn_bars(wide.axes[0]) == 4 and wide.intervals.sentence("95% x") == (
+        "Error bars: 95% x."
+    )
 
 
 def test_natural_measures_withhold_one_template_bars_and_draw_chance():

@@ -44,6 +44,8 @@ COMMANDS = {
     "power": "power of each preregistered test at the profile's grid; the smallest grid reaching it",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
     "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
+    "nbval": "re-execute a profile's committed executed notebooks with nbval; compare outputs",
+    "lab": "JupyterLab on notebooks/ with this environment's kernel (make lab)",
     "bench": "run every benchmark and write one table (build/bench.md)",
     "replies": "the prompts and raw replies of a profile's calls, from its response cache",
     "compare": "the headline numbers of several profiles side by side, with intervals",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pytest
 
 from deliberation.inference.cache import ResponseCache
@@ -17,7 +17,7 @@ from deliberation.paper.build import build_paper
 from deliberation.paper.plan import plan_calls
 from deliberation.paper.site import build_report
 from deliberation.profiles.profile import load_profile
-from deliberation.publish.plots import save_figure
+from deliberation.publish.plots import Figure, save_figure
 
 
 def test_the_plan_printed_first_equals_what_the_notebooks_sent(in_smoke_build):
@@ -53,14 +53,40 @@ def test_every_listed_output_exists_and_a_second_build_runs_nothing(in_smoke_bui
     assert "plan:" not in "\n".join(lines)  # nothing to run, nothing to plan
 
 
+def test_every_figure_a_notebook_writes_is_shown_in_the_notebook(in_smoke_build):
+    """The executed notebooks (papermill, as `make paper` runs them) hold an image output for
+    every figure they wrote to figures/<profile>/ (the library never switches the kernel's
+    inline backend off, and a saved figure displays itself)."""
+    import json
+    from collections import Counter
+
+    import nbformat
+
+    from deliberation.paper.executed import image_outputs
+
+    root = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"])
+    written = Counter(
+        json.loads(sidecar.read_text())["notebook"]
+        for sidecar in (root / "figures" / "smoke").glob("*.provenance.json")
+    )
+    executed = Path(in_smoke_build["env"]["DELIBERATION_BUILD_DIR"]) / "executed" / "smoke"
+    shown = {
+        path.stem: image_outputs(nbformat.read(path, as_version=4))
+        for path in sorted(executed.glob("[0-9][0-9]_*.ipynb"))
+    }
+    assert sum(written.values()) >= 8, written  # notebooks 02-07 make figures
+    for stem, count in written.items():
+        assert shown.get(stem, 0) >= count, (stem, shown)
+
+
 @pytest.fixture
 def site(in_smoke_build, tmp_path):
     # One figure made here too, so the check always has an image file to load.
-    fig, ax = plt.subplots()
+    fig = Figure()
+    ax = fig.subplots()
     ax.plot([0, 1], [0, 1])
     save_figure(fig, "report_check", profile=load_profile("smoke"), caption="a line",
                 notebook="test")  # fmt: skip
-    plt.close(fig)
     return build_report("smoke", out=tmp_path / "report")
 
 

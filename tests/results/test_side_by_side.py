@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from helpers.published import publish_table, vouch_for
 
 from deliberation.cli import main
@@ -258,3 +259,21 @@ def test_the_default_page_holds_the_markers_once_and_the_readme_links_it():
     assert page.index(README_BEGIN) < page.index(README_END)
     readme = (results_page().parents[1] / "README.md").read_text(encoding="utf-8")
     assert README_BEGIN not in readme and "(docs/results.md)" in readme
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the papers' summaries (../shared/seeds) are absent")
+def test_each_paper_is_named_by_its_full_title_as_its_summary_gives_it():
+    """Outputs name the papers by title (never by a summary's file name), and CITATION.cff
+    cites both under the same titles."""
+    numbers = load_paper_numbers()
+    citation = (paths.repo_root() / "CITATION.cff").read_text(encoding="utf-8")
+    record = yaml.safe_load(citation)  # CFF 1.2.0's required keys, and the two references
+    assert {"cff-version", "message", "title", "authors"} <= set(record)
+    assert [r["title"] for r in record["references"]] == list(numbers.papers.values())
+    for paper, title in numbers.papers.items():
+        files = {h.seed_file for h in numbers.headlines if h.paper == paper}
+        for name in files:
+            text = (SEEDS / name).read_text(encoding="utf-8")
+            assert title in " ".join(text.split()[:40]), (paper, title)
+        assert f'title: "{title}"' in citation
+        assert "seed" not in title and ".txt" not in title

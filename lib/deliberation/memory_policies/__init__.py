@@ -24,6 +24,7 @@ from deliberation.memory_policies.registry import (
     MemoryPool,
     PolicySpec,
     build_memory,
+    policy_legend,
     policy_spec,
     registered_policies,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "PolicySpec",
     "budget_tokens",
     "build_memory",
+    "policy_legend",
     "policy_spec",
     "registered_policies",
     "take_in_order",

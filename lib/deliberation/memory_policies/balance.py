@@ -127,7 +127,7 @@ def audit_balance(
     return tuple(scored[i] for i in _items(winner))
 
 
-@subset_policy("balance", needs=("balance",))
+@subset_policy("balance", label="evidence balance (model-labelled)", needs=("balance",))
 def balance_audit(pool: MemoryPool, capacity: Capacity) -> tuple[MemoryCandidate, ...]:
     """Balance audit on a model's labels (option and direction of every statement).
 
@@ -151,7 +151,7 @@ def true_balance_labels(truth: Mapping[str, object]) -> dict[str, BalanceLabel]:
     return labels
 
 
-@subset_policy("oracle-balance", needs=("truth",))
+@subset_policy("oracle-balance", label="evidence balance (true roles)", needs=("truth",))
 def oracle_balance_audit(pool: MemoryPool, capacity: Capacity) -> tuple[MemoryCandidate, ...]:
     """Balance audit on the true labels (no model call besides the decision)."""
     assert pool.truth is not None

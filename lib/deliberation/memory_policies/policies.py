@@ -32,19 +32,19 @@ def rarest_first(candidates: tuple[MemoryCandidate, ...]) -> list[MemoryCandidat
     return sorted(candidates, key=rarity_key)
 
 
-@rank_policy("R1")
+@rank_policy("R1", label="rarest first")
 def rarest(pool: MemoryPool) -> list[MemoryCandidate]:
     """R1: rarest first (fewest holders; ties by first mention)."""
     return rarest_first(pool.candidates)
 
 
-@rank_policy("B4")
+@rank_policy("B4", label="first mention")
 def first_mention(pool: MemoryPool) -> list[MemoryCandidate]:
     """B4: first-mention order."""
     return list(pool.candidates)
 
 
-@rank_policy("Random")
+@rank_policy("Random", label="random order")
 def random_order(pool: MemoryPool) -> list[MemoryCandidate]:
     """Random: a permutation seeded by task, policy and seed (the same at every budget)."""
     rng = np.random.default_rng(stable_seed("memory-order", pool.task_id, "Random", pool.seed))
@@ -56,7 +56,7 @@ def relevant_then_rest(pool: MemoryPool, relevant: set[str]) -> list[MemoryCandi
     return sorted(pool.candidates, key=lambda c: (c.fact_id not in relevant, *rarity_key(c)))
 
 
-@rank_policy("R1-rel", needs=("relevance",))
+@rank_policy("R1-rel", label="relevant first (model-labelled)", needs=("relevance",))
 def relevance_first(pool: MemoryPool) -> list[MemoryCandidate]:
     """R1-rel: statements a model labelled relevant to the criteria rarest-first, then the rest
     (a statement the labeller did not label counts as not relevant). Costs one labelling call
@@ -65,7 +65,7 @@ def relevance_first(pool: MemoryPool) -> list[MemoryCandidate]:
     return relevant_then_rest(pool, {k for k, v in pool.relevance.items() if v})
 
 
-@rank_policy("oracle-rel", needs=("truth",))
+@rank_policy("oracle-rel", label="relevant first (true roles)", needs=("truth",))
 def oracle_relevance(pool: MemoryPool) -> list[MemoryCandidate]:
     """Oracle relevance: as R1-rel with the true roles (support and decoys are relevant)."""
     assert pool.truth is not None
@@ -74,32 +74,32 @@ def oracle_relevance(pool: MemoryPool) -> list[MemoryCandidate]:
     )
 
 
-@summary_policy("B3")
+@summary_policy("B3", label="model summary")
 def summary(pool: MemoryPool) -> str:
     """B3: a model's evidence-preserving summary, read as text and cut to the budget."""
     assert pool.summary is not None
     return pool.summary
 
 
-@reference_policy("all")
+@reference_policy("all", label="every fact")
 def all_facts(pool: MemoryPool) -> list[MemoryCandidate]:
     """Reference: every statement (no budget)."""
     return list(pool.candidates)
 
 
-@reference_policy("empty")
+@reference_policy("empty", label="no memory")
 def empty(pool: MemoryPool) -> list[MemoryCandidate]:
     """Reference: no memory at all."""
     return []
 
 
-@reference_policy("private-only")
+@reference_policy("private-only", label="facts one agent held")
 def private_only(pool: MemoryPool) -> list[MemoryCandidate]:
     """Reference: the statements exactly one agent stated (no budget)."""
     return [c for c in pool.candidates if c.n_holders == 1]
 
 
-@reference_policy("shared-only")
+@reference_policy("shared-only", label="facts several agents held")
 def shared_only(pool: MemoryPool) -> list[MemoryCandidate]:
     """Reference: the statements more than one agent stated (no budget)."""
     return [c for c in pool.candidates if c.n_holders > 1]

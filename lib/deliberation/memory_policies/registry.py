@@ -123,6 +123,12 @@ class PolicySpec:
     select: PolicyFunction
     needs: tuple[Need, ...]
     description: str
+    label: str  # a few words for figure legends ("rarest first"): what the code means
+
+    @property
+    def legend(self) -> str:
+        """``"R1: rarest first"``: the code a table uses and what it means, for a figure."""
+        return f"{self.name}: {self.label}" if self.label else self.name
 
     @property
     def budgeted(self) -> bool:
@@ -138,14 +144,16 @@ class PolicySpec:
 _POLICIES: dict[str, PolicySpec] = {}
 
 
-def _register(name: str, shape: Shape, needs: Sequence[Need], func: Callable, select) -> None:
+def _register(
+    name: str, shape: Shape, needs: Sequence[Need], func: Callable, select, label: str
+) -> None:
     if name in _POLICIES:
         raise ValueError(f"memory policy {name!r} registered twice")
     doc = (func.__doc__ or "").strip().splitlines()
-    _POLICIES[name] = PolicySpec(name, shape, select, tuple(needs), doc[0] if doc else "")
+    _POLICIES[name] = PolicySpec(name, shape, select, tuple(needs), doc[0] if doc else "", label)
 
 
-def rank_policy(name: str, *, needs: Sequence[Need] = ()):
+def rank_policy(name: str, *, label: str = "", needs: Sequence[Need] = ()):
     """Register ``func(pool) -> candidates in preference order``."""
 
     def decorate(func: Callable[[MemoryPool], Sequence[MemoryCandidate]]):
@@ -154,26 +162,26 @@ def rank_policy(name: str, *, needs: Sequence[Need] = ()):
         def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
             return take_in_order(func(pool), _need_capacity(name, capacity))
 
-        _register(name, "rank", needs, func, select)
+        _register(name, "rank", needs, func, select, label)
         return func
 
     return decorate
 
 
-def subset_policy(name: str, *, needs: Sequence[Need] = ()):
+def subset_policy(name: str, *, label: str = "", needs: Sequence[Need] = ()):
     """Register ``func(pool, capacity) -> kept candidates`` (any order)."""
 
     def decorate(func: Callable[[MemoryPool, Capacity], Sequence[MemoryCandidate]]):
         def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
             return func(pool, _need_capacity(name, capacity))
 
-        _register(name, "subset", needs, func, select)
+        _register(name, "subset", needs, func, select, label)
         return func
 
     return decorate
 
 
-def reference_policy(name: str):
+def reference_policy(name: str, *, label: str = ""):
     """Register ``func(pool) -> kept candidates`` with no budget."""
 
     def decorate(func: Callable[[MemoryPool], Sequence[MemoryCandidate]]):
@@ -182,13 +190,13 @@ def reference_policy(name: str):
                 raise ValueError(f"reference policy {name} takes no budget")
             return func(pool)
 
-        _register(name, "reference", (), func, select)
+        _register(name, "reference", (), func, select, label)
         return func
 
     return decorate
 
 
-def summary_policy(name: str, *, needs: Sequence[Need] = ("summary",)):
+def summary_policy(name: str, *, label: str = "", needs: Sequence[Need] = ("summary",)):
     """Register ``func(pool) -> summary text``; :func:`build_memory` cuts it to the budget."""
 
     def decorate(func: Callable[[MemoryPool], str]):
@@ -198,7 +206,7 @@ def summary_policy(name: str, *, needs: Sequence[Need] = ("summary",)):
                 raise ValueError(f"summary policy {name} needs a token budget, not an item count")
             return func(pool)
 
-        _register(name, "summary", needs, func, select)
+        _register(name, "summary", needs, func, select, label)
         return func
 
     return decorate
@@ -217,6 +225,13 @@ def policy_spec(name: str) -> PolicySpec:
         raise KeyError(
             f"unknown memory policy {name!r}; registered: {registered_policies()}"
         ) from None
+
+
+def policy_legend(name: str) -> str:
+    """A policy's legend entry (``"R1: rarest first"``); a name no policy registers (a
+    measure such as "transcript") is returned as it is."""
+    spec = _POLICIES.get(name)
+    return spec.legend if spec is not None else name
 
 
 def registered_policies() -> list[str]:

@@ -97,7 +97,11 @@ def headless_chromium(executable: str | None = None, timeout_s: float = 30.0) ->
     executable = executable or find_chromium()
     if executable is None:
         raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")
-    with tempfile.TemporaryDirectory(prefix="deliberation-chromium-") as profile_dir:
+    # Chromium's helper processes may still write its profile while it exits: clean up what
+    # can be removed, never fail the check over it.
+    with tempfile.TemporaryDirectory(
+        prefix="deliberation-chromium-", ignore_cleanup_errors=True
+    ) as profile_dir:
         process = subprocess.Popen(
             [executable, *FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
              "about:blank"],

@@ -1,6 +1,7 @@
 """CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report``,
-``deliberation replay`` and ``deliberation bench`` (the Makefile's ``paper``, ``plan``,
-``report``, ``replay`` and ``bench`` targets)."""
+``deliberation replay``, ``deliberation nbval``, ``deliberation lab`` and ``deliberation
+bench`` (the Makefile's ``paper``, ``plan``, ``report``, ``replay``, ``nbval``, ``lab`` and
+``bench`` targets)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     paper.add_argument(
         "--publish",
         action="store_true",
-        help="write figures/ and tables/ of a profile with published results (PUBLISH=1);"
-        " without it such a build writes build/outputs/",
+        help="publish (PUBLISH=1): write figures/ and tables/ of a profile with published"
+        " results (without it such a build writes build/outputs/), and the executed notebooks"
+        " to notebooks/executed/<profile>/",
     )
     paper.set_defaults(func=_paper)
 
@@ -56,10 +58,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     replay.set_defaults(func=_replay)
 
+    lab = add_command(subparsers, "lab")
+    lab.add_argument("--profile", default="sim", help="DELIBERATION_PROFILE for the kernels")
+    lab.add_argument(
+        "jupyter_args",
+        nargs=argparse.REMAINDER,
+        help="after --: passed on to jupyter lab (deliberation lab -- --port 8890)",
+    )
+    lab.set_defaults(func=_lab)
+
+    nbval = add_command(subparsers, "nbval")
+    nbval.add_argument(
+        "profiles",
+        nargs="*",
+        metavar="profile",
+        help="profile names or paths (default: every profile with notebooks/executed/<profile>/)",
+    )
+    nbval.add_argument(
+        "--root", type=Path, help="folder holding notebooks/executed/ (default: the repository)"
+    )
+    nbval.set_defaults(func=_nbval)
+
     bench = add_command(subparsers, "bench")
     bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
     bench.add_argument("--out", type=Path, help="Markdown file (default build/bench.md)")
     bench.set_defaults(func=_bench)
+
+
+def _print_now(line: str) -> None:
+    print(line, flush=True)
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -94,11 +121,24 @@ def _paper(args: argparse.Namespace) -> int:
     require_backend(profile)  # before the plan: no vLLM, no notebook runs
     with output_folders(profile, publish=args.publish):
         result = build_paper(
-            args.profile, notebooks=args.notebooks, force=args.force, plan=not args.no_plan
+            args.profile,
+            notebooks=args.notebooks,
+            force=args.force,
+            plan=not args.no_plan,
         )
     if result.failed is not None:
         return result.failed.exit_code  # 7 for a full disk, else 1
-    return 0 if result.ok else 1
+    if not result.ok:
+        return 1
+    if args.publish:
+        from deliberation.paper.executed import PublishError, publish_build
+
+        try:
+            publish_build(args.profile, notebooks=args.notebooks, out=_print_now)
+        except PublishError as error:
+            print(f"deliberation paper: not published: {error}", flush=True)
+            return 1
+    return 0
 
 
 @_reported
@@ -109,6 +149,34 @@ def _replay(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(line, flush=True)
     return 0 if report.ok else 1
+
+
+@_reported
+def _lab(args: argparse.Namespace) -> int:
+    from deliberation.paper.lab import run_lab
+    from deliberation.profiles.profile import load_profile
+
+    load_profile(args.profile)  # a wrong name stops here, not in every kernel
+    extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
+    return run_lab(args.profile, extra)
+
+
+@_reported
+def _nbval(args: argparse.Namespace) -> int:
+    from deliberation.paper.executed import check_executed, published_profiles
+
+    failed = []
+    profiles = args.profiles or published_profiles(args.root)
+    if not profiles:
+        print("deliberation nbval: no executed notebooks are published (notebooks/executed/)")
+        return 2
+    for profile in profiles:
+        report = check_executed(profile, root=args.root, out=lambda line: print(line, flush=True))
+        for line in report.lines():
+            print(line, flush=True)
+        if not report.ok:
+            failed.append(report.profile)
+    return 1 if failed else 0
 
 
 @_reported

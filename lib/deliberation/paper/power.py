@@ -267,13 +267,12 @@ def power_curves_figure(rows: Sequence, *, target: float = 0.8, title: str = "")
     Each panel says where its variance comes from (the sim's rows: synthetic)."""
     import textwrap
 
-    import matplotlib.pyplot as plt
+    from deliberation.publish.plots import Figure
 
     columns = 4
     lines = max(1, -(-len(rows) // columns))
-    fig, axes = plt.subplots(
-        lines, columns, figsize=(3.3 * columns, 2.7 * lines), squeeze=False, sharey=True
-    )
+    fig = Figure(figsize=(3.3 * columns, 2.7 * lines))
+    axes = fig.subplots(lines, columns, squeeze=False, sharey=True)
     for ax, row in zip(axes.flat, rows, strict=False):
         curve = sorted(row.curve)
         sizes = [n for n, _ in curve]

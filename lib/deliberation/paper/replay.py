@@ -96,8 +96,9 @@ class ReplayReport:
 
 
 @contextlib.contextmanager
-def _folders(root: Path) -> Iterator[None]:
-    """Cache, output and build folders under ``root`` while the replay runs."""
+def run_folders(root: Path) -> Iterator[None]:
+    """Cache, output and build folders under ``root`` (``cache_dir``, ``output_root``,
+    ``build_dir``) while a replay or a check runs."""
     previous = {name: os.environ.get(name) for name in FOLDER_ENV}
     for name in FOLDER_ENV:
         os.environ[name] = str(root / name.removeprefix("DELIBERATION_").lower())
@@ -195,7 +196,7 @@ def replay_published(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))
-        stack.enter_context(_folders(workdir))
+        stack.enter_context(run_folders(workdir))
         report.imported = import_responses(report.published, profile)
         report.build = build_paper(
             profile_arg, notebooks=notebooks, force=True, replay=True, out=out

@@ -25,6 +25,7 @@ import pandas as pd
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.publish.pages import CSS, page, run_label
+from deliberation.publish.tables import SOURCE_COLUMN
 from deliberation.results.published_tables import check_table_folder
 
 
@@ -136,8 +137,6 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
     the table of ``deliberation power`` (no plan: its calls and cost need minutes). The effects
     are planted in synthetic data, so the page says so; panels whose variance comes from the
     sim's rows say that too."""
-    import matplotlib.pyplot as plt
-
     from deliberation.paper.power import CURVE_SIZES, power_curves_figure, run_power
     from deliberation.profiles.model_label import SYNTHETIC_LABEL
 
@@ -148,7 +147,6 @@ def _power_page(profile_arg: str, label, folder: Path) -> str:
         title += f"; variance from the sim [{SYNTHETIC_LABEL}]"
     fig = power_curves_figure(rows, title=title)
     fig.savefig(folder / "power.png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
     notes = [line.removeprefix("- ") for line in lines[1:] if not line.startswith("|")]
     body = (
         f"<p>{html.escape(lines[0])}. Recompute with <code>deliberation power"
@@ -221,7 +219,9 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
                 shutil.copy2(source, staging / "tables" / source.name)
                 links.append(f'<a href="{source.name}">{suffix[1:]}</a>')
         caption = _caption(csv.with_name(stem + ".provenance.json"))
-        frame = pd.read_csv(csv)
+        frame = pd.read_csv(csv).drop(
+            columns=[SOURCE_COLUMN], errors="ignore"
+        )  # the banner says it
         body = f"<p>{html.escape(caption)}</p><p>files: {' · '.join(links)}</p>" + frame.to_html(
             index=False, na_rep="", border=0
         )

@@ -1,8 +1,10 @@
 """Table writer: CSV + Markdown (+ LaTeX) under ``tables/<profile>/`` with a provenance sidecar.
 
 The Markdown and LaTeX carry the caption with the output's label (the synthetic label on the
-sim, the model's description on a real model: ``provenance.output_label``); the CSV stays plain
-data (its sidecar carries the label). The CSV keeps full precision for
+sim, the model's description on a real model: ``provenance.output_label``); the CSV carries it
+in its last column, ``source`` (:data:`SOURCE_COLUMN`: "synthetic (sim backend)" on every row
+of a sim table), so a CSV read alone still says what made it and stays plain data that any CSV
+reader loads (a comment line would not). The CSV keeps full precision for
 re-analysis; the Markdown and LaTeX are for reading, so their numbers are rounded
 (:data:`DISPLAY_FLOAT_FORMAT`) and the Markdown escapes ``|`` inside cells so every row renders.
 Row dumps (a name ending in ``_rows``: one row per decision, for re-analysis) are CSV only.
@@ -17,11 +19,17 @@ import pandas as pd
 
 from deliberation.io import paths
 from deliberation.profiles.profile import Profile
-from deliberation.publish.provenance import ReleasedSource, label_caption, write_output_set
+from deliberation.publish.provenance import (
+    ReleasedSource,
+    label_caption,
+    output_label,
+    write_output_set,
+)
 from deliberation.stats.small_samples import withhold_small_intervals
 
 DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
 ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
+SOURCE_COLUMN = "source"  # the CSV's last column: what made the table (provenance.output_label)
 
 
 def table_dir(profile: Profile) -> Path:
@@ -58,7 +66,8 @@ def write_table(
     source: ReleasedSource | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.csv``, ``.md``, optionally ``.tex``, and ``<name>.provenance.json`` as one
-    set: all or none, the sidecar last with the hashes of the others.
+    set: all or none, the sidecar last with the hashes of the others. The CSV gets the
+    :data:`SOURCE_COLUMN` last (what made the table, on every row).
 
     ``markdown`` and ``latex`` default to True, except for a name ending in ``_rows`` (the rows
     a notebook analysed, which are data to re-analyse, not a table to read): CSV alone, and
@@ -82,7 +91,12 @@ def write_table(
     frame = withhold_small_intervals(frame, profile.min_interval_clusters)
     stem = table_dir(profile) / name
     full_caption = label_caption(caption, profile, uses_model=uses_model, source=source)
-    texts = {"csv": frame.to_csv(index=False, lineterminator="\n", float_format=float_format)}
+    if SOURCE_COLUMN in frame.columns:
+        raise ValueError(f"table {name!r}: the column {SOURCE_COLUMN!r} is the table writer's")
+    labelled = frame.assign(
+        **{SOURCE_COLUMN: output_label(profile, uses_model=uses_model, source=source)}
+    )
+    texts = {"csv": labelled.to_csv(index=False, lineterminator="\n", float_format=float_format)}
     if markdown:
         texts["md"] = f"**{_markdown_cell(full_caption)}**\n\n{markdown_table(frame)}\n"
     if latex:

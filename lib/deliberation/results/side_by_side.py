@@ -288,8 +288,9 @@ def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, 
     show (sim: a mechanism model; profile notes from the data file)."""
     sources = "; ".join(f"paper {k}: {v}" for k, v in sorted(numbers.papers.items()))
     notes = [
-        f"Papers' numbers as their summaries report them ({sources}); each row's sentence and "
-        "seed file are in `lib/deliberation/results/paper_numbers.yaml`. Ours are read from "
+        f"Papers' numbers as their summaries report them ({sources}; CITATION.cff cites "
+        "both); each row's sentence is in `lib/deliberation/results/paper_numbers.yaml`. Ours "
+        "are read from "
         "`tables/<profile>/` as `make paper` wrote them, nothing recomputed; all in points "
         "(percent, or percentage points for differences), shares (0-1) multiplied by 100; "
         "intervals are 95% bootstrap intervals over templates, tasks or problems. A row resting "

@@ -370,7 +370,8 @@ def test_accuracy_figure_draws_budgets_and_references_only():
     )
     fig = figures.accuracy_by_budget(table, "t")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert sorted(labels) == ["R1", "all (reference)"]
+    # Every code explained in the legend; the reference drawn as a line with no budget.
+    assert sorted(labels) == ["R1: rarest first", "all: every fact (reference, no budget)"]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["r = 0.4", "r = 0.6"]
 
 
@@ -424,11 +425,13 @@ def test_reference_lines_each_have_their_own_look_and_heatmaps_explain_the_cell_
         }
     )
     fig = figures.accuracy_by_budget(table, "t")
-    lines = [ln for ln in fig.axes[0].get_lines() if ln.get_label().endswith("(reference)")]
+    lines = [ln for ln in fig.axes[0].get_lines() if "(reference" in ln.get_label()]
     assert len(lines) == len(references)
     assert len({ln.get_color() for ln in lines}) == len(references)  # no two alike
     matrix = pd.DataFrame([[50.0] * 8], index=["R1"], columns=list(crossprofile.VARIANT_ORDER))
     heat = figures.cell_heatmaps(matrix, "t")
-    assert "SP-DS-IP = support private, decoys shared" in heat.get_supxlabel()
+    note = heat.get_supxlabel()
+    assert "S = shared (every agent holds every fact" in note and "P = private" in note
+    assert "White = chance" in note and heat.axes[0].get_title() == "R1: rarest first"
     ticks = [t.get_text() for t in heat.axes[0].get_xticklabels()]
     assert ticks[2] == "decoys S\nirrel. P"

@@ -9,10 +9,9 @@ the authors' released counts allow, so the two can be compared).
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+import seaborn as sns
 
 from deliberation.experiments.dhd.labels import (
     CATEGORIES,
@@ -25,7 +24,16 @@ from deliberation.experiments.dhd.labels import (
     wilson_interval,
     with_proposals,
 )
-from deliberation.publish.plots import interval_errors, mark_small_samples
+from deliberation.publish.plots import (
+    Figure,
+    footnote,
+    interval_errors,
+    legend_outside,
+    mark_small_samples,
+    note_all_withheld,
+    note_no_data,
+    percent_axis,
+)
 from deliberation.stats import cluster_bootstrap, mean_of
 from deliberation.stats.small_samples import MIN_CLUSTERS
 
@@ -212,6 +220,14 @@ def repeated_table(
     return messages[columns], summary
 
 
+DESIGN_NAMES = {"single": "single-message replay", "loo": "in-pool leave-one-out"}
+FLIP_NOTE = (
+    "A flip: the integrator's correctness changes with the message. Helpful = right only with "
+    "it; harmful = right only without it. Dotted line at 50% = as many helpful as harmful "
+    "flips (no direction), not a chance level."
+)
+
+
 def plot_flip_shares(
     shares: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS
 ) -> Figure:
@@ -220,36 +236,42 @@ def plot_flip_shares(
     by side, single-message and leave-one-out in two panels, problem-bootstrap intervals (none
     from fewer than ``min_clusters`` problems: the n is printed instead). The dotted line at
     50% is no direction (as many harmful flips as helpful), not a chance level."""
-    # Without any flip (e.g. no pool could be drawn), both panels are drawn empty.
+    # Without any flip (e.g. no pool could be drawn), both panels are drawn empty, saying so.
     designs = [d for d in ("single", "loo") if d in set(shares["design"])] or ["single", "loo"]
-    fig, axes = plt.subplots(
-        1, len(designs), figsize=(5 * len(designs), 3.8), squeeze=False, layout="constrained"
-    )
-    names = {"single": "single-message replay", "loo": "in-pool leave-one-out"}
+    fig = Figure(figsize=(5 * len(designs) + 1.6, 4.2), layout="constrained")
+    axes = fig.subplots(1, len(designs), squeeze=False, sharey=True)
+    colours = dict(zip(PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
     for ax, design in zip(axes[0], designs, strict=True):
         rows = shares[shares["design"] == design]
         benchmarks = [b for b in rows["benchmark"].unique() if b != "pooled"]
         if len(benchmarks) != 1 and (rows["benchmark"] == "pooled").any():
             benchmarks.append("pooled")
+        ax.set_title(DESIGN_NAMES[design], fontsize=10)
+        one_note = note_all_withheld(ax, rows.get("n_clusters"), min_clusters=min_clusters)
         for offset, proposal in ((-0.18, "wrong"), (0.18, "correct")):
             part = rows[rows["proposal"] == proposal].set_index("benchmark").reindex(benchmarks)
             x = np.arange(len(benchmarks)) + offset
             share = 100 * part["helpful_share"].to_numpy(dtype=float)
             n_clusters = part.get("n_clusters")
             err = interval_errors(share / 100, part["bootstrap_low"], part["bootstrap_high"],
-                                  n_clusters, min_clusters=min_clusters, scale=100)  # fmt: skip
+                                  n_clusters, min_clusters=min_clusters, scale=100,
+                                  figure=fig)  # fmt: skip
             err = np.clip(err, 0, None)  # a share at 0 or 1 can sit a rounding error outside
-            ax.errorbar(x, share, yerr=err, fmt="o", capsize=3, label=f"{proposal} proposal")
-            mark_small_samples(ax, x, share, n_clusters, min_clusters=min_clusters,
-                               horizontal=True)  # fmt: skip
+            ax.errorbar(x, share, yerr=err, fmt="o", capsize=3, color=colours[proposal],
+                        label=f"{proposal} proposal")  # fmt: skip
+            if not one_note:
+                mark_small_samples(ax, x, share, n_clusters, min_clusters=min_clusters,
+                                   horizontal=True)  # fmt: skip
         ax.axhline(50, color="grey", lw=0.8, ls=":")
+        if not benchmarks:
+            note_no_data(ax, "no flips in this run")
         ax.set_xticks(np.arange(len(benchmarks)), benchmarks, rotation=20)
-        ax.set_xlim(-0.6, len(benchmarks) - 0.4)
-        ax.set_ylim(-2, 102)  # points at 0% or 100% stay whole
-        ax.set_ylabel("helpful share among flips (%)")
-        ax.set_title(names[design], fontsize=10)
-        ax.legend(fontsize=8, loc="best")
+        ax.set_xlim(-0.6, max(0.6, len(benchmarks) - 0.4))
+        ax.set_ylim(-2, 102)  # a share is read against the whole scale; 0% and 100% stay whole
+    axes[0][0].set_ylabel("helpful share among flips (%)")
+    legend_outside(axes[0][-1], fontsize=8)
     fig.suptitle(title)
+    footnote(fig, FLIP_NOTE)
     return fig
 
 
@@ -270,32 +292,42 @@ def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
 def plot_loo_by_k(by_k: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS) -> Figure:
     """Helpful and harmful rates (%) among eligible messages by pool size K, with Wilson 95%
     intervals (messages as independent), none where a K's messages come from fewer than
-    ``min_clusters`` problems (its n printed instead); integer K ticks."""
+    ``min_clusters`` problems (its n printed instead); integer K ticks; a y axis fitted to the
+    rates (intervals included), not 0-100, so small rates are readable."""
     rows = loo_rate_intervals(by_k[by_k["k"] != "pooled"])
-    fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
+    fig = Figure(figsize=(7, 3.9), layout="constrained")
+    ax = fig.subplots()
     ks = sorted(rows["k"].astype(int).unique())
     offsets = {("wrong", "helpful"): -0.09, ("wrong", "harmful"): -0.03,
                ("correct", "helpful"): 0.03, ("correct", "harmful"): 0.09}  # fmt: skip
+    colours = dict(zip(PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
+    tops: list[float] = []
+    one_note = note_all_withheld(ax, rows.get("n_clusters"), min_clusters=min_clusters)
     for proposal, marker in (("wrong", "o"), ("correct", "s")):
         part = rows[rows["proposal"] == proposal].sort_values("k", key=lambda k: k.astype(int))
         for category, style in (("helpful", "-"), ("harmful", "--")):
             rate = 100 * part[f"{category}_rate"].to_numpy(dtype=float)
             n_clusters = part.get("n_clusters")
             err = interval_errors(rate / 100, part[f"{category}_low"], part[f"{category}_high"],
-                                  n_clusters, min_clusters=min_clusters, scale=100)  # fmt: skip
+                                  n_clusters, min_clusters=min_clusters, scale=100,
+                                  figure=fig)  # fmt: skip
             err = np.clip(err, 0, None)  # a rate at 0 or 1 can sit a rounding error outside
+            tops += list(rate + np.nan_to_num(err[1]))
             x = part["k"].astype(int).to_numpy() + offsets[(proposal, category)]
             ax.errorbar(
-                x, rate, yerr=err,
-                fmt=style, marker=marker, capsize=2, label=f"{proposal}, {category}",
+                x, rate, yerr=err, fmt=style, marker=marker, capsize=2,
+                color=colours[proposal], label=f"{proposal} proposal, {category}",
             )  # fmt: skip
-            if category == "helpful":  # one n per point pair, not two
+            if category == "helpful" and not one_note:  # one n per point pair, not two
                 mark_small_samples(ax, x, rate, n_clusters, min_clusters=min_clusters)
+    if not ks:
+        note_no_data(ax, "no leave-one-out replays in this run")
     ax.set_xticks(ks, [str(k) for k in ks])
-    ax.set_xlabel("pool size K")
+    ax.set_xlabel("pool size K (messages the integrator sees)")
     ax.set_ylabel("rate among eligible messages (%)")
-    ax.set_ylim(-2, 102)
-    ax.legend(fontsize=8)
-    ax.set_title("Wilson 95% intervals (messages as independent)", fontsize=8)
+    percent_axis(ax, tops)
+    legend_outside(ax, fontsize=8)
     fig.suptitle(title)
+    footnote(fig, "Helpful: right with the message, wrong without it; harmful: the reverse. "
+                  "Solid = helpful, dashed = harmful.")  # fmt: skip
     return fig

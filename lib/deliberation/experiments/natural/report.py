@@ -20,16 +20,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
+from deliberation.memory_policies import policy_legend, registered_policies
 from deliberation.publish.plots import (
+    Figure,
     chance_level,
     draw_chance,
+    footnote,
     interval_errors,
+    label_bars_without_interval,
+    legend_outside,
     mark_small_samples,
     note_all_withheld,
+    note_no_data,
 )
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
 from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
@@ -327,69 +333,106 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+MEASURE_NOTES = {
+    "transcript": "the whole discussion",
+    "every-fact": "every fact of the task, no discussion",
+    "group share (initial)": "share of agents voting right before discussing",
+    "group share (final)": "share of agents voting right after discussing",
+    "group majority (final)": "right when the final majority vote is right",
+}
+
+
+def measure_label(measure: str) -> str:
+    """A measure as a figure names it: a decision policy with what its code means
+    ("R1: rarest first"), the other measures as they are."""
+    name = measure.removeprefix("decision: ")
+    return policy_legend(name) if name in registered_policies() else name
+
+
+def _measure_note(measures: Sequence[str]) -> str:
+    notes = [f"{m.removeprefix('decision: ')} = {MEASURE_NOTES[m.removeprefix('decision: ')]}"
+             for m in measures if m.removeprefix("decision: ") in MEASURE_NOTES]  # fmt: skip
+    return "; ".join(notes) + "." if notes else ""
+
+
 def plot_measures(
     table: pd.DataFrame, measures: Sequence[str], title: str, *, min_clusters: int = MIN_CLUSTERS
-) -> plt.Figure:
+) -> Figure:
     """Bars (%, like notebooks 02-05) with 95% intervals: one panel per benchmark, one bar group
     per measure, one bar per prompt variant; no interval from fewer than ``min_clusters``
     clusters (the n is printed on the bar instead), and the chance line where the table has
-    one (``chance``)."""
+    one (``chance``). Codes are explained: policies on the axis, the other measures below."""
     table = table[table["measure"].isin(measures)]
     benchmarks = sorted(table["benchmark"].unique())
     prompts = sorted(table["prompt"].unique(), key=lambda p: p != "plain")
-    fig, axes = plt.subplots(
-        1, max(1, len(benchmarks)), figsize=(1.2 + 0.9 * len(measures) * max(1, len(benchmarks)), 4),
-        squeeze=False, sharey=True,
-    )  # fmt: skip
+    panels = max(1, len(benchmarks))
+    fig = Figure(figsize=(2.2 + 1.0 * len(measures) * panels, 4.8), layout="constrained")
+    axes = fig.subplots(1, panels, squeeze=False, sharey=True)
     width = 0.8 / max(1, len(prompts))
+    colours = sns.color_palette("colorblind", max(1, len(prompts)))
     for ax, benchmark in zip(axes[0], benchmarks, strict=False):
         mine = table[table["benchmark"] == benchmark]
         present = [m for m in measures if m in set(mine["measure"])]
+        ax.set_title(benchmark, fontsize=10)
         one_note = note_all_withheld(ax, mine.get("n_clusters"), min_clusters=min_clusters)
         for k, prompt in enumerate(prompts):
             part = mine[mine["prompt"] == prompt].set_index("measure").reindex(present)
             x = np.arange(len(present)) + (k - (len(prompts) - 1) / 2) * width
             n_clusters = part.get("n_clusters")
             err = interval_errors(part["estimate"], part["low"], part["high"], n_clusters,
-                                  min_clusters=min_clusters, scale=100)  # fmt: skip
-            ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2, label=prompt)
+                                  min_clusters=min_clusters, scale=100, figure=fig)  # fmt: skip
+            bars = ax.bar(x, 100 * part["estimate"], width, yerr=err, capsize=2,
+                          label=f"{prompt} prompt", color=colours[k])  # fmt: skip
+            label_bars_without_interval(ax, bars, err)
             if not one_note:
                 mark_small_samples(ax, x, 100 * part["estimate"], n_clusters,
                                    min_clusters=min_clusters)  # fmt: skip
         chance = chance_level(mine)
         draw_chance(ax, None if chance is None else 100 * chance)
         ax.set_xticks(np.arange(len(present)))
-        ax.set_xticklabels([m.removeprefix("decision: ") for m in present], rotation=45, ha="right")
-        ax.set_title(benchmark)
-        ax.set_ylim(0, 100)
-    axes[0][0].set_ylabel("accuracy (%, 95% cluster-bootstrap interval)")
-    axes[0][0].legend(title="prompt", fontsize="small")
+        ax.set_xticklabels([measure_label(m) for m in present], rotation=45, ha="right",
+                           fontsize=8)  # fmt: skip
+        ax.set_ylim(0, 109)  # room for a bar's value label above 100
+        ax.set_yticks(range(0, 101, 20))
+    if not benchmarks:
+        note_no_data(axes[0][0])
+    axes[0][0].set_ylabel("accuracy (%)")
+    legend_outside(axes[0][-1], fontsize="small")
     fig.suptitle(title)
-    fig.tight_layout()
+    note = _measure_note(measures)
+    if note:
+        footnote(fig, note)
     return fig
 
 
-def plot_disclosure(table: pd.DataFrame, title: str) -> plt.Figure:
+def plot_disclosure(table: pd.DataFrame, title: str) -> Figure:
     """Stacked full / partial / none shares (%) of facts per benchmark, prompt and private flag."""
-    index = [c for c in ("profile", "benchmark", "prompt", "private") if c in table.columns]
+    index = [c for c in ("benchmark", "prompt", "private") if c in table.columns]
     pivot = table.pivot_table(index=index, columns="disclosure", values="estimate").reindex(
         columns=["full", "partial", "none"]
     )
-    fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(pivot), 4))
+    fig = Figure(figsize=(3 + 1.3 * len(pivot), 4.2), layout="constrained")
+    ax = fig.subplots()
     bottom = np.zeros(len(pivot))
+    colours = dict(zip(pivot.columns, sns.color_palette("colorblind", 3), strict=True))
+    names = {"full": "stated in full", "partial": "stated in part", "none": "not stated"}
     for label in pivot.columns:
         share = 100 * pivot[label].fillna(0).to_numpy()
-        ax.bar(range(len(pivot)), share, bottom=bottom, label=label)
+        ax.bar(range(len(pivot)), share, bottom=bottom, label=names[label], color=colours[label])
         bottom += share
     ax.set_xticks(range(len(pivot)))
-    ax.set_xticklabels(
-        ["\n".join(str(x) for x in key[:-1]) + ("\nprivate" if key[-1] else "\nshared")
-         for key in pivot.index],
-        fontsize="small",
-    )  # fmt: skip
+
+    def bar_label(key: tuple) -> str:
+        named = dict(zip(index, key if isinstance(key, tuple) else (key,), strict=True))
+        lines = [str(named.get("benchmark", "")), f"{named.get('prompt', '')} prompt",
+                 "private facts" if named.get("private") else "shared facts"]  # fmt: skip
+        return "\n".join(line for line in lines if line.strip() and line != " prompt")
+
+    ax.set_xticklabels([bar_label(key) for key in pivot.index], fontsize="small")
+    if not len(pivot):
+        note_no_data(ax)
     ax.set_ylabel("share of facts (%)")
     ax.set_ylim(0, 100)
-    ax.legend(title="stated", fontsize="small")
+    legend_outside(ax, title="in the discussion", fontsize="small")
     fig.suptitle(title)
-    fig.tight_layout()
     return fig
