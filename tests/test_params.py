@@ -25,7 +25,7 @@ def _behaviour_declaring_a_and_b(monkeypatch):
     module = types.ModuleType("params_test_behaviours")
     module.PARAMETERS = {"a": 0.5, "b": 0.5}
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    modules = [*sim_registry.BEHAVIOUR_MODULES, module.__name__]
+    modules = [*sim_registry.BEHAVIOUR_MODULES, module]
     monkeypatch.setattr(sim_registry, "BEHAVIOUR_MODULES", modules)
 
 

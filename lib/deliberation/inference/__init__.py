@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from deliberation.inference.backends import backend_class, register_backend, registered_backends
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -18,13 +19,11 @@ from deliberation.inference.base import (
     Message,
     RunProfile,
     StructuredOutput,
-    backend_class,
-    register_backend,
-    registered_backends,
     sending_forbidden,
 )
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import CachedClient
+from deliberation.inference.model_server import before_send
 from deliberation.io import paths
 
 __all__ = [
@@ -41,6 +40,7 @@ __all__ = [
     "cache_path",
     "make_client",
     "open_run",
+    "preflight_now",
     "register_backend",
     "registered_backends",
     "request_key",
@@ -66,6 +66,19 @@ def require_backend(profile: RunProfile) -> None:
     except BackendUnavailableError as exc:
         where = f" ({profile.source})" if profile.source else ""
         raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
+
+
+def preflight_now(profile: RunProfile) -> None:
+    """Inside :func:`~.model_server.model_server`: make the server the profile's backend talks to
+    answer (starting it if needed) and pre-flight it now (``make paper`` does this once, before
+    its notebooks); nothing for a backend that talks to no server."""
+    if getattr(profile.options, "base_url", None) is None:
+        return
+    backend = build_backend(profile)
+    try:
+        before_send(backend)
+    finally:
+        backend.close()
 
 
 def cache_path(profile: RunProfile) -> Path:

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from deliberation.inference.backends import backend_class
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -46,7 +47,6 @@ from deliberation.inference.base import (
     InvalidRequestError,
     Message,
     StructuredOutput,
-    backend_class,
 )
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.openai_api import reply_byte_limit

@@ -237,6 +237,7 @@ class VLLMBackend(Backend):
     """Offline vLLM: one ``LLM.chat`` call per :meth:`generate`, one ``SamplingParams`` per request."""
 
     Options = VLLMOptions
+    engine = "vllm"
 
     def __init__(
         self,

@@ -34,6 +34,8 @@ class NotebookEntry(BaseModel):
     reads: tuple[str, ...] = ()
     experiment: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
+    # The function an experiment record gives (``experiment`` then names it); not hashed.
+    function: Callable[..., Any] | None = Field(None, exclude=True)
 
     @field_validator("experiment")
     @classmethod
@@ -48,8 +50,8 @@ class NotebookEntry(BaseModel):
 
     def experiment_function(self) -> Callable[..., Any] | None:
         """The experiment function, imported; None for a notebook that calls no model."""
-        if self.experiment is None:
-            return None
+        if self.function is not None or self.experiment is None:
+            return self.function
         module, _, function = self.experiment.partition(":")
         try:
             return getattr(importlib.import_module(module), function)
@@ -110,7 +112,12 @@ def load_manifest(folder: str | Path | None = None) -> list[NotebookEntry]:
         fields = dict(fields or {})
         call = calls.get(name) if isinstance(name, str) else None
         if call is not None and "experiment" not in fields:
-            fields.update(experiment=call.function, kwargs=dict(call.kwargs))
+            function = call.function
+            fields.update(
+                experiment=f"{function.__module__}:{function.__qualname__}",
+                function=function,
+                kwargs=dict(call.kwargs),
+            )
         if not isinstance(name, str) or not NOTEBOOK_PATTERN.fullmatch(name):
             raise ManifestError(f"{path}: {name!r} is not a numbered notebook name (NN_name.ipynb)")
         try:

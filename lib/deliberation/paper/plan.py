@@ -28,12 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation.inference import cache_path
-from deliberation.inference.base import (
-    Backend,
-    ChatRequest,
-    ChatResponse,
-    backend_class,
-)
+from deliberation.inference.backends import backend_class
+from deliberation.inference.base import Backend, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import keys_or_failures, prefix_order
 from deliberation.inference.sim import SimBackend
@@ -215,7 +211,7 @@ def unshared_prompt_shares(requests: Sequence[ChatRequest]) -> list[float]:
 def planning_answerer(profile: Profile) -> Backend:
     """The sim that answers the calls not in the cache: the profile's own sim for a sim
     profile (so the plan is exact), else the ``sim`` profile's mechanism with this seed."""
-    if profile.backend == "sim":
+    if issubclass(backend_class(profile.backend), SimBackend):
         return SimBackend.from_profile(profile)
     sim = load_profile("sim").model_copy(update={"seed": profile.seed})
     return SimBackend.from_profile(sim)

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from deliberation.inference.backends import backend_class
 from deliberation.io import paths
 
 # Profiles are typed ``Any`` here: ``params.Profile.label`` calls this module, which must not
@@ -47,10 +48,13 @@ VLLM = Engine("vLLM", "vllm")
 
 
 def engine_of(profile: Profile) -> Engine | None:
-    """The engine behind a profile: the offline vLLM backend, or what its ``server:`` command
-    runs; None for a server the profile does not start (an API, Ollama, ...)."""
-    if profile.backend == "vllm":
-        return VLLM
+    """The engine behind a profile: the one its backend runs in-process (``Backend.engine``),
+    or what its ``server:`` command runs; None for a server the profile does not start (an
+    API, Ollama, ...)."""
+    in_process = backend_class(profile.backend).engine
+    if in_process is not None:
+        known = {e.package: e for e in (VLLM, LLAMA_CPP_PYTHON)}
+        return known.get(in_process, Engine(in_process, in_process))
     if profile.server is None:
         return None
     command = list(profile.server.command)

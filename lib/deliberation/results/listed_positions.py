@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.benchmarks.memory_rows import answer_position
+from deliberation.benchmarks.memory_benchmark import answer_position
 from deliberation.experiments.memory.prompts import listed_options
 from deliberation.inference.base import ChatRequest
 

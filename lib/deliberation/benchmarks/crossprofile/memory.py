@@ -15,9 +15,10 @@ from deliberation.benchmarks.crossprofile.scoring import (
     net_evidence_lead,
     tone_lead,
 )
+from deliberation.benchmarks.crossprofile.sim import read_fact
 from deliberation.benchmarks.crossprofile.tasks import OptionOrder, Task
 from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks.memory_benchmark import common_row, typed_frame
 from deliberation.profiles.profile import check_limit
 
 TemplateSet = Literal["main", "pilot", "all"]
@@ -123,7 +124,7 @@ class CrossProfile:
     policies = CROSSPROFILE_POLICIES
     has_truth = True
     selects_templates = True
-    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"
+    sim_reader = staticmethod(read_fact)
     # The paper's notebooks and the options of their memory runs.
     notebooks = {
         "03_crossprofile_h1_h3.ipynb": {"tags": ["keep"], "templates": ["main", "pilot"]},

@@ -8,8 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from deliberation.benchmarks.hiddenbench.sim import read_statement
 from deliberation.benchmarks.hiddenbench.tasks import HiddenBenchTask
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks.memory_benchmark import common_row, typed_frame
+from deliberation.profiles.profile import check_limit
 
 # HiddenBench has no true roles, so no oracle policies.
 HIDDENBENCH_POLICIES: tuple[str, ...] = (
@@ -38,7 +40,7 @@ class HiddenBench:
     policies = HIDDENBENCH_POLICIES
     has_truth = False
     selects_templates = False
-    sim_reader = "deliberation.benchmarks.hiddenbench.sim:read_statement"
+    sim_reader = staticmethod(read_statement)
     notebooks = {"02_hiddenbench.ipynb": {"item_limit": 0}}  # the paper's notebook, its options
     smoke = {"limit": 4, "n_resamples": 200}
 
@@ -47,6 +49,7 @@ class HiddenBench:
     ) -> list[HiddenBenchTask]:
         from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
 
+        check_limit(limit)
         return load_hiddenbench(seed=seed, option_order=option_order)[:limit]  # type: ignore[arg-type]
 
     def truth(self, task: HiddenBenchTask) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from deliberation.benchmarks import Reading
+from deliberation.benchmarks.memory_benchmark import Reading
 from deliberation.inference.answer_parsing import mentioned_options
 
 UNFAVOURABLE = (

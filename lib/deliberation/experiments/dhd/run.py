@@ -210,7 +210,6 @@ def run_profile(
     ``limit`` override it): every benchmark's sampled problems through the named stages."""
     options = profile.experiments.dhd
     check_distinct(benchmarks, "benchmarks")
-    check_limit(limit)
     problems: list[Item] = []
     for name in benchmarks or options.benchmarks:
         root = None if data_root is None else Path(data_root) / name

@@ -58,7 +58,7 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks import memory_benchmark
 from deliberation.benchmarks.crossprofile.memory import (
     CROSSPROFILE_COLUMNS,
     TemplateSet,
@@ -71,13 +71,12 @@ from deliberation.benchmarks.hiddenbench.memory import (
     HIDDENBENCH_COLUMNS,
     hiddenbench_rows,
 )
-from deliberation.benchmarks.memory_rows import failed_rows
+from deliberation.benchmarks.memory_benchmark import MemoryBenchmark, failed_rows
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
 from deliberation.inference.client import Client
 from deliberation.io.atomic import atomic_path
-from deliberation.profiles.profile import check_limit
 
 
 @dataclass(frozen=True)
@@ -177,11 +176,10 @@ def run_from_profile(
     grid, selection = profile_grid(
         benchmark, profile, policies=policies, budgets=budgets, tags=tags, item_limit=item_limit
     )
-    limit = check_limit(limit if limit is not None else selection.get("limit"))
-    tasks = benchmark.tasks(
+    tasks = benchmark.tasks(  # checks the limit
         profile.seed,
         templates=templates or selection.get("templates"),
-        limit=limit,
+        limit=limit if limit is not None else selection.get("limit"),
         option_order=selection["option_order"],
     )
     if client is None:

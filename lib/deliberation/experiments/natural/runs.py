@@ -67,7 +67,7 @@ from typing import Any
 import pandas as pd
 
 from deliberation.benchmarks import memory_benchmark
-from deliberation.benchmarks.memory_rows import answer_position
+from deliberation.benchmarks.memory_benchmark import answer_position
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.statements import statement_candidates
 from deliberation.discussion.transcript import Statement, Transcript, Turn
@@ -90,7 +90,7 @@ from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
-from deliberation.profiles.profile import check_distinct, check_limit
+from deliberation.profiles.profile import check_distinct
 from deliberation.seeds import stable_seed
 from deliberation.stats.small_samples import calls_note
 
@@ -542,7 +542,7 @@ def run_from_profile(
     ``experiments.natural`` section (or ``benchmarks``), rows of all of them in one frame."""
     options = profile.experiments.natural
     check_distinct(benchmarks, "benchmarks")
-    if check_limit(limit) is not None:
+    if limit is not None:  # checked where the tasks are chosen
         options = options.model_copy(update={"limit": limit})
     if client is None:
         from deliberation.inference import make_client

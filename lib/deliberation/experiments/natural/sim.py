@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deliberation.benchmarks import memory_benchmarks, sim_reader
+from deliberation.benchmarks import memory_benchmark, memory_benchmarks
 from deliberation.benchmarks.crossprofile.sim import read_fact
 from deliberation.discussion.statements import normalize, sentences
 from deliberation.experiments.memory.sim.mechanism import (
@@ -148,7 +148,7 @@ def _benchmark(context: SimContext) -> str:
 def _reader(context: SimContext) -> Reader:
     """The stage's benchmark's reader (CrossProfile's for a benchmark nobody registered)."""
     name = _benchmark(context)
-    return sim_reader(name) if name in memory_benchmarks() else read_fact
+    return memory_benchmark(name).sim_reader if name in memory_benchmarks() else read_fact
 
 
 def _me(prompt: str) -> str | None:

@@ -50,7 +50,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from deliberation.benchmarks import Reader, sim_reader
+from deliberation.benchmarks import memory_benchmark
+from deliberation.benchmarks.memory_benchmark import Reader
 from deliberation.experiments.memory import prompts
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim_registry import SimAnswer, SimContext
@@ -291,7 +292,7 @@ def summarize(context: SimContext) -> SimAnswer:
 # The memory experiment's stages of every registered benchmark, each answered with that
 # benchmark's reader (its sim): <benchmark>.decision, .relevance, .balance and .summary.
 def _reader(context: SimContext) -> Reader:
-    return sim_reader(context.request.stage.split(".")[0])
+    return memory_benchmark(context.request.stage.split(".")[0]).sim_reader
 
 
 def benchmark_decision(context: SimContext) -> SimAnswer:
