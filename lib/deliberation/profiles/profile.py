@@ -474,9 +474,3 @@ def shipped_profiles() -> list[str]:
         line.split("#", 1)[0].strip() for line in listing.read_text(encoding="utf-8").splitlines()
     ]
     return sorted(name for name in names if name)
-
-
-def user_profiles() -> list[str]:
-    """The profiles in ``params/`` that the repository does not ship."""
-    shipped = set(shipped_profiles())
-    return [name for name in available_profiles() if name not in shipped]

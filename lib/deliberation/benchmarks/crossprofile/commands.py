@@ -1,15 +1,11 @@
 """CLI: ``deliberation crossprofile verify [PATHS]``, ``deliberation crossprofile audit
-[PATHS]`` and ``deliberation tasks crossprofile --out FILE``.
-
-``deliberation verify`` is the old spelling of ``crossprofile verify``, kept as an alias that
-says so (it was easy to confuse with ``deliberation data verify``). Library imports happen
-inside the handlers, so ``deliberation --help`` stays fast.
+[PATHS]`` and ``deliberation tasks crossprofile --out FILE``. Library imports happen inside the
+handlers, so ``deliberation --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 _VERIFY_DESCRIPTION = (
@@ -66,14 +62,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.set_defaults(func=run_audit)
 
-    old = add_command(
-        subparsers,
-        "verify",
-        description=_VERIFY_DESCRIPTION + " (Alias of `deliberation crossprofile verify`.)",
-    )
-    _add_verify_arguments(old)
-    old.set_defaults(func=run_old_verify)
-
     tasks = command_group(subparsers, "tasks").add_parser(
         "crossprofile",
         help="derive the CrossProfile tasks (template x 8 ownership variants) as JSONL",
@@ -109,15 +97,6 @@ def run_verify(args: argparse.Namespace) -> int:
         return 2
     print(format_report(report, details=not args.quiet))
     return 0 if report.ok else 1
-
-
-def run_old_verify(args: argparse.Namespace) -> int:
-    print(
-        "note: `deliberation verify` is now `deliberation crossprofile verify` (this alias "
-        "will go); running it.",
-        file=sys.stderr,
-    )
-    return run_verify(args)
 
 
 def run_audit(args: argparse.Namespace) -> int:

@@ -131,6 +131,3 @@ class Template(_Record):
     def correct_position(self) -> int | None:
         """Index of the correct option in ``options`` (None if the key is not an option)."""
         return self.options.index(self.correct) if self.correct in self.options else None
-
-    def facts_with_role(self, role: str) -> tuple[EvidenceFact | IrrelevantFact, ...]:
-        return tuple(f for f in self.facts if f.role == role)

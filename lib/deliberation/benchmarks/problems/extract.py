@@ -154,11 +154,6 @@ class FinalAnswer:
     text: str
     source: Source
 
-    @property
-    def explicit(self) -> bool:
-        """True when the reply marked this answer (box, tag, answer line or answer phrase)."""
-        return self.source in ("boxed", "tagged", "final_line", "answer_phrase", "verdict")
-
 
 # ---------------------------------------------------------------- spans
 

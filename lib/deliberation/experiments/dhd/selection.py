@@ -32,7 +32,7 @@ read side by side; :func:`policy_accuracy` and :func:`selector_gains` summarise 
 (ours or the authors') with intervals from a bootstrap over problems.
 
 A held-out block is scored only when every action has its outcome there (both full calls and
-every removal valid); :func:`incomplete_blocks` lists the others, which are counted, not scored.
+every removal valid); :func:`block_outcomes` marks the others incomplete: counted, not scored.
 Training uses every valid outcome of the other blocks.
 """
 
@@ -126,12 +126,6 @@ def block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
         for _, row in out.iterrows()
     ]
     return out
-
-
-def incomplete_blocks(rows: pd.DataFrame) -> pd.DataFrame:
-    """The (problem, benchmark, block) units that cannot be scored as a held-out block."""
-    outcomes = block_outcomes(rows)
-    return outcomes.loc[~outcomes["complete"], ["problem", "benchmark", "block"]]
 
 
 def _best(values: np.ndarray) -> np.ndarray:

@@ -63,10 +63,6 @@ def memory_needs(names: set[str] | frozenset[str]) -> list[MemoryNeed]:
     return [need for name, need in _NEEDS.items() if name in names]
 
 
-def registered_needs() -> list[str]:
-    return list(_NEEDS)
-
-
 def _statements(candidates: Sequence[MemoryCandidate]) -> list[str]:
     return [c.text for c in candidates]
 

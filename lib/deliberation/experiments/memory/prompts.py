@@ -66,21 +66,6 @@ def task_header(description: str, criteria: Sequence[str], options: Sequence[str
     return "\n\n".join(parts)
 
 
-def listed_options(prompt: str) -> tuple[str, ...]:
-    """The options a prompt lists, in order: the ``- name`` lines after :data:`OPTIONS_HEADER`
-    (the inverse of :func:`task_header`); () when the prompt lists none. Reading the listing
-    from the prompt sent tells where an answer was listed, whatever order the run used."""
-    lines = prompt.splitlines()
-    if OPTIONS_HEADER not in lines:
-        return ()
-    options = []
-    for line in lines[lines.index(OPTIONS_HEADER) + 1 :]:
-        if not line.startswith("- "):
-            break
-        options.append(line[2:])
-    return tuple(options)
-
-
 def numbered(lines: Sequence[str]) -> str:
     return "\n".join(f"{k}. {line}" for k, line in enumerate(lines, start=1))
 

@@ -46,7 +46,6 @@ from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.seeds import stable_seed
 
 ROUNDS = 2
-VOTE_STAGES = ("initial", "final")
 
 
 @dataclass(frozen=True)
