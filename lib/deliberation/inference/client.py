@@ -131,6 +131,9 @@ class CachedClient:
         self.poll_s = poll_s
         self.failed = FailedCalls()  # every call of this client that got no usable reply
         self.served_as: set[str] = set()  # other model names its answers were given as
+        # Keys of the requests keyed since the last batch, by identity: a stage keys its
+        # requests for its counts and then again in generate(); hashing them once is enough.
+        self._keys: dict[int, tuple[ChatRequest, str]] = {}
 
     @property
     def server(self) -> str:
@@ -140,10 +143,16 @@ class CachedClient:
         return str(server) if server else self.backend.identity.base_url or self.backend.name
 
     def key(self, request: ChatRequest) -> str:
-        return request_key(self.backend, request)
+        known = self._keys.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
+        key = request_key(self.backend, request)
+        self._keys[id(request)] = (request, key)
+        return key
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         keys, invalid = keys_or_failures(self.key, requests)
+        self._keys.clear()
         results: dict[str, ChatResponse] = self.cache.get_many([k for k in keys if k is not None])
         pending: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):

@@ -130,11 +130,12 @@ def _profile_and_client(profile: Any, client: Any) -> tuple[Any, Any]:
 def find_task(task_id: str, seed: int = 0) -> Any:
     """A CrossProfile task by id, ``<template>/<variant>`` (``education-01/SP-DS-IP``), or a
     template id alone (its classic cell: support private, decoys shared, irrelevant private)."""
-    from deliberation.benchmarks.crossprofile import derive_task, load_bank
+    from deliberation.benchmarks.crossprofile import derive_task
+    from deliberation.benchmarks.crossprofile.memory import verified_bank
     from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 
     template_id, _, variant = task_id.partition("/")
-    for template in load_bank():
+    for template in verified_bank():
         if template.id == template_id:
             return derive_task(template, OwnershipVariant.parse(variant or "SP-DS-IP"), seed)
     raise KeyError(f"no CrossProfile template {template_id!r} (see templates/crossprofile/)")

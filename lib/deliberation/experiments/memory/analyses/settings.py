@@ -106,9 +106,9 @@ def resolve(
         raise ValueError(
             f"budgets {list(chosen)} must include the primary budget r = {PRIMARY_FRACTION}"
         )
-    resamples = int(n_resamples if n_resamples is not None else section.n_resamples)
-    if resamples < 2:
-        raise ValueError(f"n_resamples must be at least 2, got {resamples}")
+    # Checked once where it came from: the notebook's parameter above, the profile's section
+    # by its options model (at least 2).
+    resamples = n_resamples if n_resamples is not None else section.n_resamples
     return profile, AnalysisSettings(budgets=chosen, n_resamples=resamples, seed=profile.seed)
 
 
