@@ -3,50 +3,7 @@
 :mod:`deliberation.inference.structured_answers`; serve-sim's decoding of a request body is
 :mod:`deliberation.inference.serve_sim.wire`.
 
-vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<0.34``):
-
-* Offline, old: ``SamplingParams(guided_decoding=GuidedDecodingParams(choice=... | json=...))``.
-* Offline, new: ``SamplingParams(structured_outputs=StructuredOutputsParams(choice=... | json=...))``,
-  from vLLM PR #22772 ("Cleanup guided namespace, move to structured outputs config", merged
-  2025-08-13). Measured by the contract lane (``make contract``, docs/engines.md): vLLM 0.10.2,
-  the oldest release of our range, still has only ``GuidedDecodingParams``; 0.33.0 only
-  ``StructuredOutputsParams`` (``GuidedDecodingParams`` was removed, vllm-project/vllm#29326).
-* Server, old: top-level ``guided_choice`` / ``guided_json`` request fields (mode ``guided``).
-* Server, new: ``{"structured_outputs": {"choice": [...]}}`` / ``{"structured_outputs": {"json":
-  schema}}`` (mode ``structured_outputs``). vLLM's request models accept and drop keys they do not
-  define (``extra="allow"``, HTTP 200), so the wrong mode answers *unconstrained*. Measured:
-  vLLM 0.10.2's ``ChatCompletionRequest`` has no ``structured_outputs`` field (ignored there) and
-  0.33.0's no ``guided_*`` fields (it logs "removed guided-decoding field(s) ... ignored"; the
-  vLLM docs say they "were removed in v0.12.0"); 0.11.0 (read from its wheel) defines both.
-  :func:`vllm_server_mode_problem` holds this, and
-  the pre-flight asks a vLLM server its version (``GET /version``) and stops a run whose mode
-  that release ignores.
-* Seeds: vLLM's server bounds ``seed`` to a signed 64-bit integer (``le=2**63-1``, HTTP 400
-  above it); the project's stable seeds are unsigned 64-bit (the DHD hypothesizers' are, about
-  half of them above 2**63: the contract lane found every such request refused). The ``openai``
-  backend sends a seed above :data:`~deliberation.seeds.SEED_MODULUS` folded below it
-  (:func:`wire_seed`), as ``derive_seed`` does for later draws, except in the llama.cpp modes
-  (``json_object_schema``, ``grammar``): llama-cpp-python 0.3.36 hands the seed to
-  ``llama_sampler_init_dist(uint32_t)`` through ctypes, which keeps its low 32 bits, and the
-  published SmolLM2 answers are keyed on the seed as sent. Offline ``SamplingParams`` takes the
-  64-bit seed (0.10.2 and 0.33.0).
-* The ``openai`` SDK's request types (``CompletionCreateParams``) define none of the dialect
-  fields above (``structured_outputs``, ``guided_*``, ``grammar``, ``json_schema``,
-  ``response_format.schema``): the SDK sends them only as ``extra_body``; the backend posts its
-  body as is (tests/contract/test_openai_sdk_contract.py lists them per mode).
-* Server, OpenAI style (vLLM and OpenAI): ``response_format={"type": "json_schema",
-  "json_schema": {"name": ..., "schema": ...}}`` (example in the same vLLM docs page).
-* llama-cpp-python's server (``python -m llama_cpp.server``, 0.3.x): ``response_format=
-  {"type": "json_object", "schema": ...}``; ``{"type": "json_schema"}`` is refused with HTTP 500
-  ("Input should be 'text' or 'json_object'") and the vLLM fields are ignored silently. A choice
-  list travels as :func:`choice_schema` (an enum property). Mode ``json_object_schema``.
-* llama.cpp's own ``llama-server`` (tools/server/README.md): the non-OpenAI request fields
-  ``grammar`` (a GBNF grammar) and ``json_schema`` (a schema it compiles into one). A choice
-  list travels as a grammar of its literal alternatives, so the answer is the option itself.
-  Mode ``grammar``.
-
-The offline shim detects the API by feature (which class ``vllm.sampling_params`` exports),
-never by parsing version strings.
+In full: ``docs/engines.md``, section "Structured-output dialects".
 """
 
 from __future__ import annotations

@@ -3,39 +3,7 @@
 A task is what a run needs: the decision (description, criteria, options in presentation
 order, the key) and the 12 facts with the agents that hold them.
 
-Facts are presented in a seeded order, never in the template's role order (support, decoy,
-irrelevant), which put the correct option first in 43 of 60 old templates. Nothing a task
-derives reads the file's order either (its first fact is on the correct option in most
-templates): every draw below starts from the facts sorted by a hash of their text
-(:func:`canonical_order`), so the same facts listed in another order, or under other ids,
-give the same task, and fact ids are never sent to a model. The order depends
-on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
-read the same sequence and differ only in who holds what (a paired design, like the holders).
-
-The first and the last fact each name the correct option in exactly a third of the main
-templates, for every seed: main template ``<domain>-0k`` has the slot 5 x (domain index) + k - 1
-(0..59); a permutation of the 60 slots drawn from the seed alone gives each template a number,
-and the templates whose number is divisible by 3 (20 of 60) open with a fact on the correct
-option, the others with a fact on a wrong option. A second, independent permutation does the
-same for the closing fact (a reader that trusts the last word is as uninformed as one that
-trusts the first). A plain uniform shuffle would give a third only on average: over 60
-templates its share swings by +-6 points from seed to seed (the last fact named the key in
-46.7% of the v2 templates at seed 0), enough to fail the cue audit's 10-point bar. Which fact
-opens and which closes (among those allowed) and the order of the other ten are uniform draws
-from (template id, seed). Pilot templates (and any id outside the main scheme) open and close
-with the correct option with probability 1/3 each.
-
-Options are counterbalanced (``option_order: rotate``, the default; :func:`presented_options`):
-each task lists the template's options rotated so that the key sits at position
-(template number + variant index + seed) mod 3, where the template number is the main slot
-(0..59; a stable hash of the id for pilots) and the variant index is its place in
-``ALL_VARIANTS`` (0..7). A rotation moves every option together, so within a template each
-option is listed in each position 3, 3 and 2 times over the 8 variants (8 is not a multiple of
-3), and in every ownership variant (every cell of the design) the key is listed first, second
-and third in exactly 20 of the 60 main templates, for every seed. ``option_order: template``
-keeps the template file's order in every variant (the papers' fixed order, where a model's
-position preference can pass for an effect). Ids are ``<template id>/<variant id>``, e.g.
-``hiring-01/SP-DS-IP``.
+In full: ``docs/experiments.md``, section "CrossProfile tasks: fact order and option order".
 """
 
 from __future__ import annotations

@@ -1,54 +1,6 @@
 """Pull the final answer out of a model's reply: shared by every grader.
 
-Precedence (one rule for every benchmark):
-
-1. Reasoning before a closing ``</think>`` is dropped.
-2. Every explicit answer statement is a *candidate*, at its position in the reply:
-   a ``\\boxed{...}`` / ``\\fbox{...}`` (adjacent boxes, ``\\boxed{A}, \\boxed{B}``, form one list);
-   an ``[ANSWER]...[/ANSWER]`` or ``<answer>...</answer>`` tag (LAB-Bench's harness format);
-   an answer line, ``Final answer:`` / ``Proposed final answer:`` / ``Answer:`` /
-   ``**Answer:**`` / ``Correct option:`` (the rest of the line), or a ``Final Answer`` heading
-   (``### Final Answer``, ``**Final Answer**``) whose answer is the next non-empty line; and an
-   answer phrase, "the (correct/final) answer/option is ...", "the answer should be ...", unless
-   it is hypothetical ("if the answer is ...") or does not start like an answer ("the answer is
-   rounded ..."); and a claim about several options or a named one, "options A, B and D are
-   correct", "both A and C are true", "option C is the correct one" (a lone "(C) is correct" is
-   how options are weighed one by one, so it counts only as a last line, step 4). Option
-   restatements ("the options are ...") are not candidates.
-3. The **latest** candidate the grader can read wins (option letters for a choice question, a
-   number for a numeric one, a non-prose span for a math expression): so a later correction
-   ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
-   remark such as "the answer is rounded to two decimals" keeps the box.
-4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J",
-   "I'll go with B.") that is complete (ending in punctuation, markup, a number or a unit-like
-   token: not "v = 2.5 m/s and the energy", where a truncated reply stopped) and is not an
-   option with its text ("(C) The third"; "**C. Increases**" in bold is an answer) is the
-   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
-   restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
-   unreadable).
-
-A verdict after the reasoning is a claim too: a conclusion word, then options said to hold ("...
-so option (B) is correct, because ...", "Hence statement (B) is true", "This means option (B) is
-correct", "Option (B) is therefore correct", "All options except C are correct"); options ruled
-out ("So B is incorrect") are not chosen. For a multi-select question, an analysis that judges
-the options one by one and states no answer after it is read whole (:func:`collected_choice`:
-the options its paragraphs end up calling correct), not by its last verdict alone.
-
-Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
-"(A), (B) and (D) since ...", "ABD") in any case and with any list separator ("A B D",
-"A & D", "a, b, d", "a since ..."), an exclusion ("all except C" is every other valid letter),
-and reads the letters before a remark ("ABD (all except C)", "E (the pUC19 backbone)", "ABD —
-all except C", "ABD; C is wrong") before the remark itself ("5 (option C)" reads C); it takes the
-clause after a conclusion word ("A is wrong, so B" reads B). Letters are read against the
-item's own options (LAB-Bench has up to nine: A-I). :func:`parse_number` reads numbers with
-units, thousands separators (commas, spaces, ``{,}``), a LaTeX or thin space anywhere inside a
-number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159: a spacing command never splits a number),
-a decimal ``{,}`` (``2{,}5``), the unicode minus, ``a \\times 10^{b}``, Python and plain-text
-powers (``3.52 * 10**-19``, ``10^(-19)``, ``10^-19``, ``2^10``), unicode superscripts
-(``10⁻¹⁹``) and closed forms (through :mod:`~deliberation.benchmarks.problems.symbolic`);
-:func:`parse_range` reads "0.85–0.89" / "0.85 to 0.89" (a range is not a single number).
-A number too large for a float reads as infinity, which equals no gold. Every scan is linear
-in the reply's length.
+In full: ``docs/benchmarks.md``, section "Reading the final answer".
 """
 
 from __future__ import annotations

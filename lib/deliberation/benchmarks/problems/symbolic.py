@@ -1,31 +1,6 @@
 """Symbolic equivalence and numeric evaluation of LaTeX answers through math-verify, in a worker.
 
-**A grade never depends on the machine's speed.** Whether an answer is too costly to compare is
-decided from the expression itself, before any timed call, by
-:func:`~deliberation.benchmarks.problems.expression_cost.too_costly` (the size of the numbers it spells out,
-its nesting depth, powers of sums, sums with many terms; answers over ``MAX_CHARS`` are not
-compared at all). A refused answer raises :class:`SymbolicTooCostly`, the same on every
-machine; graders turn it into a failed :class:`~deliberation.benchmarks.problems.items.Grade` (a grading
-failure with its reason, never a wrong answer). Only pathological input is refused (a power
-tower such as ``9^{9^{9}}``, ``(10^{6})!``, ``(x+1)^{1000}``): every Omni-MATH gold is admitted,
-and a reply no costlier than its item's gold always is.
-
-Everything admitted costs at most a few CPU seconds (the interval ``[0, \\frac{1}{2}]`` about
-0.3 s on a fresh worker of a loaded 2-core machine, the costliest golds under a second), so the
-time limit, ``TIMEOUT_S`` = 30 s of the worker's CPU time (read from ``/proc``; wall time where
-there is no ``/proc``, and ``WALL_TIMEOUT_S`` of wall time in any case), is only a last-resort
-safety net for what the screen missed: past it the worker is killed, a fresh one is forked, and
-the call raises :class:`SymbolicTimeout` (also a failed grade). sympy can run for minutes on a
-short answer (``9^{9^{9}}`` builds a 370-million-digit integer in C code that no signal
-interrupts) and math-verify's own ``signal.alarm`` timeouts work only in a main thread and in
-whole seconds, hence the separate worker process, reused from call to call (a call costs about a
-millisecond).
-
-Workers are forked from a ``forkserver`` that has math-verify and sympy imported, and each worker
-parses a few answers of each kind (number, fraction, interval, set, expression) before it takes
-calls, so no call pays math-verify's first-use set-up; the caller's ``__main__`` script is not
-re-run in the worker, so scripts need no ``if __name__ == "__main__"`` guard. Calls from several
-threads are serialised on one worker (safe from any thread).
+In full: ``docs/benchmarks.md``, section "Symbolic grading".
 """
 
 from __future__ import annotations

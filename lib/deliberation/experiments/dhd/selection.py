@@ -1,39 +1,7 @@
 """Cross-fitted selection: which message to drop, chosen from repeated trajectory-value evidence.
 
-Per problem there are six *actions*: 0 keeps the full pool, ``k`` drops message ``k`` (1-based;
-the authors' label ``remove_h<k-1>`` numbers hypotheses from 0). The repeated replays
-(:func:`deliberation.experiments.dhd.replay.repeated_design`) give, in every block, the outcome of
-each action: the full pool's two calls (their mean; call *A* and call *B* are the lower and the
-higher draw index) and one call per removal.
-
-The blocks are cross-fitted (:func:`deliberation.stats.cross_fit` with the block as the unit, by
-default one fold per block): for each held-out block, action values are the mean outcomes of the
-*other* blocks, and every policy is scored on the held-out block alone. Policies, side by side on
-the same folds:
-
-=========================  =====================================================================
-``selector``               the action with the highest training value (ties: full, then the
-                           lowest message)
-``selector_fullA``/``B``   the same, with the full pool valued (and scored) by call A / B only,
-                           so that it is not favoured by averaging two calls
-``full``                   always keep the full pool
-``random_all6``            a uniformly random action among all (its expected held-out value)
-``random_removal``         a uniformly random removal (its expected held-out value)
-``correctness_heuristic``  drop the first message whose proposed answer is wrong (graded against
-                           the reference, so an oracle on proposal correctness); keep the full
-                           pool when none is wrong. An unreadable answer is not known to be wrong
-``hindsight``              the best action in the held-out block itself (an upper bound, not a
-                           policy)
-=========================  =====================================================================
-
-The per-fold frame (:func:`cross_fitted_selection`) has the columns of the authors' released
-``value_aware_one_removal_per_fold.csv`` (:data:`PER_FOLD_COLUMNS`), plus ``fold``, so the two
-read side by side; :func:`policy_accuracy` and :func:`selector_gains` summarise any such frame
-(ours or the authors') with intervals from a bootstrap over problems.
-
-A held-out block is scored only when every action has its outcome there (both full calls and
-every removal valid); :func:`block_outcomes` marks the others incomplete: counted, not scored.
-Training uses every valid outcome of the other blocks.
+In full: ``docs/experiments.md``, section "DHD cross-fitted selection
+(experiments/dhd/selection.py)".
 """
 
 from __future__ import annotations

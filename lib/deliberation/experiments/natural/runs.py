@@ -9,51 +9,8 @@ tags kept). The seed of a discussion is ``stable_seed("natural", profile seed, v
 replicate)``: the two variants get fresh, independent seeds and are paired by task and
 replicate.
 
-Rows (:data:`ROW_COLUMNS`), one per (discussion, agent, vote stage) and one per decision:
-
-==================  ============================================================================
-``profile``         the profile that ran (rates can then be compared across profiles)
-``kind``            ``vote`` or ``decision``
-``benchmark``       ``crossprofile`` or ``hiddenbench``
-``task``            task id (CrossProfile ``<template>/<variant>``; HiddenBench ``hb-<n>``)
-``template``        the bootstrap's cluster: the CrossProfile template, or the HiddenBench task
-``variant``         CrossProfile ownership variant (e.g. ``SP-DS-IP``); empty for HiddenBench
-``support``         ownership of the support facts (``shared``/``private``); empty for HiddenBench
-``decoy``           ownership of the decoy facts; empty for HiddenBench
-``irrelevant``      ownership of the irrelevant facts; empty for HiddenBench
-``prompt``          speaking-prompt variant: ``plain`` or ``evidence-first``
-``replicate``       replicate index (0-based); pairs the two variants on a task
-``seed``            the discussion's seed
-``agent``           the voting agent (vote rows); empty for decisions
-``stage``           ``initial`` or ``final`` (vote rows); empty for decisions
-``policy``          decision rows: ``transcript`` (every message verbatim), ``every-fact``
-                    (all the task's facts, untagged: the model given everything), or a memory
-                    policy (``R1``, ``B4``, ``Random``, ``B3``, ``R1-rel``, ``balance``, ``all``,
-                    ``empty``); empty for votes
-``budget``          budget fraction r of budgeted policies, else empty
-``kept_tokens``     tokens of the memory the decision read (statements or summary), else empty
-``budget_tokens``   floor(r x all statement tokens) for budgeted policies, else empty
-``statements``      memory candidates (statement groups) of the discussion (decision rows)
-``answer``          the option chosen; empty when the answer named no single option
-``answer_position`` where the chosen option was listed in the prompt (1 = first); empty when
-                    the answer named no single option
-``n_options``       how many options the prompt listed
-``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
-                    for a failed row
-``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**:
-                    no usable reply, or an input failed (a turn of its discussion, a label or
-                    summary its memory needs) and the call was not sent; never counted
-``error``           why a row is invalid or failed, or what went wrong upstream; empty when fine
-``key``             the request's cache key (empty when it was not sent)
-==================  ============================================================================
-
-Disclosure rows (:data:`DISCLOSURE_COLUMNS`), one per (discussion, fact): the discussion columns
-above, ``fact`` (id), ``role`` (CrossProfile role; HiddenBench ``shared``/``hidden``),
-``holders`` (number of agents holding it), ``private`` (1 when one agent holds it), ``label``
-(``full``/``partial``/``none``, :mod:`deliberation.discussion.disclosure`; ``failed`` when a
-turn of the discussion failed), ``full``, ``partial``, ``none`` (0/1 indicators, empty when
-failed), ``overlap`` (best sentence coverage) and ``stated_by``
-(agents, ``;``-joined).
+Rows: :data:`ROW_COLUMNS` (name -> meaning, in order), one per (discussion, agent, vote stage)
+and one per decision; disclosure rows: :data:`DISCLOSURE_COLUMNS`, one per (discussion, fact).
 """
 
 from __future__ import annotations
@@ -95,19 +52,70 @@ from deliberation.seeds import stable_seed
 from deliberation.stats.small_samples import calls_note
 
 Benchmark = str  # a registered memory benchmark's name (benchmarks)
-ROW_COLUMNS = [
-    "profile", "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
-    "prompt", "replicate", "seed", "agent", "stage", "policy", "budget", "kept_tokens",
-    "budget_tokens", "statements", "answer", "answer_position", "n_options", "correct", "valid",
-    "error", "key",
-]  # fmt: skip
-DISCUSSION_COLUMNS = ["profile", *ROW_COLUMNS[2:12]]
-DISCLOSURE_COLUMNS = [
-    *DISCUSSION_COLUMNS, "fact", "role", "holders", "private", "label", "full", "partial",
-    "none", "overlap", "stated_by", "keys",
-]  # fmt: skip
-# ``keys``: the discussion's message calls (";"-joined request keys) a fact's disclosure is read
-# from, so the disclosure tables count the distinct calls behind each rate (``n_calls``).
+# One row per (discussion, agent, vote stage) and one per decision: the columns, in order.
+ROW_COLUMNS: dict[str, str] = {
+    "profile": "the profile that ran (rates can then be compared across profiles)",
+    "kind": "`vote` or `decision`",
+    "benchmark": "`crossprofile` or `hiddenbench`",
+    "task": "task id (CrossProfile `<template>/<variant>`; HiddenBench `hb-<n>`)",
+    "template": "the bootstrap's cluster: the CrossProfile template, or the HiddenBench task",
+    "variant": "CrossProfile ownership variant (e.g. `SP-DS-IP`); empty for HiddenBench",
+    "support": "ownership of the support facts (`shared`/`private`); empty for HiddenBench",
+    "decoy": "ownership of the decoy facts; empty for HiddenBench",
+    "irrelevant": "ownership of the irrelevant facts; empty for HiddenBench",
+    "prompt": "speaking-prompt variant: `plain` or `evidence-first`",
+    "replicate": "replicate index (0-based); pairs the two variants on a task",
+    "seed": "the discussion's seed",
+    "agent": "the voting agent (vote rows); empty for decisions",
+    "stage": "`initial` or `final` (vote rows); empty for decisions",
+    "policy": (
+        "decision rows: `transcript` (every message verbatim), `every-fact` (all the task's "
+        "facts, untagged: the model given everything), or a memory policy (`R1`, `B4`, "
+        "`Random`, `B3`, `R1-rel`, `balance`, `all`, `empty`); empty for votes"
+    ),
+    "budget": "budget fraction r of budgeted policies, else empty",
+    "kept_tokens": "tokens of the memory the decision read (statements or summary), else empty",
+    "budget_tokens": "floor(r x all statement tokens) for budgeted policies, else empty",
+    "statements": "memory candidates (statement groups) of the discussion (decision rows)",
+    "answer": "the option chosen; empty when the answer named no single option",
+    "answer_position": (
+        "where the chosen option was listed in the prompt (1 = first); empty when the "
+        "answer named no single option"
+    ),
+    "n_options": "how many options the prompt listed",
+    "correct": (
+        "1 if the answer is the key, else 0 (an invalid answer counts as 0); empty for a failed row"
+    ),
+    "valid": (
+        "1 if the answer named exactly one option, else 0; empty for a failed row: no "
+        "usable reply, or an input failed (a turn of its discussion, a label or summary its "
+        "memory needs) and the call was not sent; never counted"
+    ),
+    "error": "why a row is invalid or failed, or what went wrong upstream; empty when fine",
+    "key": "the request's cache key (empty when it was not sent)",
+}
+DISCUSSION_COLUMNS = ["profile", *list(ROW_COLUMNS)[2:12]]
+# One row per (discussion, fact): the discussion's columns, then these.
+DISCLOSURE_COLUMNS: dict[str, str] = {
+    **{c: ROW_COLUMNS[c] for c in DISCUSSION_COLUMNS},
+    "fact": "fact id",
+    "role": "CrossProfile role; HiddenBench `shared`/`hidden`",
+    "holders": "number of agents holding it",
+    "private": "1 when one agent holds it",
+    "label": (
+        "`full`/`partial`/`none` (deliberation.discussion.disclosure); `failed` when a turn "
+        "of the discussion failed"
+    ),
+    "full": "0/1 indicator of the label, empty when failed",
+    "partial": "0/1 indicator of the label, empty when failed",
+    "none": "0/1 indicator of the label, empty when failed",
+    "overlap": "best sentence coverage",
+    "stated_by": "agents, `;`-joined",
+    "keys": (
+        "the discussion's message calls (`;`-joined request keys) the disclosure is read from, "
+        "so the disclosure tables count the distinct calls behind each rate (`n_calls`)"
+    ),
+}
 TRANSCRIPT, EVERY_FACT = "transcript", "every-fact"
 
 
@@ -275,7 +283,7 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
                     "stated_by": ";".join(found.stated_by),
                 }
             )
-    frame = pd.DataFrame(rows, columns=DISCLOSURE_COLUMNS)
+    frame = pd.DataFrame(rows, columns=list(DISCLOSURE_COLUMNS))
     for column in ("full", "partial", "none"):
         if frame[column].isna().any():
             frame[column] = frame[column].astype("Int64")
@@ -456,7 +464,7 @@ def _decision_row(
 
 
 def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(list(rows), columns=ROW_COLUMNS)
+    frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
     for column in (
         "kept_tokens", "budget_tokens", "statements", "answer_position", "n_options", "replicate",
         "seed",

@@ -6,27 +6,7 @@ decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism
 and social weights, Gumbel choice noise). Nothing here sees a task object, a role or an answer key:
 only the prompt text (``deliberation.experiments.natural.prompts``).
 
-Speaking (``natural.<b>.round.<k>``). In its first turn an agent states each fact it holds in
-full with probability ``natural_disclosure`` (raised by ``natural_evidence_first_boost``, capped
-at 1, when the prompt is the evidence-first variant); otherwise it paraphrases it with
-probability ``natural_paraphrase`` or leaves it out. A paraphrase keeps a random
-``natural_paraphrase_keep`` share of the fact's content words (at least one), in order, after
-"Roughly, from my notes:" - so the disclosure diagnostics label it *partial*, and a reader
-that needs the exact fact (CrossProfile's) cannot use it. The draws for one fact depend on
-(agent, fact text, request seed) only. A fact without end punctuation gets a full stop, so
-it stays one sentence. Later turns state no facts. Every turn ends (plain
-variant: begins) with "I recommend <option>." for the agent's current vote.
-
-Voting (``natural.<b>.vote.initial|final``, and the recommendation in each turn). The agent
-scores the facts it holds (one holder each) and every sentence of the messages it has read
-(identical sentences from several speakers are one line with that many holders) with the
-decision maker's mechanism. Then, with probability ``natural_drift``, it adopts the most common
-recommendation among the others' latest messages it has read (when one option leads
-strictly). With probability ``natural_invalid_vote`` the vote names no option (recorded invalid).
-
-Deciding (``natural.<b>.decision``): the engine's decision maker; a full-transcript prompt is
-read like the agents read a discussion (sentences, repeated ones counted as holders).
-Labelling and summary stages use the engine's behaviours.
+In full: ``docs/sim.md``, section "Natural discussions (experiments/natural/sim.py)".
 """
 
 from __future__ import annotations

@@ -7,38 +7,7 @@ on the criteria and its tone). CrossProfile's reader is the template bank as wor
 HiddenBench's is a documented word-list reading. A statement the reader cannot match adds
 nothing. Nothing here sees a task, a role or an answer key.
 
-Parameters (``sim.parameters`` in the profile; defaults here):
-
-- ``evidence_weight`` (1.0): what a favourable (+1) or unfavourable (-1) line adds to its option.
-- ``social_weight`` (0.0): extra weight per additional holder in a line's tag, in the line's own
-  direction: a line stated by h agents weighs ``evidence_weight + social_weight x (h - 1)``
-  (:func:`line_weight`). Untagged lines and summaries count as one holder. The weight is not
-  normalised: a tag raises a line's evidence against the fixed ``choice_noise``, so removing
-  tags from a memory of shared lines lowers its signal-to-noise ratio as well as removing the
-  social cue (:func:`signal_to_noise`; notebook 04 states the size).
-- ``tone_weight`` (0.0): what the tone (+1/-1) of an irrelevant line adds to its option.
-- ``choice_noise`` (1.0): scale of the Gumbel noise added to every option's score before the
-  arg-max (logit noise: a softmax choice at temperature ``choice_noise``); 0 = arg-max with
-  ties broken at random.
-- ``invalid_rate`` (0.0): share of decisions answered with text that names no single option.
-- ``relevance_recall`` (1.0) / ``relevance_false_positive`` (0.0): probability that a relevant /
-  an irrelevant statement is labelled relevant.
-- ``balance_recall`` (1.0): probability an evidence statement gets its true option and
-  direction (otherwise "neither"); ``balance_false_positive`` (0.0): probability an irrelevant
-  statement is labelled for/against its option by its tone.
-- ``summary_overrun`` (0.0): the summarizer writes up to ``(1 + overrun) x`` the word limit, so
-  the pipeline's cut to the budget is exercised.
-
-Option order tells the sim nothing: its generator is seeded from the request with every
-option list in a canonical (sorted) order (:func:`order_free_request`, registered as each
-behaviour's seed view) and the noise is drawn option by option in that order, so a task whose
-options are listed in another order gets the same answers (profile ``option_order``).
-
-The summarizer (B3, :func:`summarize`) has one fixed rule and no parameter: it keeps statements
-verbatim in order of how many speakers said them (most widely held first, ties by first
-appearance) until the word limit. So where decoys are shared and support private it keeps the
-decoys first and drops the private support, which alone makes B3 fail in those cells; that is
-this mechanism's choice, not a finding about summaries.
+In full: ``docs/sim.md``, section "Memory experiments (experiments/memory/sim/mechanism.py)".
 """
 
 from __future__ import annotations
