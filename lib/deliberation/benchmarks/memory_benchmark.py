@@ -64,10 +64,10 @@ class MemoryBenchmark(Protocol):
         ...
 
 
-NULLABLE_INT = (
+_NULLABLE_INT = (
     "item_limit", "budget_tokens", "net_lead", "irrelevant_tone", "tone_lead", "answer_position",
 )  # fmt: skip
-EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
+_EMPTY_WHEN_FAILED = ("kept_tokens", "correct", "chose_decoy", "valid")
 
 
 def answer_position(options: Sequence[str], answer: str | None) -> int | None:
@@ -103,11 +103,11 @@ def common_row(decision: Any, correct: str) -> dict:
 
 def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Nullable integer columns where a value may be missing; plain ones otherwise."""
-    for column in NULLABLE_INT:
+    for column in _NULLABLE_INT:
         if column in frame:
             frame[column] = frame[column].astype("Int64")
     # Empty only in failed rows: nullable then, plain integers otherwise (unchanged tables).
-    for column in EMPTY_WHEN_FAILED:
+    for column in _EMPTY_WHEN_FAILED:
         if column in frame and frame[column].isna().any():
             frame[column] = frame[column].astype("Int64")
     frame["budget"] = frame["budget"].astype("Float64")

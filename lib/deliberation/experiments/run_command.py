@@ -26,10 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     group = command_group(subparsers, "run")
     for record in experiments().values():
-        add_run_parser(group, record)
+        _add_run_parser(group, record)
 
 
-def add_run_parser(
+def _add_run_parser(
     group: argparse._SubParsersAction, record: Experiment
 ) -> argparse.ArgumentParser:
     """``deliberation run <record.name>``: the common flags around the experiment's own."""
@@ -43,11 +43,11 @@ def add_run_parser(
     if record.outputs is not None:
         record.outputs(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.set_defaults(func=run_command, experiment=record.name, run_options=options)
+    parser.set_defaults(func=_run_command, experiment=record.name, run_options=options)
     return parser
 
 
-def run_command(args: argparse.Namespace) -> int:
+def _run_command(args: argparse.Namespace) -> int:
     """Run, write the rows, print the counts and the summary; exit
     :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed and
     :data:`~deliberation.exit_codes.BAD_INPUT` when the options or the data do not fit."""

@@ -36,7 +36,6 @@ __all__ = [
     "ResponseCache",
     "StructuredOutput",
     "backend_class",
-    "build_backend",
     "cache_path",
     "make_client",
     "open_run",
@@ -48,7 +47,7 @@ __all__ = [
 ]
 
 
-def build_backend(profile: RunProfile) -> Backend:
+def _build_backend(profile: RunProfile) -> Backend:
     """Construct the backend a profile names (imported on first use; it reads its own options).
     A backend whose optional dependency is missing fails naming the profile, in one paragraph."""
     try:
@@ -74,7 +73,7 @@ def preflight_now(profile: RunProfile) -> None:
     its notebooks); nothing for a backend that talks to no server."""
     if getattr(profile.options, "base_url", None) is None:
         return
-    backend = build_backend(profile)
+    backend = _build_backend(profile)
     try:
         before_send(backend)
     finally:
@@ -88,7 +87,7 @@ def cache_path(profile: RunProfile) -> Path:
 def make_client(
     profile: RunProfile, *, cache_file: str | Path | None = None, progress: bool = True
 ) -> CachedClient:
-    backend = build_backend(profile)
+    backend = _build_backend(profile)
     cache = ResponseCache(cache_file or cache_path(profile))
     return CachedClient(backend, cache, profile=profile.name, progress=progress)
 

@@ -244,7 +244,7 @@ class BackendIdentity:
     base_url: str = ""
 
 
-class NoOptions(BaseModel):
+class _NoOptions(BaseModel):
     """Options model of a backend that takes none (its profile section must be empty)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -262,7 +262,7 @@ class Backend(abc.ABC):
     """
 
     name: ClassVar[str] = ""
-    Options: ClassVar[type[BaseModel]] = NoOptions
+    Options: ClassVar[type[BaseModel]] = _NoOptions
     synthetic: ClassVar[bool] = False
     engine: ClassVar[str | None] = None
 

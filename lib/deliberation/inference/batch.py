@@ -76,7 +76,7 @@ def send(
     return responses, keys
 
 
-RESULT_COLUMNS = [
+_RESULT_COLUMNS = [
     "key",
     "stage",
     "sample",
@@ -116,4 +116,4 @@ def results_frame(
                 "completion_tokens": response.completion_tokens,
             }
         )
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return pd.DataFrame(rows, columns=_RESULT_COLUMNS)

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deliberation.io import paths
 
 
-class ServedProfile(Protocol):
+class _ServedProfile(Protocol):
     """What the server reads of a profile (``params.Profile``, which validates this module's
     :class:`ServerOptions`, so it is described here rather than imported)."""
 
@@ -115,7 +115,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class ManagedServer:
     """The server of one profile for the duration of a :func:`model_server` block."""
 
-    def __init__(self, profile: ServedProfile) -> None:
+    def __init__(self, profile: _ServedProfile) -> None:
         options = profile.server
         assert options is not None
         self.profile = profile.name
@@ -290,7 +290,7 @@ def _raise_exit(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def model_server(
-    profile: ServedProfile, *, start_now: bool = False
+    profile: _ServedProfile, *, start_now: bool = False
 ) -> Iterator[ManagedServer | None]:
     """The block during which ``profile``'s requests may start its server (see the module
     docstring); yields the :class:`ManagedServer`, or None for a profile without a

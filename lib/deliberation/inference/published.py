@@ -54,8 +54,8 @@ from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_path
 
-FORMAT = "deliberation-responses"
-VERSION = 1
+_FORMAT = "deliberation-responses"
+_VERSION = 1
 FILE_NAME = "responses.jsonl.gz"
 
 
@@ -83,7 +83,7 @@ class _Identity(_Strict):
 # is refused before it is held in memory, and an answer's text by the same byte bound as a reply
 # from a server (:func:`~deliberation.inference.openai_api.reply_byte_limit`).
 MAX_LINE_CHARS = 4 * 1024 * 1024
-Count = Field(ge=0, le=10_000_000)
+_Count = Field(ge=0, le=10_000_000)
 
 
 class _Header(_Strict):
@@ -119,8 +119,8 @@ class _Response(_Strict):
     text: str
     parsed: Any
     finish_reason: str | None = Field(max_length=100)
-    prompt_tokens: int = Count
-    completion_tokens: int = Count
+    prompt_tokens: int = _Count
+    completion_tokens: int = _Count
     latency_s: float = Field(ge=0, allow_inf_nan=False)
     # Written only when the reply named another model than the one asked for (base.ChatResponse).
     served_model: str | None = Field(None, min_length=1, max_length=200)
@@ -171,7 +171,7 @@ def _secrets(profile: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ExportResult:
+class _ExportResult:
     path: Path
     answers: int
     other_identity: int  # answers in the cache made with another identity: left out
@@ -181,7 +181,7 @@ class ExportResult:
 
 def export_responses(
     profile: Any, out: Path | None = None, cache_file: Path | None = None
-) -> ExportResult:
+) -> _ExportResult:
     """Write every answer of ``profile``'s backend identity in its response cache to ``out``
     (default :func:`published_path`); see the module docstring for the format."""
     from deliberation.inference import cache_path
@@ -222,8 +222,8 @@ def export_responses(
             lines.append(line)
         failed = int(cache.failures()["key"].nunique())
     header = _Header(
-        format=FORMAT,
-        version=VERSION,
+        format=_FORMAT,
+        version=_VERSION,
         profile=profile.name,
         identity=_Identity(**asdict(backend.identity)),
         answers=len(lines),
@@ -235,7 +235,7 @@ def export_responses(
         zipped.write(payload)
     with atomic_path(target) as partial:
         partial.write_bytes(buffer.getvalue())
-    return ExportResult(target, len(lines), other, failed, len(buffer.getvalue()))
+    return _ExportResult(target, len(lines), other, failed, len(buffer.getvalue()))
 
 
 def _read_lines(file: Path) -> Iterator[tuple[int, str]]:

@@ -84,13 +84,13 @@ class SimContext:
 
 
 SimBehaviour = Callable[[SimContext], SimAnswer]
-SeedView = Callable[[ChatRequest], ChatRequest]
+_SeedView = Callable[[ChatRequest], ChatRequest]
 _BEHAVIOURS: dict[str, SimBehaviour] = {}
-_SEED_VIEWS: dict[str, SeedView] = {}
+_SEED_VIEWS: dict[str, _SeedView] = {}
 
 
 def sim_behaviour(
-    stage: str, *, seed_view: SeedView | None = None
+    stage: str, *, seed_view: _SeedView | None = None
 ) -> Callable[[SimBehaviour], SimBehaviour]:
     """Register the sim's answer for a stage tag; ``a.b`` also serves ``a.b.c`` unless that
     has its own behaviour (longest dotted prefix wins).
@@ -127,7 +127,7 @@ class StageBehaviour:
     """A behaviour serving one stage of a family (and its seed view)."""
 
     behaviour: SimBehaviour
-    seed_view: SeedView | None = None
+    seed_view: _SeedView | None = None
 
 
 def register_stage_behaviours(stages: Mapping[str, StageBehaviour]) -> None:
@@ -171,7 +171,7 @@ def find_behaviour(stage: str) -> SimBehaviour | None:
     return None if prefix is None else _BEHAVIOURS[prefix]
 
 
-def seed_view(stage: str) -> SeedView | None:
+def seed_view(stage: str) -> _SeedView | None:
     """The seed view registered with ``stage``'s behaviour (None: seed from the request)."""
     prefix = _registered_prefix(stage)
     return None if prefix is None else _SEED_VIEWS.get(prefix)

@@ -19,7 +19,7 @@ from deliberation.seeds import SEED_MODULUS
 if TYPE_CHECKING:
     from deliberation.inference.base import StructuredOutput
 
-VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
+_VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
     "structured_outputs",
     "guided",
@@ -34,7 +34,7 @@ SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 
 # A choice list sent as a JSON schema is wrapped in an object with one field (CHOICE_FIELD),
 # because OpenAI's strict mode and llama.cpp's JSON mode only accept an object at the top level.
-RESPONSE_FORMAT_NAME = "answer"
+_RESPONSE_FORMAT_NAME = "answer"
 # Modes that send a choice list as that one-field object, and the tokens its JSON adds
 # ('{"answer": "' and '"}', generously): added to max_tokens, so a stage that caps its answer
 # at a few tokens (the DHD judge: 8) is not cut off inside the wrapper.
@@ -58,7 +58,7 @@ def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def detect_vllm_structured_api(sampling_params_module: ModuleType) -> VLLMStructuredAPI:
+def detect_vllm_structured_api(sampling_params_module: ModuleType) -> _VLLMStructuredAPI:
     """Which structured-output API the installed ``vllm.sampling_params`` module offers
     (the new one wins when both exist, as in the releases that deprecated the old one)."""
     if hasattr(sampling_params_module, "StructuredOutputsParams"):
@@ -144,7 +144,7 @@ def openai_structured_extra_body(
         "response_format": {
             "type": "json_schema",
             "json_schema": {
-                "name": RESPONSE_FORMAT_NAME,
+                "name": _RESPONSE_FORMAT_NAME,
                 "schema": choice_schema(choices) if choices is not None else schema,
                 "strict": True,
             },
@@ -153,20 +153,20 @@ def openai_structured_extra_body(
 
 
 # llama.cpp's servers: a seed travels as is (they read its low 32 bits; see the module notes).
-SEED_AS_IS_MODES = frozenset({"json_object_schema", "grammar"})
+_SEED_AS_IS_MODES = frozenset({"json_object_schema", "grammar"})
 # The vLLM releases whose server honours each vLLM mode: (first, first without), as version tuples.
 VLLM_SERVER_MODES = {"structured_outputs": ((0, 11), None), "guided": ((0, 0), (0, 12))}
 
 
 def wire_seed(seed: int, mode: str) -> int:
     """The seed as the ``openai`` backend sends it in ``mode``: below ``SEED_MODULUS`` (every
-    server's integer type holds it), except in :data:`SEED_AS_IS_MODES`."""
-    if mode in SEED_AS_IS_MODES or 0 <= seed < SEED_MODULUS:
+    server's integer type holds it), except in :data:`_SEED_AS_IS_MODES`."""
+    if mode in _SEED_AS_IS_MODES or 0 <= seed < SEED_MODULUS:
         return seed
     return seed % SEED_MODULUS
 
 
-def version_tuple(text: str) -> tuple[int, ...] | None:
+def _version_tuple(text: str) -> tuple[int, ...] | None:
     """``"0.10.2"`` -> ``(0, 10, 2)`` (a suffix such as ``rc1`` or ``+cu128`` dropped); None
     when ``text`` does not start with a version number."""
     match = re.match(r"\d+(?:\.\d+)*", text.strip())
@@ -177,7 +177,7 @@ def vllm_server_mode_problem(version: str, mode: str) -> str | None:
     """Why a ``vllm serve`` of release ``version`` would ignore the fields of ``mode`` (answering
     unconstrained), naming the mode to set instead; None when it honours them or ``mode`` is
     not one of vLLM's own."""
-    found = version_tuple(version)
+    found = _version_tuple(version)
     if mode not in VLLM_SERVER_MODES or found is None:
         return None
     first, gone = VLLM_SERVER_MODES[mode]
@@ -198,7 +198,7 @@ def wire_max_tokens(structured: StructuredOutput | None, mode: str, max_tokens: 
     return max_tokens
 
 
-def gbnf_literal(text: str) -> str:
+def _gbnf_literal(text: str) -> str:
     """``text`` as a GBNF string literal (llama.cpp grammars: ``\\``, ``\"`` and the control
     characters escaped; everything else, UTF-8 included, stands for itself)."""
     escaped = (
@@ -213,4 +213,4 @@ def gbnf_literal(text: str) -> str:
 
 def choice_grammar(choices: Sequence[str]) -> str:
     """The GBNF grammar whose only sentences are the choices: ``root ::= "A" | "B"``."""
-    return "root ::= " + " | ".join(gbnf_literal(choice) for choice in choices)
+    return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)

@@ -64,7 +64,7 @@ from deliberation.seeds import derive_seed
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = (
+_INSTALL_HINT = (
     "the vllm backend needs vLLM (CUDA GPUs only), which is not installed here: install the "
     "extra with `pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34), or run the same model "
     "behind an OpenAI-compatible server with a profile like params/vllm-serve-local.yaml"
@@ -160,12 +160,12 @@ class VLLMOptions(BaseModel):
         return kwargs
 
 
-def import_vllm() -> ModuleType:
+def _import_vllm() -> ModuleType:
     """Import vLLM, or fail with an error that says how to install it."""
     try:
         return importlib.import_module("vllm")
     except ImportError as exc:
-        raise BackendUnavailableError(INSTALL_HINT) from exc
+        raise BackendUnavailableError(_INSTALL_HINT) from exc
 
 
 def sampling_fields(request: ChatRequest, default_seed: int) -> dict[str, Any]:
@@ -258,7 +258,7 @@ class VLLMBackend(Backend):
         if not load_vllm:  # keys and payloads only (for_planning): never generates
             self._vllm = None
             return
-        self._vllm = import_vllm()
+        self._vllm = _import_vllm()
         self._sampling_params_module = importlib.import_module("vllm.sampling_params")
         logger.info(
             "vllm backend: vLLM %s, model %s",
@@ -284,7 +284,7 @@ class VLLMBackend(Backend):
         except (ImportError, ValueError):  # a broken or blocked installation
             found = False
         if not found:
-            raise BackendUnavailableError(INSTALL_HINT)
+            raise BackendUnavailableError(_INSTALL_HINT)
 
     @classmethod
     def for_planning(cls, profile: Any) -> VLLMBackend:

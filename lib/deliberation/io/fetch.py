@@ -44,7 +44,7 @@ class FetchError(RuntimeError):
         self.failures = failures
 
 
-class Pinned(Protocol):
+class _Pinned(Protocol):
     """What a pin holds: the file's sha256."""
 
     sha256: str
@@ -58,17 +58,17 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def default_opener(url: str) -> BinaryIO:
+def _default_opener(url: str) -> BinaryIO:
     return urllib.request.urlopen(url, timeout=60)
 
 
-def fetch_file(url: str, pinned: Pinned, target: Path, opener: Opener | None = None) -> Status:
+def fetch_file(url: str, pinned: _Pinned, target: Path, opener: Opener | None = None) -> Status:
     """Make ``target`` hold the pinned file: keep it if its hash matches, else download and check."""
     if target.is_file() and sha256_of(target) == pinned.sha256:
         return "present"
     digest = hashlib.sha256()
     with atomic_path(target) as tmp:
-        with (opener or default_opener)(url) as response, tmp.open("wb") as out:
+        with (opener or _default_opener)(url) as response, tmp.open("wb") as out:
             for chunk in iter(lambda: response.read(_CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)

@@ -51,7 +51,7 @@ def _items(partial: _Partial) -> list[int]:
     return chosen[::-1]
 
 
-def option_scores(
+def _option_scores(
     labels: Mapping[str, BalanceLabel], options: Sequence[str], ids: Sequence[str] | None = None
 ) -> dict[str, int]:
     """Sum of directions per option over ``ids`` (default: every labelled statement)."""
@@ -86,7 +86,7 @@ def audit_balance(
     )
     if not options or not scored:
         return ()
-    full = option_scores(labels, options, [c.fact_id for c in candidates])
+    full = _option_scores(labels, options, [c.fact_id for c in candidates])
     best = max(full.values())
     leader = next(k for k, o in enumerate(options) if full[o] == best)
     strict = [(index[a], index[b]) for a in options for b in options if full[a] > full[b]]

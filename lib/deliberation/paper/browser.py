@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FLAGS = [
+_FLAGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -99,7 +99,7 @@ def headless_chromium(executable: str | None = None, timeout_s: float = 30.0) ->
         raise FileNotFoundError("no Chromium found (Debian: apt-get install chromium)")
     with tempfile.TemporaryDirectory(prefix="deliberation-chromium-") as profile_dir:
         process = subprocess.Popen(
-            [executable, *FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
+            [executable, *_FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
              "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -142,7 +142,7 @@ def _wait_for_devtools(process: subprocess.Popen, timeout_s: float) -> str:
 
 
 @dataclass
-class SiteCheck:
+class _SiteCheck:
     pages: list[str] = field(default_factory=list)
     images: int = 0
     links: int = 0
@@ -169,11 +169,11 @@ def _file_of(url: str) -> Path | None:
     return Path(urllib.parse.unquote(parts.path))
 
 
-def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 30.0) -> SiteCheck:
+def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 30.0) -> _SiteCheck:
     """Visit the site from ``index`` (see the module docstring); screenshot the index."""
     index = index.resolve()
     site = index.parent
-    check = SiteCheck()
+    check = _SiteCheck()
     queue, seen = [index], {index}
     with headless_chromium(timeout_s=timeout_s) as browser:
         while queue:

@@ -39,8 +39,8 @@ from deliberation import exit_codes
 from deliberation.publish.provenance import check_output_set
 from deliberation.stats.small_samples import NOTE_COLUMN
 
-COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
-OPTIONAL_COUNTS = ("n_calls",)  # a number where given
+_COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
+_OPTIONAL_COUNTS = ("n_calls",)  # a number where given
 VALUE_COLUMNS = ("estimate", "accuracy")
 STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows", NOTE_COLUMN})
 NUMERIC_KEYS = frozenset({"budget", "item_limit", "k", "r"})
@@ -93,13 +93,13 @@ def interval_layout(frame: pd.DataFrame) -> Layout | None:
     return Layout(tuple(keys or leading), value, low, high)
 
 
-def sidecar_of(csv: Path) -> Path:
+def _sidecar_of(csv: Path) -> Path:
     return csv.with_name(f"{csv.stem}.provenance.json")
 
 
-def check_against_sidecar(csv: Path) -> None:
+def _check_against_sidecar(csv: Path) -> None:
     """Refuse a file its sidecar does not vouch for (missing, unlisted, other bytes)."""
-    sidecar = sidecar_of(csv)
+    sidecar = _sidecar_of(csv)
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -149,7 +149,7 @@ def _number(text: str) -> float | None:
     return value
 
 
-def check_columns(csv: Path, frame: pd.DataFrame) -> None:
+def _check_columns(csv: Path, frame: pd.DataFrame) -> None:
     """Refuse a table (read as text, blanks as "") whose columns break the rules above."""
     columns = [str(c) for c in frame.columns]
     try:
@@ -162,7 +162,7 @@ def check_columns(csv: Path, frame: pd.DataFrame) -> None:
     value = layout.value if layout is not None else None
     notes = frame[NOTE_COLUMN] if NOTE_COLUMN in columns else pd.Series("", index=frame.index)
     numeric = [
-        c for c in (value, *COUNT_COLUMNS, *OPTIONAL_COUNTS) if c is not None and c in columns
+        c for c in (value, *_COUNT_COLUMNS, *_OPTIONAL_COUNTS) if c is not None and c in columns
     ]
     numeric += [bound for pair in pairs for bound in pair]
     for line, (index, row) in enumerate(frame.iterrows(), start=2):
@@ -175,7 +175,7 @@ def check_columns(csv: Path, frame: pd.DataFrame) -> None:
                 raise DamagedTableError(
                     csv, f"line {line}, column {column!r}: {row[column]!r} is not a number"
                 ) from None
-        for column in (value, *COUNT_COLUMNS):
+        for column in (value, *_COUNT_COLUMNS):
             if column in cells and cells[column] is None and not explained:
                 raise DamagedTableError(
                     csv, f"line {line}, column {column!r}: blank where a number is required"
@@ -199,7 +199,7 @@ def read_published_table(csv: Path) -> pd.DataFrame:
     """A published table as text (blanks as ""), after checking it against its sidecar and its
     columns; raises :class:`DamagedTableError` naming what is wrong."""
     csv = Path(csv)
-    check_against_sidecar(csv)
+    _check_against_sidecar(csv)
     with csv.open(encoding="utf-8", newline="") as handle:
         header = next(csv_module.reader(handle), [])
     repeated = [c for c in dict.fromkeys(header) if header.count(c) > 1]
@@ -211,11 +211,11 @@ def read_published_table(csv: Path) -> pd.DataFrame:
         return pd.DataFrame()
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DamagedTableError(csv, f"not a readable CSV ({exc})") from None
-    check_columns(csv, frame)
+    _check_columns(csv, frame)
     return frame
 
 
-def check_file_set(sidecar: Path) -> None:
+def _check_file_set(sidecar: Path) -> None:
     """Refuse a set (CSV, Markdown, LaTeX) whose sidecar names a file that is missing or whose
     bytes differ from the hash it holds (:func:`deliberation.publish.provenance.check_output_set`)."""
     try:
@@ -236,7 +236,7 @@ def check_tables(files: list[Path]) -> None:
         if path.suffix == ".csv":
             read_published_table(path)
         elif path.name.endswith(".provenance.json"):
-            check_file_set(path)
+            _check_file_set(path)
 
 
 def check_table_folder(folder: Path) -> None:

@@ -23,7 +23,7 @@ from deliberation.profiles.profile import check_limit
 
 TemplateSet = Literal["main", "pilot", "all"]
 
-CROSSPROFILE_POLICIES: tuple[str, ...] = (
+_CROSSPROFILE_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
     "all", "empty", "private-only", "shared-only",
 )  # fmt: skip
@@ -150,14 +150,14 @@ def verified_bank() -> tuple[Template, ...]:
     return _VERIFIED_BANKS[signature]
 
 
-class CrossProfile:
+class _CrossProfile:
     """The CrossProfile benchmark (``deliberation run crossprofile``)."""
 
     name = "crossprofile"
     title = "CrossProfile"
     description = "CrossProfile tasks (templates x 8 ownership variants)"
     columns = tuple(CROSSPROFILE_COLUMNS)
-    policies = CROSSPROFILE_POLICIES
+    policies = _CROSSPROFILE_POLICIES
     has_truth = True
     selects_templates = True
     sim_reader = staticmethod(read_fact)
@@ -191,4 +191,4 @@ class CrossProfile:
         return crossprofile_rows(decisions)
 
 
-CROSSPROFILE = CrossProfile()
+CROSSPROFILE = _CrossProfile()

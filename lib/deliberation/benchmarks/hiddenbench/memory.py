@@ -14,7 +14,7 @@ from deliberation.benchmarks.memory_benchmark import common_row, typed_frame
 from deliberation.profiles.profile import check_limit
 
 # HiddenBench has no true roles, so no oracle policies.
-HIDDENBENCH_POLICIES: tuple[str, ...] = (
+_HIDDENBENCH_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty", "private-only",
     "shared-only",
 )  # fmt: skip
@@ -30,14 +30,14 @@ def hiddenbench_rows(decisions: Sequence[Any]) -> pd.DataFrame:
     return typed_frame(pd.DataFrame(rows, columns=HIDDENBENCH_COLUMNS))
 
 
-class HiddenBench:
+class _HiddenBench:
     """The HiddenBench benchmark (``deliberation run hiddenbench``)."""
 
     name = "hiddenbench"
     title = "HiddenBench"
     description = "HiddenBench tasks (atomic facts)"
     columns = HIDDENBENCH_COLUMNS
-    policies = HIDDENBENCH_POLICIES
+    policies = _HIDDENBENCH_POLICIES
     has_truth = False
     selects_templates = False
     sim_reader = staticmethod(read_statement)
@@ -59,4 +59,4 @@ class HiddenBench:
         return hiddenbench_rows(decisions)
 
 
-HIDDENBENCH = HiddenBench()
+HIDDENBENCH = _HiddenBench()

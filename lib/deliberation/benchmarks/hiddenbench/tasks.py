@@ -34,7 +34,7 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z0-9\"“‘'(])")
 
 
 @dataclass(frozen=True)
-class HiddenBenchFact:
+class _HiddenBenchFact:
     id: str
     text: str
     holders: tuple[str, ...]
@@ -51,7 +51,7 @@ class HiddenBenchTask:
     description: str
     options: tuple[str, ...]
     correct: str
-    facts: tuple[HiddenBenchFact, ...]
+    facts: tuple[_HiddenBenchFact, ...]
     agents: tuple[str, ...]
     seed: int
     criteria: tuple[str, ...] = ()
@@ -153,7 +153,7 @@ def build_task(
             texts.setdefault(text, (f"{prefix}{entry_number}.{part}", origin))
             holders.setdefault(text, set()).update(who)
     facts = [
-        HiddenBenchFact(
+        _HiddenBenchFact(
             id=fact_id,
             text=text,
             holders=tuple(a for a in agents if a in holders[text]),

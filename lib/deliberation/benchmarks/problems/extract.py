@@ -10,17 +10,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-Source = Literal[
+_Source = Literal[
     "boxed", "tagged", "final_line", "answer_phrase", "verdict", "last_line", "whole", "none"
 ]
 T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
-MAX_BARE_CHARS = 60
+_MAX_BARE_CHARS = 60
 # A last line this short that is not an option with its text ("(C) The third") may be the answer.
-MAX_LAST_LINE_CHARS = 30
+_MAX_LAST_LINE_CHARS = 30
 # Longer spans are cut before parsing (an answer is short; this bounds the work per reply).
-MAX_SPAN_CHARS = 2000
+_MAX_SPAN_CHARS = 2000
 
 _THINK_END = "</think>"
 _BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\b")
@@ -100,11 +100,11 @@ _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2012": "-", "\u2010": "
 
 
 @dataclass(frozen=True)
-class FinalAnswer:
+class _FinalAnswer:
     """An answer span and how it was found (``none`` when the reply is empty)."""
 
     text: str
-    source: Source
+    source: _Source
 
 
 # ---------------------------------------------------------------- spans
@@ -165,7 +165,7 @@ def _joined_boxes(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _clean_span(span: str) -> str:
-    span = span[:MAX_SPAN_CHARS].strip().strip("*_` ")
+    span = span[:_MAX_SPAN_CHARS].strip().strip("*_` ")
     if span.startswith("$") and span.endswith("$") and len(span) > 1:
         span = span.strip("$").strip()
     for wrapper in (r"\(", r"\)", r"\[", r"\]"):
@@ -176,14 +176,14 @@ def _clean_span(span: str) -> str:
 
 def _next_line(text: str, start: int) -> str:
     """The first non-empty line at or after ``start`` (markup-only lines skipped)."""
-    for line in text[start : start + MAX_SPAN_CHARS].splitlines():
+    for line in text[start : start + _MAX_SPAN_CHARS].splitlines():
         if line.strip(" \t*_#>-`"):
             return line
     return ""
 
 
-def _candidates(reply: str) -> list[tuple[int, str, Source]]:
-    found: list[tuple[int, str, Source]] = []
+def _candidates(reply: str) -> list[tuple[int, str, _Source]]:
+    found: list[tuple[int, str, _Source]] = []
     for start, content in _joined_boxes(reply):
         found.append((start, content, "boxed"))
     for match in _TAG.finditer(reply):
@@ -258,14 +258,14 @@ def _ends_like_an_answer(line: str) -> bool:
     return 0 < len(last) <= 4 and last.lower() not in _FUNCTION_WORDS
 
 
-def candidates(reply: str) -> list[FinalAnswer]:
+def candidates(reply: str) -> list[_FinalAnswer]:
     """Every answer the reply states, latest first; then the whole reply if it is short."""
     if not reply or not reply.strip():
         return []
     if _THINK_END in reply:
         reply = reply.rsplit(_THINK_END, 1)[1]
     marked = _candidates(reply)
-    found = [FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
+    found = [_FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
     found = [c for c in found if c.text]
     body = reply.rstrip()
     last_start = body.rfind("\n") + 1
@@ -277,18 +277,18 @@ def candidates(reply: str) -> list[FinalAnswer]:
     if (
         last_start > 0
         and complete
-        and 0 < len(last) <= MAX_LAST_LINE_CHARS
+        and 0 < len(last) <= _MAX_LAST_LINE_CHARS
         and (emphasised or not _OPTION_LABEL.match(last))
         and not any(start >= last_start for start, _, _ in marked)  # already a candidate
     ):
-        found.append(FinalAnswer(last, "last_line"))
+        found.append(_FinalAnswer(last, "last_line"))
     whole = _clean_span(reply)
-    if whole and len(whole) <= MAX_BARE_CHARS and not _restates_options(whole):
-        found.append(FinalAnswer(whole, "whole"))
+    if whole and len(whole) <= _MAX_BARE_CHARS and not _restates_options(whole):
+        found.append(_FinalAnswer(whole, "whole"))
     return found
 
 
-def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, FinalAnswer] | None:
+def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, _FinalAnswer] | None:
     """The first candidate (latest first) that ``reader`` can read, with what it read."""
     for candidate in candidates(reply):
         value = reader(candidate.text)
@@ -312,7 +312,7 @@ _VERDICT_WORD = re.compile(
 )
 
 
-def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
+def _option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
     """The options a one-by-one analysis ends up calling correct ("(A) ... so (A) is correct.
     (B) ... (B) is false. (C) ..."): each option's own paragraph, judged by its last verdict word
     (a later paragraph on the same option overrides). None unless two or more options are judged.
@@ -341,24 +341,24 @@ def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
 
 
 def collected_choice(
-    reply: str, valid: str, found: tuple[frozenset[str], FinalAnswer] | None
-) -> tuple[frozenset[str], FinalAnswer] | None:
+    reply: str, valid: str, found: tuple[frozenset[str], _FinalAnswer] | None
+) -> tuple[frozenset[str], _FinalAnswer] | None:
     """A multi-select answer read whole: the options a one-by-one analysis calls correct, when the
     reply states nothing after it but one of those verdicts (or nothing at all); else ``found``."""
     if found is not None and found[1].source not in ("verdict", "last_line", "whole"):
         return found
-    collected = option_verdicts(reply, valid)
+    collected = _option_verdicts(reply, valid)
     if collected is None or (found is not None and not found[0] <= collected):
         return found
-    return collected, FinalAnswer(", ".join(sorted(collected)), "verdict")
+    return collected, _FinalAnswer(", ".join(sorted(collected)), "verdict")
 
 
-def final_answer(reply: str) -> FinalAnswer:
+def final_answer(reply: str) -> _FinalAnswer:
     """The latest answer a reply states, whatever its form (``none`` when it states none)."""
     found = candidates(reply)
     if found:
         return found[0]
-    return FinalAnswer(_clean_span(reply or ""), "none" if not (reply or "").strip() else "whole")
+    return _FinalAnswer(_clean_span(reply or ""), "none" if not (reply or "").strip() else "whole")
 
 
 def answer_span(reply: str) -> str | None:
@@ -523,7 +523,7 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
 
     The clause after the last conclusion word is read first ("A is wrong, so B" reads B).
     """
-    span = _strip_latex(span[:MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
+    span = _strip_latex(span[:_MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
     span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
@@ -613,7 +613,7 @@ def plain_powers(text: str) -> str:
 
 def normalize_numeric_text(text: str) -> str:
     """Unicode minus, superscripts, powers, LaTeX spacing and digit-group separators normalised."""
-    text = plain_powers(join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS])))
+    text = plain_powers(join_digit_groups(_superscripts(text[:_MAX_SPAN_CHARS])))
     text = text.translate(_MINUS)
     for token in _DROPPED:
         text = text.replace(token, "")
@@ -657,7 +657,7 @@ def _prepared(span: str) -> str:
 
 def parse_range(span: str) -> tuple[float, float] | None:
     """The (low, high) of a range answer, "0.85–0.89" / "0.85 to 0.89", else None."""
-    text = _after_last_equals(_superscripts(join_digit_groups(span[:MAX_SPAN_CHARS])))
+    text = _after_last_equals(_superscripts(join_digit_groups(span[:_MAX_SPAN_CHARS])))
     text = text.replace("\u2212", "-").replace("$", "").strip().lstrip("( ")
     match = _RANGE.match(text)
     if not match:

@@ -50,16 +50,16 @@ from deliberation.benchmarks.problems.items import (
 from deliberation.seeds import stable_seed
 
 NAME = "labbench"
-SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
-OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the DHD set
+_SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
+_OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the DHD set
 REFUSAL = "Insufficient information to answer the question"
-SHUFFLE_SALT = "deliberation.labbench.options.v1"
+_SHUFFLE_SALT = "deliberation.labbench.options.v1"
 _FIELDS = ("id", "question", "ideal", "distractors")
 
 Outcome = Literal["correct", "incorrect", "refused", "unreadable"]
 
 
-def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
+def files(root: Path, subsets: Sequence[str] = _SUBSETS) -> list[Path]:
     found = []
     for subset in subsets:
         folder = root / subset
@@ -70,12 +70,12 @@ def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
     return found
 
 
-def option_seed(item_id: str) -> int:
+def _option_seed(item_id: str) -> int:
     """A stable 64-bit seed for an item's option order (same on every machine and run)."""
-    return stable_seed(SHUFFLE_SALT, item_id)
+    return stable_seed(_SHUFFLE_SALT, item_id)
 
 
-def shuffled_options(
+def _shuffled_options(
     item_id: str, ideal: str, distractors: Sequence[str]
 ) -> tuple[tuple[str, ...], int]:
     """(options in their fixed order, how many duplicate distractors were dropped)."""
@@ -85,7 +85,7 @@ def shuffled_options(
             candidates.append(text)
     dropped = len(distractors) - (len(candidates) - 1)
     candidates.append(REFUSAL)
-    order = np.random.default_rng(option_seed(item_id)).permutation(len(candidates))
+    order = np.random.default_rng(_option_seed(item_id)).permutation(len(candidates))
     return tuple(candidates[i] for i in order), dropped
 
 
@@ -112,7 +112,7 @@ def _item(record: object, path: Path, position: int, subset: str, root: Path) ->
     ideal = str(record["ideal"])  # kept as written: it is an option's text
     question = required_text(record["question"], path, "question", position)
     item_id = f"lab-bench:{subset}:{record['id']}"
-    options, dropped = shuffled_options(item_id, ideal, distractors)
+    options, dropped = _shuffled_options(item_id, ideal, distractors)
     return Item(
         id=item_id,
         benchmark=NAME,
@@ -152,10 +152,10 @@ def _load_file(path: Path, subset: str, root: Path) -> list[Item]:
 
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """The 741 questions of the three DHD subsets, or the subsets named (also "DbQA" if present)."""
-    chosen = tuple(subset) if subset else SUBSETS
-    unknown = set(chosen) - set(SUBSETS) - set(OPTIONAL_SUBSETS)
+    chosen = tuple(subset) if subset else _SUBSETS
+    unknown = set(chosen) - set(_SUBSETS) - set(_OPTIONAL_SUBSETS)
     if unknown:
-        raise ValueError(f"unknown LAB-Bench subset(s) {sorted(unknown)}; known: {list(SUBSETS)}")
+        raise ValueError(f"unknown LAB-Bench subset(s) {sorted(unknown)}; known: {list(_SUBSETS)}")
     items: list[Item] = []
     for name in chosen:
         for path in files(root, (name,)):
@@ -167,7 +167,7 @@ def _normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().rstrip(".").lower()
 
 
-def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
+def _chosen_letters(item: Item, span: str) -> frozenset[str] | None:
     """The options an answer span picks: a lone option letter is that letter (the form the
     prompt asks for, as in LAB-Bench's harness), even where an option's text is one letter too
     (amino-acid codes such as "E" or "C"); otherwise by an option's full text first (a sequence
@@ -183,7 +183,7 @@ def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
 
 def read_choice(item: Item, prediction: str) -> tuple[Outcome, str | None]:
     """(outcome, the answer span read) for one reply."""
-    found = read_answer(prediction, lambda span: chosen_letters(item, span))
+    found = read_answer(prediction, lambda span: _chosen_letters(item, span))
     if found is None:
         return "unreadable", None
     chosen, where = found
@@ -204,7 +204,7 @@ def grade(item: Item, prediction: str) -> Grade:
 
 
 @dataclass(frozen=True)
-class LabBenchScores:
+class _LabBenchScores:
     """LAB-Bench's three headline numbers over a set of replies, counted as its harness does."""
 
     n: int
@@ -226,7 +226,7 @@ class LabBenchScores:
         return self.answered / self.n if self.n else math.nan
 
 
-def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScores:
+def summarize(items: Sequence[Item], predictions: Sequence[str]) -> _LabBenchScores:
     """Accuracy, precision (correct among answered) and coverage (answered share) of replies.
 
     As in the harness (``Evaluator.compute_metrics``: ``sure = answer != unsure``), only a reply
@@ -236,7 +236,7 @@ def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScor
         raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
     outcomes = [outcome(item, reply) for item, reply in zip(items, predictions, strict=True)]
     refused = outcomes.count("refused")
-    return LabBenchScores(
+    return _LabBenchScores(
         n=len(outcomes),
         correct=outcomes.count("correct"),
         answered=len(outcomes) - refused,

@@ -27,7 +27,7 @@ Subsets (files under the benchmark root):
 Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
 
 Upstream defect, fixed here: four rule-subset answers (records 183, 682, 710, 1469) end with a
-brace left open (``\\frac{11}{2^{20}``); :func:`repair_braces` closes it and the text as
+brace left open (``\\frac{11}{2^{20}``); :func:`_repair_braces` closes it and the text as
 written is kept in ``meta['answer_as_written']``.
 """
 
@@ -57,7 +57,7 @@ from deliberation.benchmarks.problems.items import (
 )
 
 NAME = "omnimath"
-SUBSET_FILES: dict[str, tuple[str, ...]] = {
+_SUBSET_FILES: dict[str, tuple[str, ...]] = {
     "rule": ("omni_math_rule.jsonl",),
     "full": ("Omni-MATH.jsonl", "Omni-Math.jsonl"),
     "omni2": ("Omni-MATH-2.jsonl", "omni_math_2.jsonl"),
@@ -69,17 +69,17 @@ class JudgeRequired(RuntimeError):
     """Raised by :func:`grade` for an item only a judge model can grade."""
 
 
-def subset_path(root: Path, subset: str) -> Path | None:
-    if subset not in SUBSET_FILES:
-        raise ValueError(f"unknown Omni-MATH subset {subset!r}; known: {list(SUBSET_FILES)}")
-    for name in SUBSET_FILES[subset]:
+def _subset_path(root: Path, subset: str) -> Path | None:
+    if subset not in _SUBSET_FILES:
+        raise ValueError(f"unknown Omni-MATH subset {subset!r}; known: {list(_SUBSET_FILES)}")
+    for name in _SUBSET_FILES[subset]:
         if (root / name).is_file():
             return root / name
     return None
 
 
 def files(root: Path) -> list[Path]:
-    return [root / SUBSET_FILES["rule"][0]]
+    return [root / _SUBSET_FILES["rule"][0]]
 
 
 def _records(path: Path) -> list[tuple[int, dict]]:
@@ -106,7 +106,7 @@ def _records(path: Path) -> list[tuple[int, dict]]:
     return records
 
 
-def repair_braces(latex: str) -> str:
+def _repair_braces(latex: str) -> str:
     """Close braces left open at the end of a gold answer (four rule-subset records end early)."""
     depth = 0
     for i, char in enumerate(latex):
@@ -131,16 +131,16 @@ def _normalize_problem(text: str) -> str:
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """Problems of the named subsets ("rule" by default; "full", "omni2" when their file exists)."""
     chosen = tuple(subset) if subset else ("rule",)
-    rule_path = subset_path(root, "rule")
+    rule_path = _subset_path(root, "rule")
     rule_problems: set[str] = set()
     if rule_path is not None and set(chosen) - {"rule"}:
         rule_problems = {_normalize_problem(str(r["problem"])) for _, r in _records(rule_path)}
     items: list[Item] = []
     for name in chosen:
-        path = subset_path(root, name)
+        path = _subset_path(root, name)
         if path is None:
             raise DatasetNotFoundError(
-                f"Omni-MATH subset {name!r}: none of {list(SUBSET_FILES[name])} in {root}"
+                f"Omni-MATH subset {name!r}: none of {list(_SUBSET_FILES[name])} in {root}"
             )
         for position, record in _records(path):
             rule_checkable = (
@@ -148,7 +148,7 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
             )
             record_id = record.get("id")
             written = str(record["answer"]).strip()
-            gold = repair_braces(written)
+            gold = _repair_braces(written)
             items.append(
                 Item(
                     id=f"{NAME}:{name}:{record_id if record_id is not None else position}",
@@ -174,7 +174,7 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     return items
 
 
-def needs_judge(item: Item) -> bool:
+def _needs_judge(item: Item) -> bool:
     return item.answer_type is AnswerType.MATH_JUDGE
 
 
@@ -187,7 +187,7 @@ _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "012345
 _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 
 
-def math_span(span: str) -> str | None:
+def _math_span(span: str) -> str | None:
     """An answer span ready for math-verify, or None when it is prose ("independent of n").
 
     Digit groups (``18 900``, ``115\\,440``, ``29\\,40``) are joined, unicode superscripts and
@@ -239,7 +239,7 @@ def grade(item: Item, prediction: str) -> Grade:
     equivalent); a reply with no answer scores 0.0 either way. A comparison that passes the
     symbolic time limit gives a failed :class:`Grade` (see :mod:`~deliberation.benchmarks.problems.symbolic`).
     """
-    found = read_answer(prediction, math_span)
+    found = read_answer(prediction, _math_span)
     if found is None:
         return Grade(0.0)
     span, where = found
@@ -248,7 +248,7 @@ def grade(item: Item, prediction: str) -> Grade:
         not _plainly_different(gold, span) and symbolic.equivalent(gold, span)
     ):
         return Grade(1.0, where.text)
-    if needs_judge(item):
+    if _needs_judge(item):
         raise JudgeRequired(
             f"{item.id}: not rule-checkable; use deliberation.experiments.dhd.judge"
         )

@@ -62,7 +62,7 @@ SOURCES = (
     "stat",
     "thermo",
 )
-RELATIVE_TOLERANCE = 0.05
+_RELATIVE_TOLERANCE = 0.05
 _FIELDS = ("problem_text", "answer_number", "unit", "source", "problemid")
 _POWER = re.compile(r"10\s*\^\s*\{?\s*([+-]?\s*\d+)\s*\}?")
 
@@ -95,7 +95,7 @@ def prompt_unit(unit: str) -> str:
     return "" if not text.strip("$ ") else text
 
 
-def gold_value(item: Item) -> float:
+def _gold_value(item: Item) -> float:
     """The gold as a plain number in the unprefixed unit (``answer_number * 10^k``)."""
     return float(normalize_numeric_text(item.gold)) * 10.0 ** unit_exponent(item.unit)
 
@@ -167,7 +167,7 @@ def grade(item: Item, prediction: str) -> Grade:
     if found is None:
         return Grade(0.0)
     value, where = found
-    correct = math.isclose(value, gold_value(item), rel_tol=RELATIVE_TOLERANCE)
+    correct = math.isclose(value, _gold_value(item), rel_tol=_RELATIVE_TOLERANCE)
     return Grade(1.0 if correct else 0.0, where.text)
 
 

@@ -25,12 +25,12 @@ from deliberation.benchmarks.problems import expression_cost
 logger = logging.getLogger(__name__)
 
 # A safety net far above what any admitted answer costs (the cost screen decides, not the clock).
-TIMEOUT_S = 30.0  # CPU seconds per call
-WALL_TIMEOUT_S = 300.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
+_TIMEOUT_S = 30.0  # CPU seconds per call
+_WALL_TIMEOUT_S = 300.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
 _POLL_S = 0.02
-STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded machine
-MAX_CHARS = 1000  # longer answers are not compared (no closed form is that long)
-MAX_NUMERIC_CHARS = 200  # a closed-form number is short; prose is not sent to sympy
+_STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded machine
+_MAX_CHARS = 1000  # longer answers are not compared (no closed form is that long)
+_MAX_NUMERIC_CHARS = 200  # a closed-form number is short; prose is not sent to sympy
 _PRELOAD = ["math_verify", "sympy", "deliberation.benchmarks.problems.symbolic"]
 
 
@@ -64,7 +64,7 @@ class SymbolicTimeout(SymbolicUndecided):
 def _parse(latex: str) -> list:
     from math_verify import parse
 
-    if len(latex) > MAX_CHARS:
+    if len(latex) > _MAX_CHARS:
         return []
     return parse(f"\\boxed{{{latex}}}", parsing_timeout=None)
 
@@ -148,9 +148,9 @@ class _Worker:
         with _main_module_hidden():
             self.process.start()
         child.close()
-        if not self.connection.poll(STARTUP_TIMEOUT_S):
+        if not self.connection.poll(_STARTUP_TIMEOUT_S):
             self.stop()
-            raise SymbolicTimeout(f"math-verify worker did not start in {STARTUP_TIMEOUT_S} s")
+            raise SymbolicTimeout(f"math-verify worker did not start in {_STARTUP_TIMEOUT_S} s")
         self.connection.recv()
 
     def cpu_seconds(self) -> float | None:
@@ -171,7 +171,7 @@ class _Worker:
                 wall = time.monotonic() - started
                 cpu = self.cpu_seconds()
                 used = wall if cpu is None or started_cpu is None else cpu - started_cpu
-                if used > timeout or wall > WALL_TIMEOUT_S:
+                if used > timeout or wall > _WALL_TIMEOUT_S:
                     raise SymbolicTimeout(
                         f"math-verify {operation} passed the {timeout} s limit "
                         f"({used:.2f} s {'wall' if cpu is None else 'CPU'}, {wall:.2f} s wall)"
@@ -222,7 +222,7 @@ def _call(operation: str, *args: Any) -> Any:
             if _worker is None or not _worker.process.is_alive():
                 _worker = _Worker()
             try:
-                return _worker.call(operation, args, TIMEOUT_S)
+                return _worker.call(operation, args, _TIMEOUT_S)
             except SymbolicTimeout:
                 logger.warning("math-verify %s timed out; worker replaced", operation)
                 _worker.stop()
@@ -250,9 +250,9 @@ def equivalent(gold_latex: str, predicted_latex: str) -> bool:
     """True when math-verify finds the two answers equal (value, set, interval, expression).
 
     Raises :class:`SymbolicTooCostly` for a predicted answer past the cost screen (the gold's own
-    cost is always allowed) and :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
+    cost is always allowed) and :class:`SymbolicTimeout` past the ``_TIMEOUT_S`` safety net.
     """
-    if len(gold_latex) > MAX_CHARS or len(predicted_latex) > MAX_CHARS:
+    if len(gold_latex) > _MAX_CHARS or len(predicted_latex) > _MAX_CHARS:
         return False
     _refuse_if_costly(predicted_latex, expression_cost.cost(gold_latex))
     return bool(_call("equivalent", gold_latex, predicted_latex))
@@ -262,9 +262,9 @@ def numeric_value(latex: str) -> float | None:
     """The real value of a closed-form LaTeX number (``\\frac{1}{2}``, ``2\\sqrt{3}``), else None.
 
     Raises :class:`SymbolicTooCostly` for an expression past the cost screen and
-    :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
+    :class:`SymbolicTimeout` past the ``_TIMEOUT_S`` safety net.
     """
-    if len(latex) > MAX_NUMERIC_CHARS:
+    if len(latex) > _MAX_NUMERIC_CHARS:
         return None
     _refuse_if_costly(latex)
     return _call("numeric_value", latex)

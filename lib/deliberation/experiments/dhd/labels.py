@@ -33,7 +33,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from deliberation.stats import max_statistic_by_problem
 
-CATEGORY = {1: "helpful", -1: "harmful", 0: "neutral"}
+_CATEGORY = {1: "helpful", -1: "harmful", 0: "neutral"}
 CATEGORIES = ("helpful", "neutral", "harmful")
 
 
@@ -57,7 +57,7 @@ def _label(effects: pd.DataFrame, shown: str, hidden: str) -> pd.DataFrame:
             for pair in zip(effects[f"key_{shown}"], effects[f"key_{hidden}"], strict=True)
         ]
     effects["category"] = effects["effect"].map(
-        lambda e: "unscored" if pd.isna(e) else CATEGORY[int(e)]
+        lambda e: "unscored" if pd.isna(e) else _CATEGORY[int(e)]
     )
     return effects
 

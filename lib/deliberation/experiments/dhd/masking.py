@@ -31,7 +31,7 @@ ARMS: dict[str, tuple[str, str | None]] = {
     "masking-answer": ("answer_masked", "mask-answer"),
     "masking-reasoning": ("reasoning_masked", "mask-reasoning"),
 }
-CELLS = ("wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful")
+_CELLS = ("wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful")
 # First draw index of masking replays (above any repeated-replay draw index).
 MASKING_SAMPLE_BASE = 10_000
 CASE_COLUMNS = [
@@ -113,7 +113,7 @@ def choose_cases(
     )
     frame = frame[frame["cell"] != ""]
     chosen = []
-    for cell in CELLS:
+    for cell in _CELLS:
         candidates = frame[frame["cell"] == cell].assign(strength=lambda f: f["value"].abs())
         candidates = candidates.sort_values(
             ["strength", "blocks", "problem", "message"], ascending=[False, False, True, True]
@@ -232,10 +232,10 @@ def run_masking(
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
     rows = run_replays(profile, client, items, pools, replays, label="dhd.integrator (masking)")
-    return with_cells(rows, cases), cases
+    return _with_cells(rows, cases), cases
 
 
-def with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+def _with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
     """Masking rows with the ``cell`` of their case."""
     cells = cases[["problem", "message", "cell"]].astype({"message": "Int64"})
     return rows.astype({"message": "Int64"}).merge(
@@ -319,7 +319,7 @@ def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:
     summary = flagged.groupby("cell").agg(
         cases=("message", "size"), flagged=("flagged", "sum"), benchmarks=("benchmark", "nunique")
     )
-    return summary.reindex([c for c in CELLS if c in summary.index]).reset_index()
+    return summary.reindex([c for c in _CELLS if c in summary.index]).reset_index()
 
 
 def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -78,13 +78,13 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
-class ParseResult:
+class _ParseResult:
     hypothesis: Hypothesis | None
     error: str | None  # why it did not parse (None when it did)
 
 
 @functools.lru_cache(maxsize=8192)  # a pool's replies are re-read by every replay of it
-def parse_hypothesis(text: str) -> ParseResult:
+def parse_hypothesis(text: str) -> _ParseResult:
     """Read the seven labelled fields (markdown bold, bullets and any letter case accepted; the
     first occurrence of a label wins; a value runs until the next label)."""
     matches = list(_LABEL_LINE.finditer(text))
@@ -97,8 +97,8 @@ def parse_hypothesis(text: str) -> ParseResult:
             values[name] = value
     missing = [LABELS[name] for name in LABELS if name not in values]
     if missing:
-        return ParseResult(None, "missing or empty fields: " + ", ".join(missing))
-    return ParseResult(Hypothesis(**values), None)
+        return _ParseResult(None, "missing or empty fields: " + ", ".join(missing))
+    return _ParseResult(Hypothesis(**values), None)
 
 
 def render_for_integrator(

@@ -29,7 +29,7 @@ from deliberation.publish.plots import interval_errors, mark_small_samples
 from deliberation.stats import cluster_bootstrap, mean_of
 from deliberation.stats.small_samples import MIN_CLUSTERS
 
-PROPOSALS = ("wrong", "correct")
+_PROPOSALS = ("wrong", "correct")
 
 
 def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
@@ -66,7 +66,7 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
     return table[[*columns, *(["n_calls"] if "n_calls" in table else [])]]
 
 
-FLIP_SHARE_COLUMNS = [
+_FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
     "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
     "n_calls",
@@ -85,7 +85,7 @@ def flip_share_table(
         cells = cells_table(by_design)
         shares = helpful_share(cells.drop(columns="design"))
         for record in shares.to_dict("records"):
-            if record["proposal"] not in PROPOSALS:
+            if record["proposal"] not in _PROPOSALS:
                 continue
             scope = by_design[by_design["proposal"] == record["proposal"]]
             if record["benchmark"] != "pooled":
@@ -123,7 +123,7 @@ def flip_share_table(
                     ),
                 }
             )
-    table = pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    table = pd.DataFrame(rows, columns=_FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
     if len(table) and table["n_calls"].isna().all():  # effects that name no call
         return table.drop(columns="n_calls")
     return table
@@ -136,7 +136,7 @@ def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
     writer withholds an interval below the cluster minimum) and, when the effects name their
     calls, the distinct integrator calls behind them (``n_calls``)."""
     loo = effects[(effects["design"] == "loo") & (effects["category"] != "unscored")]
-    loo = loo[loo["proposal"].isin(PROPOSALS)]
+    loo = loo[loo["proposal"].isin(_PROPOSALS)]
     pooled = loo.assign(k="pooled")
     both = pd.concat([loo.assign(k=loo["k"].astype(int).astype(str)), pooled], ignore_index=True)
     table = both.groupby(["k", "proposal", "category"]).size().unstack(fill_value=0)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from deliberation.stats import cluster_bootstrap_many, cross_fit, linear_contrast, mean_of
 
-FULL = 0
+_FULL = 0
 PER_FOLD_COLUMNS = [
     "model",
     "benchmark",
@@ -51,12 +51,12 @@ POLICY_VALUES = {
 BASELINES = ("full", "random_all6", "random_removal", "correctness_heuristic", "hindsight")
 
 
-def action_label(action: int) -> str:
+def _action_label(action: int) -> str:
     """The authors' label of an action: ``full`` or ``remove_h<k-1>``."""
-    return "full" if action == FULL else f"remove_h{action - 1}"
+    return "full" if action == _FULL else f"remove_h{action - 1}"
 
 
-def block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
+def _block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (problem, benchmark, block) of repeated replays: ``full`` (mean of the valid
     full calls), ``full_a``/``full_b`` (the calls with the lower/higher draw index), one column
     per message ``k`` (its removal call) and ``complete`` (every outcome present). Invalid calls
@@ -106,7 +106,7 @@ def _heuristic_action(proposals: Sequence[int | None], messages: Sequence[int]) 
     for message, correct in zip(messages, proposals, strict=True):
         if correct == 0:
             return message
-    return FULL
+    return _FULL
 
 
 def cross_fitted_selection(
@@ -127,7 +127,7 @@ def cross_fitted_selection(
     """
     if rows.empty:  # no replay at all (e.g. no pool could be drawn): nothing to select from
         return pd.DataFrame(columns=[*PER_FOLD_COLUMNS, "fold"])
-    outcomes = block_outcomes(rows)
+    outcomes = _block_outcomes(rows)
     if outcomes.empty:
         raise ValueError("cross-fitted selection: no repeated-replay rows (no block ids)")
     messages = [c for c in outcomes.columns if isinstance(c, int)]
@@ -170,7 +170,7 @@ def _score(
     proposal_lists: Mapping[str, list],
     model: str,
 ) -> pd.DataFrame:
-    actions = np.array([FULL, *messages])
+    actions = np.array([_FULL, *messages])
     held = test[["full", *messages]].to_numpy(dtype=float)
     held_a = test[["full_a", *messages]].to_numpy(dtype=float)
     held_b = test[["full_b", *messages]].to_numpy(dtype=float)
@@ -199,13 +199,13 @@ def _score(
             "problem_id": test["problem"].to_numpy(),
             "held_out_block": test["block"].astype(int).to_numpy(),
             "selected_action": actions[chosen],
-            "selected_action_label": [action_label(a) for a in actions[chosen]],
+            "selected_action_label": [_action_label(a) for a in actions[chosen]],
             "selector_value": held[rows, chosen],
             "full_value": held[:, 0],
             "random_all6_value": np.nanmean(held, axis=1),
             "random_removal_value": np.nanmean(removal, axis=1) if removal.shape[1] else np.nan,
             "correctness_heuristic_action": actions[heuristic_index],
-            "correctness_heuristic_label": [action_label(a) for a in actions[heuristic_index]],
+            "correctness_heuristic_label": [_action_label(a) for a in actions[heuristic_index]],
             "correctness_heuristic_value": held[rows, heuristic_index],
             "hindsight_action": actions[hindsight],
             "hindsight_value": held[rows, hindsight],

@@ -31,7 +31,7 @@ PARAMETERS = {
     "dhd_judge_error": 0.0,
 }
 
-ROLE_CATALOGUE = (
+_ROLE_CATALOGUE = (
     ("Decomposer", "You split the problem into named intermediate quantities."),
     ("Unit checker", "You track what every number counts and in which unit."),
     ("Estimator", "You bound the answer by rough arithmetic before computing it."),
@@ -81,9 +81,9 @@ def _problem_text(prompt: str) -> str:
 def recruit(context: SimContext) -> SimAnswer:
     """Five distinct roles from the catalogue, chosen per problem; never sees an answer."""
     picks = _rng("recruit", _problem_text(context.prompt)).choice(
-        len(ROLE_CATALOGUE), size=5, replace=False
+        len(_ROLE_CATALOGUE), size=5, replace=False
     )
-    roles = [{"name": ROLE_CATALOGUE[i][0], "focus": ROLE_CATALOGUE[i][1]} for i in picks]
+    roles = [{"name": _ROLE_CATALOGUE[i][0], "focus": _ROLE_CATALOGUE[i][1]} for i in picks]
     payload = {"roles": roles}
     return SimAnswer(text=json.dumps(payload), parsed=payload)
 

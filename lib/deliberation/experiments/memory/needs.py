@@ -23,7 +23,7 @@ from deliberation.memory_policies.labels import read_balance, read_relevance
 
 # JSON labels for every statement of a long HiddenBench task need room; a summary may be as long
 # as its budget (up to 0.8 x all statement tokens).
-LONG_ANSWER_TOKENS = 2048
+_LONG_ANSWER_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ register_need(
         ),
         read=_balance_read,
         structured=lambda task: StructuredOutput(json_schema=prompts.balance_schema(task.options)),
-        max_tokens=LONG_ANSWER_TOKENS,
+        max_tokens=_LONG_ANSWER_TOKENS,
     )
 )
 register_need(
@@ -113,7 +113,7 @@ register_need(
             limit,
         ),
         read=lambda text, task, pool: NeedReading(text),
-        max_tokens=LONG_ANSWER_TOKENS,
+        max_tokens=_LONG_ANSWER_TOKENS,
         per_budget=True,
     )
 )

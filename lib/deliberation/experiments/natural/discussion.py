@@ -45,7 +45,7 @@ from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.seeds import stable_seed
 
-ROUNDS = 2
+_ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class DiscussionSpec:
 
 
 @dataclass(frozen=True)
-class Vote:
+class _Vote:
     agent: str
     stage: str  # "initial" or "final"
     answer: str | None
@@ -90,7 +90,7 @@ class NaturalDiscussion:
     order: tuple[str, ...]
     briefings: dict[str, tuple[str, ...]]
     messages: list[Message] = field(default_factory=list)
-    votes: list[Vote] = field(default_factory=list)
+    votes: list[_Vote] = field(default_factory=list)
     failed: str = ""  # why the discussion failed (a turn got no usable reply), or ""
 
     @property
@@ -113,7 +113,7 @@ def briefing(task: Any, agent: str, seed: int) -> tuple[str, ...]:
     return tuple(held[i] for i in rng.permutation(len(held)))
 
 
-def speaking_order(task: Any, seed: int) -> tuple[str, ...]:
+def _speaking_order(task: Any, seed: int) -> tuple[str, ...]:
     agents = tuple(task.agents)
     rng = np.random.default_rng(stable_seed("natural-turns", task.id, seed))
     return tuple(agents[i] for i in rng.permutation(len(agents)))
@@ -154,7 +154,7 @@ def hold_discussions(
     profile: Any,
     client: Client,
     report: Any,
-    rounds: int = ROUNDS,
+    rounds: int = _ROUNDS,
 ) -> list[NaturalDiscussion]:
     """Hold every discussion in ``specs`` (module docstring); ``report`` is the run's
     :class:`deliberation.experiments.memory.pipeline.RunReport` (stage counts are added to it)."""
@@ -165,7 +165,7 @@ def hold_discussions(
     discussions = [
         NaturalDiscussion(
             spec=s,
-            order=speaking_order(s.task, s.seed),
+            order=_speaking_order(s.task, s.seed),
             briefings={a: briefing(s.task, a, s.seed) for a in s.task.agents},
         )
         for s in specs
@@ -192,12 +192,12 @@ def hold_discussions(
             for agent in d.order:
                 if d.failed and stage != "initial":
                     error = f"input failed, not sent: {d.failed}"
-                    d.votes.append(Vote(agent, stage, None, "", error, "", failed=True))
+                    d.votes.append(_Vote(agent, stage, None, "", error, "", failed=True))
                     continue
                 response, key = next(flat)
                 answer, rationale, error = read_vote(response, tuple(d.task.options))
                 d.votes.append(
-                    Vote(agent, stage, answer, rationale, error, key, failed=not response.ok)
+                    _Vote(agent, stage, answer, rationale, error, key, failed=not response.ok)
                 )
 
     votes("initial")

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--limit", type=positive_int, help="only the first N templates or tasks")
 
 
-def add_outputs(parser: argparse.ArgumentParser) -> None:
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--disclosure-out",
         type=Path,
@@ -119,7 +119,7 @@ EXPERIMENT = Experiment(
     runner=run,
     arguments=add_arguments,
     report=report,
-    outputs=add_outputs,
+    outputs=_add_outputs,
     stages=("natural.",),
     sim_behaviours=(sim,),
     smoke={"limit": 1, "n_resamples": 200},  # 1 template (8 tasks) and 1 HiddenBench task

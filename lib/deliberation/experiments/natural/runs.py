@@ -51,7 +51,7 @@ from deliberation.profiles.profile import check_distinct
 from deliberation.seeds import stable_seed
 from deliberation.stats.small_samples import calls_note
 
-Benchmark = str  # a registered memory benchmark's name (benchmarks)
+_Benchmark = str  # a registered memory benchmark's name (benchmarks)
 # One row per (discussion, agent, vote stage) and one per decision: the columns, in order.
 ROW_COLUMNS: dict[str, str] = {
     "profile": "the profile that ran (rates can then be compared across profiles)",
@@ -94,10 +94,10 @@ ROW_COLUMNS: dict[str, str] = {
     "error": "why a row is invalid or failed, or what went wrong upstream; empty when fine",
     "key": "the request's cache key (empty when it was not sent)",
 }
-DISCUSSION_COLUMNS = ["profile", *list(ROW_COLUMNS)[2:12]]
+_DISCUSSION_COLUMNS = ["profile", *list(ROW_COLUMNS)[2:12]]
 # One row per (discussion, fact): the discussion's columns, then these.
 DISCLOSURE_COLUMNS: dict[str, str] = {
-    **{c: ROW_COLUMNS[c] for c in DISCUSSION_COLUMNS},
+    **{c: ROW_COLUMNS[c] for c in _DISCUSSION_COLUMNS},
     "fact": "fact id",
     "role": "CrossProfile role; HiddenBench `shared`/`hidden`",
     "holders": "number of agents holding it",
@@ -161,12 +161,12 @@ class _Unit:
     correct: str
 
 
-def discussion_seed(profile_seed: int, variant: str, replicate: int) -> int:
+def _discussion_seed(profile_seed: int, variant: str, replicate: int) -> int:
     """Fresh per variant and replicate; a 31-bit value every engine accepts as a seed."""
     return stable_seed("natural", profile_seed, variant, replicate) % (2**31)
 
 
-def discussion_specs(
+def _discussion_specs(
     tasks: Sequence[Any], variants: Sequence[str], replicates: int, profile_seed: int
 ) -> list[DiscussionSpec]:
     for v in variants:
@@ -175,14 +175,14 @@ def discussion_specs(
                 f"unknown prompt variant {v!r}; expected some of {natural_prompts.PROMPT_VARIANTS}"
             )
     return [
-        DiscussionSpec(task, v, r, discussion_seed(profile_seed, v, r))
+        DiscussionSpec(task, v, r, _discussion_seed(profile_seed, v, r))
         for r in range(replicates)
         for v in variants
         for task in tasks
     ]
 
 
-def as_transcript(d: NaturalDiscussion) -> Transcript:
+def _as_transcript(d: NaturalDiscussion) -> Transcript:
     """The discussion as the engine's transcript (one turn per message, a statement per
     sentence); the summary prompt reads its lines."""
     from deliberation.discussion.statements import sentences
@@ -232,7 +232,7 @@ def _blank_row(context: dict) -> dict:
     return {c: None for c in ROW_COLUMNS} | context
 
 
-def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[dict]:
+def _vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[dict]:
     rows = []
     for d in discussions:
         context = _context(benchmark, d)
@@ -254,7 +254,7 @@ def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[
     return rows
 
 
-def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> pd.DataFrame:
+def _disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> pd.DataFrame:
     rows = []
     for d in discussions:
         context = _context(benchmark, d)
@@ -299,7 +299,7 @@ def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:
     return answer, "" if answer else "answer names no single option"
 
 
-def decision_rows(
+def _decision_rows(
     benchmark: str,
     discussions: Sequence[NaturalDiscussion],
     grid: Grid,
@@ -406,7 +406,7 @@ def decision_rows(
         seed=profile.seed,
         truth=lambda unit: None,
         report=report,
-        discussion=lambda unit, seed: as_transcript(by_id[unit.id]),
+        discussion=lambda unit, seed: _as_transcript(by_id[unit.id]),
         candidates=lambda transcript: candidates[transcript.task_id],
     )
     for decision in decide(
@@ -463,7 +463,7 @@ def _decision_row(
     }
 
 
-def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
+def _typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
     for column in (
         "kept_tokens", "budget_tokens", "statements", "answer_position", "n_options", "replicate",
@@ -481,7 +481,7 @@ def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
 
 
 def run_natural_experiment(
-    benchmark: Benchmark,
+    benchmark: _Benchmark,
     tasks: Sequence[Any],
     profile: Any,
     client: Client,
@@ -496,7 +496,7 @@ def run_natural_experiment(
     """Discussions, votes, disclosure labels and decisions for ``tasks`` (module docstring)."""
     memory_benchmark(benchmark)  # an unknown name is an error listing the registered ones
     report = RunReport(synthetic=bool(getattr(profile, "synthetic", False)))
-    specs = discussion_specs(tasks, variants, replicates, profile.seed)
+    specs = _discussion_specs(tasks, variants, replicates, profile.seed)
     discussions = hold_discussions(
         specs,
         stage_prefix=f"natural.{benchmark}",
@@ -506,17 +506,17 @@ def run_natural_experiment(
         rounds=rounds,
     )
     grid = Grid(policies=tuple(policies), budgets=(budget,), item_limit=None, tags=("keep",))
-    rows = vote_rows(benchmark, discussions)
-    rows += decision_rows(
+    rows = _vote_rows(benchmark, discussions)
+    rows += _decision_rows(
         benchmark, discussions, grid, profile=profile, client=client, report=report,
         progress=progress,
     )  # fmt: skip
-    frame, facts = typed_rows(rows), disclosure_rows(benchmark, discussions)
+    frame, facts = _typed_rows(rows), _disclosure_rows(benchmark, discussions)
     frame["profile"] = facts["profile"] = profile.name
     return NaturalResult(frame, facts, report, discussions)
 
 
-def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
+def natural_tasks(benchmark: _Benchmark, options: Any, seed: int) -> list[Any]:
     """The tasks the profile's ``experiments.natural`` section selects."""
     return memory_benchmark(benchmark).tasks(
         seed, templates=options.templates, limit=options.limit, option_order=options.option_order
@@ -581,7 +581,7 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
         ):  # fmt: skip
             setattr(report, field, getattr(report, field) + getattr(r.report, field))
     return NaturalResult(
-        typed_rows(pd.concat([r.rows for r in results]).to_dict("records")),
+        _typed_rows(pd.concat([r.rows for r in results]).to_dict("records")),
         pd.concat([r.disclosure for r in results], ignore_index=True),
         report,
         [d for r in results for d in r.discussions],

@@ -45,7 +45,7 @@ PARAMETERS = {
     "natural_drift": 0.3,
     "natural_invalid_vote": 0.0,
 }
-PARAPHRASE_PREFIX = "Roughly, from my notes:"
+_PARAPHRASE_PREFIX = "Roughly, from my notes:"
 _NUMBERED = re.compile(r"^(\d+)\.\s+(.*)$")
 _SPEAKER = re.compile(r"^(A\d+):\s*(.*)$")
 _AGENT = re.compile(re.escape(text.AGENT_MARKER).replace(re.escape("{agent}"), r"(A\d+)"))
@@ -55,7 +55,7 @@ def _param(context: SimContext, name: str) -> float:
     return context.param(name, PARAMETERS[name])
 
 
-def own_facts(prompt: str) -> list[str]:
+def _own_facts(prompt: str) -> list[str]:
     lines = section(prompt, text.FACTS_HEADER) or []
     return [m.group(2) for m in map(_NUMBERED.match, lines) if m]
 
@@ -66,7 +66,7 @@ def spoken(prompt: str, header: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in map(_SPEAKER.match, lines) if m]
 
 
-def discussion_notes(messages: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
+def _discussion_notes(messages: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
     """Sentences of the messages; the same sentence (normalised) from several speakers is one
     line whose holders are those speakers."""
     speakers: dict[str, set[str]] = {}
@@ -87,7 +87,7 @@ def majority(recommendations: Sequence[str]) -> str | None:
     return counts[0][0]
 
 
-def vote(
+def _vote(
     context: SimContext,
     reader: Reader,
     options: Sequence[str],
@@ -97,7 +97,7 @@ def vote(
 ) -> str | None:
     """The agent's vote (module docstring); None for an invalid vote."""
     heard = [(a, m) for a, m in messages if a != me]  # its own words add nothing it lacks
-    notes = [(1, f) for f in facts] + discussion_notes(heard)
+    notes = [(1, f) for f in facts] + _discussion_notes(heard)
     choice = choose(context, options, notes, reader, _param(context, "natural_invalid_vote"))
     if choice is None:
         return None
@@ -115,10 +115,10 @@ def paraphrase(fact: str, keep: float, rng: np.random.Generator) -> str:
 
     words = [w for w in re.findall(r"[\w'-]+", fact) if normalize(w) not in STOPWORDS]
     if not words:
-        return f"{PARAPHRASE_PREFIX} something about it."
+        return f"{_PARAPHRASE_PREFIX} something about it."
     n = min(len(words), max(1, math.ceil(keep * len(words))))
     kept = sorted(rng.choice(len(words), size=n, replace=False))
-    return f"{PARAPHRASE_PREFIX} {' '.join(words[i] for i in kept)}."
+    return f"{_PARAPHRASE_PREFIX} {' '.join(words[i] for i in kept)}."
 
 
 def _benchmark(context: SimContext) -> str:
@@ -140,7 +140,7 @@ def natural_vote(context: SimContext) -> SimAnswer:
     prompt = context.prompt
     options = prompt_options(prompt)
     messages = spoken(prompt, text.DISCUSSION_HEADER)
-    choice = vote(context, _reader(context), options, own_facts(prompt), messages, _me(prompt))
+    choice = _vote(context, _reader(context), options, _own_facts(prompt), messages, _me(prompt))
     value = {
         "vote": choice if choice else "undecided",
         "rationale": "From the information I hold and what I read." if choice else "Unsure.",
@@ -152,9 +152,9 @@ def natural_turn(context: SimContext) -> SimAnswer:
     prompt = context.prompt
     options = prompt_options(prompt)
     me = _me(prompt)
-    facts = own_facts(prompt)
+    facts = _own_facts(prompt)
     messages = spoken(prompt, text.MESSAGES_HEADER)
-    choice = vote(context, _reader(context), options, facts, messages, me)
+    choice = _vote(context, _reader(context), options, facts, messages, me)
     recommend = f"I recommend {choice}." if choice else "I cannot tell which option is best."
     first_turn = section(prompt, text.OWN_HEADER) is None
     evidence_first = text.EVIDENCE_FIRST_MARKER in prompt
@@ -177,7 +177,7 @@ def natural_turn(context: SimContext) -> SimAnswer:
 
 def natural_decision(context: SimContext) -> SimAnswer:
     transcript = spoken(context.prompt, text.TRANSCRIPT_HEADER)
-    notes = discussion_notes(transcript) if transcript else None
+    notes = _discussion_notes(transcript) if transcript else None
     return decide(context, _reader(context), notes)
 
 

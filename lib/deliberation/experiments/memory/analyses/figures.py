@@ -23,7 +23,7 @@ from deliberation.stats.small_samples import MIN_CLUSTERS
 
 # Each reference line gets its own colour and dash pattern, so no two look alike (a dotted
 # "all" beside a dotted "shared-only" could not be told apart); unknown references cycle.
-REFERENCE_STYLES = {
+_REFERENCE_STYLES = {
     "all": ("black", "-"),
     "empty": ("dimgrey", "--"),
     "private-only": ("tab:purple", "-."),
@@ -33,8 +33,8 @@ _MORE_STYLES = (("tab:olive", (0, (5, 1))), ("tab:cyan", (0, (3, 1, 1, 1, 1, 1))
 
 
 def _reference_style(policy: str, index: int) -> tuple[str, object]:
-    if policy in REFERENCE_STYLES:
-        return REFERENCE_STYLES[policy]
+    if policy in _REFERENCE_STYLES:
+        return _REFERENCE_STYLES[policy]
     return _MORE_STYLES[index % len(_MORE_STYLES)]
 
 
@@ -106,11 +106,11 @@ def cell_heatmaps(matrix: pd.DataFrame, title: str) -> plt.Figure:
     if image is not None:
         fig.colorbar(image, ax=axes, shrink=0.6, label="accuracy (%)")
     fig.suptitle(title, fontsize=10)
-    fig.supxlabel(CELL_CODE_NOTE, fontsize=7)
+    fig.supxlabel(_CELL_CODE_NOTE, fontsize=7)
     return fig
 
 
-CELL_CODE_NOTE = (
+_CELL_CODE_NOTE = (
     "Cell codes: S = shared (every agent holds every fact of the group), P = private (one "
     "holder each); SP-DS-IP = support private, decoys shared, irrelevant private (the classic cell)"
 )

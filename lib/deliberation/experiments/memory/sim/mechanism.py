@@ -111,7 +111,7 @@ def prompt_options(prompt: str) -> list[str]:
     return [line[2:].strip() for line in lines if line.startswith("- ")]
 
 
-def memory_notes(prompt: str) -> list[tuple[int, str]]:
+def _memory_notes(prompt: str) -> list[tuple[int, str]]:
     """(holders, text) for every note line or summary line of a decision prompt; a line
     without a tag counts as one holder."""
     for header in (prompts.NOTES_HEADER_TAGGED, prompts.NOTES_HEADER_PLAIN, prompts.SUMMARY_HEADER):
@@ -130,12 +130,12 @@ def memory_notes(prompt: str) -> list[tuple[int, str]]:
     return notes
 
 
-def numbered_statements(prompt: str) -> list[tuple[int, str]]:
+def _numbered_statements(prompt: str) -> list[tuple[int, str]]:
     lines = section(prompt, prompts.STATEMENTS_HEADER) or []
     return [(int(m.group(1)), m.group(2)) for m in map(_NUMBERED.match, lines) if m]
 
 
-def line_weight(context: SimContext, holders: int) -> float:
+def _line_weight(context: SimContext, holders: int) -> float:
     """What a favourable or unfavourable line held by ``holders`` agents adds to its option."""
     return param(context, "evidence_weight") + param(context, "social_weight") * (holders - 1)
 
@@ -165,7 +165,7 @@ def choose(
         if reading is None or reading.option not in scores:
             continue
         if reading.polarity:
-            scores[reading.option] += reading.polarity * line_weight(context, holders)
+            scores[reading.option] += reading.polarity * _line_weight(context, holders)
         else:
             scores[reading.option] += w_t * reading.tone
     rng = context.rng
@@ -188,7 +188,7 @@ def decide(
     options = prompt_options(prompt)
     if not options:
         return SimAnswer(text="I cannot find the options in this prompt.")
-    notes = memory_notes(prompt) if notes is None else notes
+    notes = _memory_notes(prompt) if notes is None else notes
     choice = choose(context, options, notes, reader, param(context, "invalid_rate"))
     if choice is None:
         names = sorted(options)
@@ -203,7 +203,7 @@ def label_relevance(context: SimContext, reader: Reader) -> SimAnswer:
     recall = param(context, "relevance_recall")
     false_positive = param(context, "relevance_false_positive")
     relevant = []
-    for number, text in numbered_statements(context.prompt):
+    for number, text in _numbered_statements(context.prompt):
         reading = reader(text, options)
         chance = recall if reading is not None and reading.polarity else false_positive
         if context.rng.random() < chance:
@@ -221,7 +221,7 @@ def label_balance(context: SimContext, reader: Reader) -> SimAnswer:
     false_positive = param(context, "balance_false_positive")
     words = {1: "for", -1: "against"}
     labels = []
-    for number, text in numbered_statements(context.prompt):
+    for number, text in _numbered_statements(context.prompt):
         reading = reader(text, options)
         option, direction = "none", "neither"
         if reading is not None and reading.polarity:
