@@ -71,7 +71,7 @@ def test_behaviours_and_their_registry_import_without_the_sim_backend():
     import subprocess
     import sys
 
-    from test_import_graph import import_graph, module_names
+    from helpers.import_graph import import_graph, module_names
 
     graph = import_graph(module_names())
     backend, registry = "deliberation.inference.sim", "deliberation.inference.sim_registry"

@@ -58,7 +58,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _default_opener(url: str) -> BinaryIO:
+def default_opener(url: str) -> BinaryIO:
     return urllib.request.urlopen(url, timeout=60)
 
 
@@ -68,7 +68,7 @@ def fetch_file(url: str, pinned: _Pinned, target: Path, opener: Opener | None = 
         return "present"
     digest = hashlib.sha256()
     with atomic_path(target) as tmp:
-        with (opener or _default_opener)(url) as response, tmp.open("wb") as out:
+        with (opener or default_opener)(url) as response, tmp.open("wb") as out:
             for chunk in iter(lambda: response.read(_CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)
