@@ -1,27 +1,6 @@
 """A profile's answers as a published file: ``deliberation cache export`` and ``cache import``.
 
-A real-model run is published as ``results/<profile>/responses.jsonl.gz``: every answer in the
-profile's response cache that was made with the profile's backend identity, so anyone can
-rebuild its tables without the model (``deliberation cache replay``). The file is gzip (mtime 0,
-no file name: the same answers give the same bytes) of JSON lines:
-
-* line 1, the header: ``format``, ``version``, ``profile``, the backend ``identity`` (backend,
-  model, revision, base URL) and ``answers`` (the count that follows);
-* then one line per answer, sorted by key: ``key`` (``cache.request_key``), ``request`` (the
-  messages, stage, sample and every sampling field, with the structured-output spec, as the
-  cache records them), ``response`` (text, parsed value, finish reason, token counts, latency,
-  and ``served_model`` when the reply named another model than the one asked for) and
-  ``attempts``.
-
-Only answers are published. Failed calls (no reply) are counted and left out: they are not
-answers, and a replay that needs one fails, saying how many calls are missing. Nothing secret
-can enter: the lines hold only the fields above (API keys never enter the cache), and export
-refuses a file in which the value of the profile's API-key variable appears anywhere.
-
-Import checks every line (JSON, fields and types, the request rebuilt and its key recomputed
-with the profile's backend, no key twice, the count in the header) before writing anything, then
-stores all answers in one transaction: importing twice is a no-op, and a key already holding a
-different answer is an error naming it.
+In full: ``docs/cache.md``, section "Published answers files (inference/published.py)".
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """The sim's behaviour registry: what the sim answers for each stage tag, and the parameters
 behaviours read.
 
-The registry is generic: it knows no experiment. Each experiment package owns its behaviours
-(``experiments/memory/sim/``, ``experiments/natural/sim.py``, ``experiments/dhd/sim.py``) and the
-experiments registry (``deliberation.experiments``) gives their modules here with
-:func:`register_behaviour_modules` at the first lookup. Behaviour modules import only this
-module, never the sim backend, so there is no import cycle between the two.
-
-Declaring parameters: a registered behaviour module (or a registered helper module its
-behaviours share) sets a module-level ``PARAMETERS = {"name": default, ...}``. Those names are
-the only ones a profile's ``sim.parameters`` may set (any other is an error naming it), and
-:meth:`SimContext.param` reads a declared name, falling back to its declared default::
-
-    PARAMETERS = {"smoke_accuracy": 0.9}  # probability the sim adds two numbers correctly
-
-    @sim_behaviour("smoke.arithmetic")
-    def add(context: SimContext) -> SimAnswer:
-        correct = context.rng.random() < context.param("smoke_accuracy")
-
-Two modules may declare the same name only with the same default.
-
-A behaviour serving a family of stages (one per registered benchmark: ``<benchmark>.decision``,
-...) is registered per stage instead (:func:`register_stage_behaviours`), so a benchmark
-registered later gets its stages.
+In full: ``docs/sim.md``, section "Writing a behaviour (inference/sim_registry.py)".
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """The ``vllm`` backend: offline ``vllm.LLM`` on local GPUs, a stage's requests in a few large calls.
 
-A profile supplies the options (see :class:`VLLMOptions`); multi-GPU runs use vLLM's own
-``tensor_parallel_size`` / ``pipeline_parallel_size`` / ``distributed_executor_backend``
-("mp" or "ray"). vLLM is imported lazily, so this module imports (and registers) without it;
-constructing the backend without vLLM raises an error saying how to install the extra.
-
-Behaviour worth knowing:
-
-* The engine is created with ``generation_config="vllm"`` so the model's
-  ``generation_config.json`` cannot change sampling behind our back, and every sampling field
-  is set explicitly on each request's ``SamplingParams``.
-* Seeds: a request without a seed uses the profile's ``seed``; draw ``sample`` of a request
-  then gets :func:`~deliberation.seeds.derive_seed` of it.
-* The engine is built on the first :meth:`VLLMBackend.generate` call that has work, so a run
-  whose answers are all cached never loads the weights.
-* A stage is sent in chunks of ``chunk_size`` requests (one ``LLM.chat`` call each), and each
-  chunk's answers go to ``on_response`` (the cache) as soon as the chunk returns, so a crash
-  loses at most the chunk in progress and a rerun resumes from the next uncached request.
-* ``latency_s`` of each response is the chunk's wall time divided evenly among its requests
-  (offline batching gives no per-request timing).
-* An answer that fails to parse against its structured spec is still a valid response
-  (``error`` None) whose ``parsed`` is None; the experiment layer counts it as invalid.
-* If vLLM rejects a chunk with a ``ValueError`` (e.g. one prompt longer than
-  ``max_model_len``), its requests are retried one call each so only the bad ones fail, with
-  ``error`` set; other exceptions (out of memory, CUDA errors) propagate.
+In full: ``docs/engines.md``, section "The offline vllm backend (inference/vllm_offline.py)".
 """
 
 from __future__ import annotations

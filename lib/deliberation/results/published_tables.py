@@ -1,26 +1,7 @@
 """Published tables are checked before anything reads them (compare, the report, replay).
 
-A table's CSV was written beside its provenance sidecar (``<stem>.provenance.json``), which
-holds the sha256 of every file of the set (:func:`deliberation.publish.provenance.provenance_record`).
-A reader that took a damaged table at its word would show a NaN accuracy as a missing row, an
-estimate without its interval, or a whole table as "no intervals", and exit 0. So each table is
-refused, naming it, when
-
-* it has no sidecar, or its sidecar does not list it, or its bytes differ from the sidecar's
-  hash (edited, cut, or written by something other than the table writer); the same for the
-  set's Markdown and LaTeX, where a reader shows or copies them (the report, replay);
-* its header repeats a column, or holds half of an interval (``low`` without ``high``, or
-  ``<kind>_low`` without ``<kind>_high``: a dropped column);
-* a number is missing or does not parse where one is required: the value column the comparison
-  reads (``estimate``, ``accuracy``, ...; :func:`deliberation.results.compare.interval_layout`),
-  every interval bound, and the counts ``n_clusters`` and ``n_rows`` (``n_calls`` must parse
-  where given: rows that name no model call have none, ``stats.bootstrap``). A bound is
-  blank only together with its partner, and the first interval (the one compared) only where
-  the small-sample rule withheld it and the ``interval`` column says why
-  (:mod:`deliberation.stats.small_samples`); that note also explains a missing value.
-
-A refused table is a :class:`DamagedTableError` (exit code ``BAD_INPUT``): rebuild it (``make
-paper``) or restore it from git.
+In full: ``docs/outputs.md``, section "Published tables are checked before they are read
+(results/published_tables.py)".
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """LAB-Bench multiple choice: SeqQA (600), ProtocolQA (108), CloningScenarios (33).
 
-Each record has the correct answer text (``ideal``) and wrong ones (``distractors``), unlettered.
-As in LAB-Bench's own harness, the options are the ideal answer, the distractors and the refusal
-option "Insufficient information to answer the question", shuffled in an order fixed per item
-by a seed derived from the item id with sha256 (never Python's salted ``hash()``), and lettered
-A, B, C, ... The check is a letter match.
-
-LAB-Bench reports three numbers (see :func:`summarize`), counted as its harness counts them
-(``labbench/evaluator.py`` ``compute_metrics`` in the vendored copy, ScienceOne-AI/ScienceEval
-@ 1683e498): accuracy = correct / all, precision = correct / answered, coverage = answered / all,
-where only a reply that picks the refusal option is unanswered ("sure" is ``answer != unsure``
-there). A reply in which no option can be read is *answered and wrong*, as in the harness,
-where the parser then returns None; it is also counted apart (``unreadable``) so a figure can
-say how many there were. A refusal in other words than the option's ("there is not enough
-information") is unreadable here too. Where we read more than the harness: its parser wants a
-letter in ``[ANSWER]B[/ANSWER]``; :mod:`~deliberation.benchmarks.problems.extract` reads that and every
-other form it documents, and we also accept an option's full text, so fewer replies are
-unreadable (answered and wrong) here: accuracy and precision can only be higher, coverage is
-the same.
-
-Upstream defect, fixed here: in six SeqQA ``PCR-geneprimers-enz`` records the ideal answer is
-repeated among the distractors and one distractor appears twice; duplicates are dropped so every
-option text is distinct (``meta['dropped_distractors']`` counts them).
-Ids follow the DHD reference: ``lab-bench:<subset>:<uuid>``.
+In full: ``docs/benchmarks.md``, section "LAB-Bench (benchmarks/problems/labbench.py)".
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """Omni-MATH: Olympiad problems with LaTeX final answers (JSON Lines, no id field).
 
-Subsets (files under the benchmark root):
-
-- ``rule`` (default): ``omni_math_rule.jsonl``, the authors' 2,821-problem subset whose answers
-  can be checked by rule (KbsdJames/omni-math-rule). Equivalence is decided by math-verify
-  (HuggingFace) on the reply's final answer (read by :mod:`~deliberation.benchmarks.problems.extract`, one
-  precedence for every benchmark), run in a worker process with a hard time limit (see
-  :mod:`deliberation.benchmarks.problems.symbolic`), so a LaTeX answer equal in value but written
-  differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
-
-  **Not the official checker.** Omni-MATH-Rule's own evaluation uses the Qwen2.5-Math
-  ``math_equal`` checker. The two disagree on some answers: on 44 probe cases math-verify was
-  right on 39 and ``math_equal`` on 32; ``math_equal`` accepts ``115441`` for ``115440`` and
-  ``6`` for ``6, -10/3``, both of which math-verify rejects. Scores here are therefore not directly comparable with numbers reported
-  with the official checker: expect slightly lower accuracy on near-miss numbers and partial
-  lists, and slightly higher where math-verify recognises an equivalent form ``math_equal`` does
-  not.
-- ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
-  ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
-  copy). Their problems that also appear in the rule subset are rule-checked; the others are
-  ``MATH_JUDGE`` items, graded by a judge model: :func:`grade` raises :class:`JudgeRequired`, and
-  the DHD experiment builds the call, sends it and scores the reply
-  (:mod:`deliberation.experiments.dhd.judge`; Omni-MATH's own evaluation is a GPT-4 judge). This
-  module imports no backend: datasets load and grade.
-
-Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
-
-Upstream defect, fixed here: four rule-subset answers (records 183, 682, 710, 1469) end with a
-brace left open (``\\frac{11}{2^{20}``); :func:`_repair_braces` closes it and the text as
-written is kept in ``meta['answer_as_written']``.
+In full: ``docs/benchmarks.md``, section "Omni-MATH (benchmarks/problems/omnimath.py)".
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """A hypothesizer's message: its fixed, parseable format, the parser, and how the integrator sees it.
 
-A reply is seven labelled fields, one per line (a value may continue on following lines):
-
-    Role: Number theorist
-    Proposed final answer: 42
-    Reasoning direction: ...
-    Key idea: ...
-    Critical assumption: ...
-    What to check: ...
-    Confidence: medium
-
-These are the fields of the DHD authors' pool records (``role_name``, ``proposed_answer``,
-``reasoning_direction``, ``key_idea``, ``critical_assumption``, ``what_to_check``, ``confidence``;
-``../shared/data/dhd_reference/data/fixtures/smoke_pool.jsonl``). A reply that lacks a field does
-not parse: :func:`parse_hypothesis` says which fields are missing, and the pool keeps the raw
-text so that the message is still replayed as it came back.
-
-A message has two *components* that masking can hide (paper 2's component masking): the
-``answer`` (the proposed final answer) and the ``reasoning`` (direction, key idea, assumption,
-what to check). ``confidence`` and the role belong to neither.
+In full: ``docs/experiments.md``, section "The hypothesizer's message format
+(experiments/dhd/messages.py)".
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Re-analysis of the tables the DHD authors released (``dhd_reference``), with this library's code.
 
-The authors' repository (MIT; pinned in ``../shared/data/dhd_reference/SOURCE.md``) releases
-aggregated counts, not per-message replay rows. From them this module recomputes the headline
-flip figures: for each model, replay design and proposal correctness, the helpful share among
-correctness flips, helpful / (helpful + harmful), with a Wilson 95% interval, and the same by
-benchmark and by pool size K.
-
-What the released rows cannot support: they are counts pooled over messages, so the messages of
-one problem cannot be resampled together. A Wilson interval treats every flip as independent and
-is therefore narrower than the problem-clustered bootstrap this companion uses on its own rows;
-it is reported as the only interval the counts allow, and labelled as such.
-
-Component masking (:func:`masking_pilot`): the pilot's success rates by cell and arm, as released
-(rates only, rounded), with the difference from the full arm; the interval is again a Wilson
-interval on nominal event counts, labelled as such.
-
-Cross-fitted selection (:func:`selection_tables`): the authors did release one row per problem
-and held-out block, in the columns this library's :mod:`deliberation.experiments.dhd.selection`
-writes, so every policy's accuracy and the selector's gain against *every* baseline are recomputed
-with the same problem-clustered bootstrap as our own rows. The released gains differ by baseline
-(the paper's headline gain is against always-full; against the correctness heuristic it is smaller),
-so each baseline is reported.
-
-Every output made from these rows is the authors' (their models, :data:`_RELEASED_MODELS`), under
-any profile: notebooks write them with :func:`released_source` so that captions and sidecars name
-the models, the repository and the commit, never this profile's backend.
+In full: ``docs/experiments.md``, section "Re-analysis of the DHD authors' released tables
+(experiments/dhd/reference.py)".
 """
 
 from __future__ import annotations

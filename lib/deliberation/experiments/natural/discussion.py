@@ -1,32 +1,7 @@
 """The natural (free) discussion: initial vote, two speaking rounds, final vote.
 
-The protocol of HiddenBench's original code (``../shared/data/hiddenbench/SOURCE.md``), run on
-CrossProfile and HiddenBench tasks alike (anything with ``id``, ``description``, ``criteria``,
-``options``, ``agents`` and ``facts`` with ``id``, ``text``, ``holders``):
-
-1. Each agent is briefed with the decision and only the facts it holds, numbered, in an order
-   shuffled per agent (seeded by task, agent and the discussion seed), with a note that the
-   order carries no meaning.
-2. **Initial vote**, structured: ``{"vote", "rationale"}``. Votes are private: no agent sees
-   another's vote.
-3. **Rounds** (two by default). Agents speak in a turn order drawn per discussion (seeded);
-   the order is the same in every round. A speaker sees its own previous message and the
-   *latest* message of every other agent who has spoken so far (from this round for those
-   before it, from the previous round for those after it).
-4. **Final vote**, structured, after reading the whole discussion (every message of every
-   round, in speaking order).
-
-Requests go through the cache one batch per step (the initial votes of every discussion; then
-each speaking position of each round; then the final votes), so identical prompts are sent
-once and a second run sends nothing. Every vote is kept: one that names no option is recorded
-with ``answer=None`` and its reason, never dropped.
-
-A call that gets no usable reply fails: a failed vote is recorded ``failed``; a failed turn
-fails its discussion (``NaturalDiscussion.failed``): every later turn, the final votes and the
-decisions read a conversation with a hole, so none of them is sent and each is recorded failed.
-The next run re-sends the failed turn and then the rest.
-
-Stage tags are ``natural.<benchmark>.vote.initial``, ``.round.<k>``, ``.vote.final``.
+In full: ``docs/experiments.md``, section "The natural discussion protocol
+(experiments/natural/discussion.py)".
 """
 
 from __future__ import annotations
