@@ -41,7 +41,7 @@ from deliberation.results.published_tables import check_tables
 Printer = Callable[[str], None]
 # Sidecar fields that name the checkout that wrote a file, not what the file says.
 CHECKOUT_FIELDS = frozenset({"git_commit", "git_dirty"})
-_FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
+FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
 
 
 @dataclass
@@ -98,8 +98,8 @@ class ReplayReport:
 @contextlib.contextmanager
 def _folders(root: Path) -> Iterator[None]:
     """Cache, output and build folders under ``root`` while the replay runs."""
-    previous = {name: os.environ.get(name) for name in _FOLDER_ENV}
-    for name in _FOLDER_ENV:
+    previous = {name: os.environ.get(name) for name in FOLDER_ENV}
+    for name in FOLDER_ENV:
         os.environ[name] = str(root / name.removeprefix("DELIBERATION_").lower())
     try:
         yield
