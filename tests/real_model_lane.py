@@ -245,7 +245,7 @@ def test_crossprofile_decisions_with_relevance_labels_and_a_summary(lane) -> Non
     first = run_memory_experiment("crossprofile", tasks, grid, lane.profile, client)
     no_failures(client)
     rows = first.frame
-    assert list(rows.columns) == CROSSPROFILE_COLUMNS and len(rows) == 2
+    assert list(rows.columns) == list(CROSSPROFILE_COLUMNS) and len(rows) == 2
     labels, cut = constrained_answers(client, "crossprofile.relevance")
     assert labels == 1 and first.report.label_errors == cut  # invalid only when cut off
     assert constrained_answers(client, "crossprofile.decision") == (2, 0)

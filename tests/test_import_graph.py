@@ -7,13 +7,9 @@ from a reader, who still cannot understand either module without the other.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
-from pathlib import Path
 
-import deliberation
-
-ROOT = Path(deliberation.__file__).parent
+from helpers.import_graph import import_graph, module_names
 
 # Imports between top-level packages allowed to close a package cycle: none remain.
 DEFERRED_PACKAGE_EDGES: set[tuple[str, str]] = set()
@@ -24,41 +20,6 @@ DEFERRED_MODULE_EDGES: set[tuple[str, str]] = set()
 # The experiments' namespace: each package under it counts as a top-level package in the package
 # graph, and `inference/` may import none of them.
 EXPERIMENTS = "deliberation.experiments"
-
-
-def module_names(root: Path = ROOT) -> dict[str, Path]:
-    """Dotted name -> file for every module of the package under ``root``."""
-    names = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names[".".join(parts)] = path
-    return names
-
-
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the library modules it imports (``from a import b`` counts as a.b when b is a
-    module). Importing a submodule also runs its packages' ``__init__``; that is not an edge,
-    or every package whose ``__init__`` re-exports a submodule would be a cycle."""
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    source = ".".join([*parts, *([node.module] if node.module else [])])
-                else:
-                    source = node.module or ""
-                for alias in node.names:
-                    submodule = f"{source}.{alias.name}"
-                    targets.append(submodule if submodule in modules else source)
-            graph[name].update(t for t in targets if t in modules and t != name)
-    return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:

@@ -15,7 +15,6 @@ from deliberation.profiles.profile import (
     available_profiles,
     load_profile,
     shipped_profiles,
-    user_profiles,
 )
 
 
@@ -25,7 +24,7 @@ def _behaviour_declaring_a_and_b(monkeypatch):
     module = types.ModuleType("params_test_behaviours")
     module.PARAMETERS = {"a": 0.5, "b": 0.5}
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    modules = [*sim_registry.BEHAVIOUR_MODULES, module.__name__]
+    modules = [*sim_registry.BEHAVIOUR_MODULES, module]
     monkeypatch.setattr(sim_registry, "BEHAVIOUR_MODULES", modules)
 
 
@@ -64,7 +63,7 @@ def test_the_shipped_list_names_existing_profiles_only():
 def test_a_users_profile_loads_strictly():
     """What the README promises a profile a user adds to params/: it loads (or the error names
     the file and the key). Its name may differ from the file stem and `cost:` is optional."""
-    for name in user_profiles():
+    for name in set(available_profiles()) - set(shipped_profiles()):
         load_profile(name)
 
 
@@ -98,7 +97,7 @@ def test_a_user_profile_without_cost_leaves_the_shipped_profile_tests_passing(
         "backend: vllm\nmodel: some/model\nvllm:\n  tensor_parallel_size: 2\n"
     )
     monkeypatch.setattr(paths, "params_dir", lambda: params)
-    assert {"smollm2-local", "my-vllm"} <= set(user_profiles())
+    assert {"smollm2-local", "my-vllm"} <= set(available_profiles()) - set(shipped_profiles())
     user = load_profile("smollm2-local")
     assert user.name == "my-local-model" and not user.synthetic
     assert not (user.cost.gpu or user.cost.price)

@@ -116,7 +116,7 @@ def _declare(monkeypatch, name: str, parameters: dict[str, float]) -> None:
     module = types.ModuleType(f"{name}_behaviours")
     module.PARAMETERS = parameters
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    modules = [*sim_registry.BEHAVIOUR_MODULES, module.__name__]
+    modules = [*sim_registry.BEHAVIOUR_MODULES, module]
     monkeypatch.setattr(sim_registry, "BEHAVIOUR_MODULES", modules)
 
 

@@ -11,7 +11,7 @@ from helpers.profile_checks import (
     gpus_needed,
 )
 
-from deliberation.inference.base import backend_class
+from deliberation.inference.backends import backend_class
 from deliberation.io.paths import repo_root
 from deliberation.paper.manifest import load_manifest
 from deliberation.paper.plan import format_plan, plan_calls

@@ -25,9 +25,10 @@ TOY = Path(__file__).parent / "toy_benchmark"
 def toybench(monkeypatch, tmp_path):
     """The toy registered as docs/extending.md says (undone after the test), own cache."""
     monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
-    monkeypatch.setattr(benchmarks, "_READERS", dict(benchmarks._READERS))
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
-    benchmarks.register_memory_benchmark("toy_benchmark.benchmark:TOYBENCH", name="toybench")
+    from toy_benchmark.benchmark import TOYBENCH
+
+    benchmarks.register_memory_benchmark(TOYBENCH)
 
 
 def test_run_answers_with_its_sim_reader_and_scores_its_gold(toybench, tmp_path, capsys):

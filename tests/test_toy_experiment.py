@@ -26,7 +26,9 @@ def toy(monkeypatch, tmp_path):
     """The toy registered as docs/extending.md says (undone after the test), own cache."""
     monkeypatch.setattr(experiments, "REGISTRY", list(experiments.REGISTRY))
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(tmp_path / "cache"))
-    experiments.register_experiment("toy_experiment.experiment:EXPERIMENT")  # the one line
+    from toy_experiment.experiment import EXPERIMENT
+
+    experiments.register_experiment(EXPERIMENT)  # the one line
 
 
 def test_run_sends_its_calls_writes_its_rows_and_prints_its_summary(toy, tmp_path, capsys):

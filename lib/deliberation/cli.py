@@ -31,7 +31,6 @@ COMMAND_MODULES = [
 COMMANDS = {
     "data": "download the DHD benchmark files, verify their checksums, list their sources",
     "crossprofile": "check the CrossProfile templates (verify) and measure surface cues (audit)",
-    "verify": "old spelling of `crossprofile verify` (kept as an alias)",
     "tasks": "derive benchmark tasks from the CrossProfile templates",
     "cache": "inspect response caches (calls, hits, tokens, latency); export and import answers",
     "serve-sim": "serve the sim model over the OpenAI protocol (tests, local runs)",

@@ -1,6 +1,6 @@
 """Starting serve-sim from tests and benchmarks: :func:`running_sim_server` (a subprocess, so
 another process may be killed beside it) and :func:`sim_server_in_thread` (in-process, for
-fast unit tests). Both yield a :class:`SimServerHandle` with the URL and the server's counters.
+fast unit tests). Both yield a :class:`_SimServerHandle` with the URL and the server's counters.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from deliberation.profiles.profile import load_profile
 _PORT_LINE = re.compile(r"http://[^\s/]+:(\d+)/v1")
 
 
-class SimServerHandle:
+class _SimServerHandle:
     """A running server: its URL, its counters and a reset."""
 
     def __init__(
@@ -63,7 +63,7 @@ def _cli_options(options: Mapping[str, Any]) -> list[str]:
 @contextlib.contextmanager
 def running_sim_server(
     *, startup_timeout_s: float = 30.0, env: Mapping[str, str] | None = None, **options: Any
-) -> Iterator[SimServerHandle]:
+) -> Iterator[_SimServerHandle]:
     """Run ``python -m deliberation serve-sim --port 0 ...`` in a subprocess for the block.
 
     ``options`` are the CLI options in Python spelling (``latency_ms=100, fault_429=0.2``).
@@ -90,7 +90,7 @@ def running_sim_server(
         match = _PORT_LINE.search(line)
         if match is None:
             raise RuntimeError(f"serve-sim did not report its URL; first line: {line!r}")
-        yield SimServerHandle(match.group(0), process)
+        yield _SimServerHandle(match.group(0), process)
     finally:
         process.terminate()
         try:
@@ -117,7 +117,7 @@ def _first_line(process: subprocess.Popen[str], timeout_s: float) -> str:
 
 
 @contextlib.contextmanager
-def sim_server_in_thread(**options: Any) -> Iterator[SimServerHandle]:
+def sim_server_in_thread(**options: Any) -> Iterator[_SimServerHandle]:
     """The same server on a background thread of this process (fast unit tests); ``options``
     are spelled as for :func:`running_sim_server`. The handle also carries ``.state``."""
     parser = argparse.ArgumentParser(prog="serve-sim")
@@ -125,6 +125,6 @@ def sim_server_in_thread(**options: Any) -> Iterator[SimServerHandle]:
     args = parser.parse_args(["--port", "0", *_cli_options(options)])
     server = server_from_args(args).start()
     try:
-        yield SimServerHandle(server.base_url, state=server.state)
+        yield _SimServerHandle(server.base_url, state=server.state)
     finally:
         server.stop()

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from deliberation.inference import base, make_client
-from deliberation.inference.base import backend_class, register_backend, registered_backends
+from deliberation.inference import backends, make_client
+from deliberation.inference.backends import backend_class, register_backend, registered_backends
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.profiles.profile import ProfileError, load_profile
 
@@ -63,8 +63,10 @@ def toy(tmp_path, monkeypatch):
     """The recipe: a module with the class, then one ``register_backend`` line."""
     (tmp_path / "toy_backend.py").write_text(textwrap.dedent(TOY_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    register_backend("toy", "toy_backend:ToyBackend")
+    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))
+    from toy_backend import ToyBackend
+
+    register_backend("toy", ToyBackend)
     return tmp_path
 
 
@@ -103,24 +105,24 @@ def test_an_option_that_changes_what_is_sent_changes_the_key(toy):
 
 
 def test_unknown_backends_and_bad_targets_are_errors(tmp_path, monkeypatch):
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))
     path = tmp_path / "p.yaml"
     path.write_text("backend: nope\nmodel: m\n")
     with pytest.raises(ProfileError, match="nope"):
         load_profile(path)
-    with pytest.raises(ValueError, match="module:Class"):
-        register_backend("broken", "no_colon_here")
+    with pytest.raises(TypeError, match="not a Backend subclass"):
+        register_backend("broken", object)
     with pytest.raises(ValueError, match="twice"):
-        register_backend("sim", "somewhere.else:Sim")
+        register_backend("sim", backend_class("openai"))
 
 
-def test_the_sim_path_imports_no_other_backend():
+def test_loading_profiles_imports_no_optional_engine():
+    """vLLM is imported only when a run builds its engine, not by the registry or a profile."""
     code = (
         "import sys; from deliberation.profiles.profile import load_profile; "
         "from deliberation.inference import make_client; "
-        "load_profile('sim'); "
-        "print(sorted(m for m in sys.modules if m.endswith(('openai_api', 'vllm_offline'))"
-        " or m in ('openai', 'vllm')))"
+        "load_profile('sim'); load_profile('qwen2.5-7b-vllm'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'vllm'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

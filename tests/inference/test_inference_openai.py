@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from helpers.serve_sim import SIM_MODEL, arithmetic_requests, openai_profile
 
-from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
+from deliberation.inference.backends import backend_class
+from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
 from deliberation.inference.openai_api import OpenAIBackend, RetryPolicy, parse_retry_after

@@ -23,7 +23,8 @@ from helpers.fake_vllm import (
     fake_sampling_params_module,
 )
 
-from deliberation.inference.base import ChatRequest, StructuredOutput, backend_class
+from deliberation.inference.backends import backend_class
+from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.structured import (
     CHOICE_FIELD,
     choice_schema,
@@ -448,7 +449,7 @@ def test_module_imports_and_registers_without_vllm():
     code = (
         "import sys; sys.modules['vllm'] = None\n"
         "import deliberation.inference.vllm_offline\n"
-        "from deliberation.inference.base import registered_backends\n"
+        "from deliberation.inference.backends import registered_backends\n"
         "assert 'vllm' in registered_backends()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

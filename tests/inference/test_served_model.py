@@ -125,7 +125,9 @@ def test_the_run_summary_names_the_served_model(monkeypatch, tmp_path, capsys):
     from deliberation.cli import main
 
     monkeypatch.setattr(experiments, "REGISTRY", list(experiments.REGISTRY))
-    experiments.register_experiment("toy_experiment.experiment:EXPERIMENT")
+    from toy_experiment.experiment import EXPERIMENT
+
+    experiments.register_experiment(EXPERIMENT)
     with failing_server() as server:
         server.raw = _reply(SNAPSHOT)
         server.fail = lambda stage, body: True

@@ -63,3 +63,40 @@ def test_the_power_benchmark_contributes_the_power_tables_time_and_the_zero_effe
     assert rows[0]["value"].endswith(" s") and float(rows[0]["value"][:-2]) > 0
     assert "alpha 0.05" in rows[1]["side_by_side"]
     assert done.returncode == (0 if all(r["goal"].endswith(": met") for r in rows) else 1)
+
+
+def test_the_code_size_benchmark_counts_lines_modules_and_names_nobody_else_uses(
+    tmp_path, monkeypatch
+):
+    """A toy checkout: ``helper`` is used only in its module, ``tested`` only by a test, ``used``
+    by another module (also through a "module:attr" string), ``_private`` is not public."""
+    import importlib.util
+    import sys
+
+    from deliberation.io import paths
+
+    script = paths.repo_root() / "benchmarks" / "bench_code_size.py"
+    spec = importlib.util.spec_from_file_location("bench_code_size", script)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_code_size", module)  # its dataclass looks it up
+    spec.loader.exec_module(module)
+
+    library = tmp_path / "lib" / "deliberation"
+    library.mkdir(parents=True)
+    (library / "a.py").write_text(
+        '"""A."""\n\n# a comment\nLIMIT = 3\n\n\ndef helper():\n    return LIMIT\n\n\n'
+        "def tested():\n    return helper()\n\n\ndef used():\n    return tested()\n\n\n"
+        "def _private():\n    return 2\n\n\ndef nobody():\n    return 3\n"
+    )
+    (library / "b.py").write_text(
+        'from deliberation.a import used\nTARGET = "deliberation.a:LIMIT"\n'
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("from deliberation.a import tested, nobody\n")
+    found = module.measure(tmp_path)
+    assert found["modules"] == 2
+    assert found["lines"] == 24 + 2 and found["code_lines"] == 12 + 2  # docstring, LIMIT, 5 defs
+    assert found["public"] == 6  # LIMIT helper tested used nobody TARGET
+    assert found["own_only"] == ["a.py:helper", "b.py:TARGET"]
+    assert found["tests_only"] == ["a.py:tested", "a.py:nobody"]
+    assert found["unused"] == ["a.py:nobody", "b.py:TARGET"]

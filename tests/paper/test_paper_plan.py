@@ -12,12 +12,12 @@ from collections import Counter
 import pytest
 
 from deliberation.inference import make_client
+from deliberation.inference.backends import backend_class
 from deliberation.inference.base import (
     BackendIdentity,
     ChatRequest,
     ChatResponse,
     Message,
-    backend_class,
 )
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient

@@ -8,8 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.benchmarks import Reading
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks.memory_benchmark import Reading, common_row, typed_frame
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class ToyBench:
     policies = ("B4", "Random", "all", "empty")
     has_truth = False
     selects_templates = False
-    sim_reader = "toy_benchmark.benchmark:read_statement"
+    sim_reader = staticmethod(read_statement)
     notebooks = {"91_toybench.ipynb": {"tags": ["keep"], "item_limit": 0}}
     smoke = {"limit": 1, "n_resamples": 200}
 

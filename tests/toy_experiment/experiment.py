@@ -13,6 +13,7 @@ from deliberation.inference.batch import run_requests
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.io.atomic import atomic_path
 from deliberation.profiles.profile import Strict
+from toy_experiment import sim
 
 STAGE = StageSettings("toy.double", max_tokens=8)
 PROMPT = "What is twice {n}? Reply with the number only."
@@ -56,12 +57,12 @@ EXPERIMENT = Experiment(
     name="toy",
     summary="double numbers (the toy experiment of tests/toy_experiment)",
     description="Asks the model to double each number and scores the replies.",
-    options="toy_experiment.experiment:ToyOptions",
-    runner="toy_experiment.experiment:run",
-    arguments="toy_experiment.experiment:add_arguments",
-    report="toy_experiment.experiment:report",
+    options=ToyOptions,
+    runner=run,
+    arguments=add_arguments,
+    report=report,
     stages=("toy.",),
-    sim_behaviours=("toy_experiment.sim",),
+    sim_behaviours=(sim,),
     smoke={"items": 2},
-    notebooks={"90_toy.ipynb": NotebookCall("toy_experiment.experiment:run")},
+    notebooks={"90_toy.ipynb": NotebookCall(run)},
 )

@@ -25,13 +25,13 @@ from typing import Literal
 from deliberation.discussion.statements import content_tokens, normalize, sentences
 
 PARTIAL_COVERAGE = 0.5
-Label = Literal["full", "partial", "none"]
-LABELS: tuple[Label, ...] = ("full", "partial", "none")
+_Label = Literal["full", "partial", "none"]
+LABELS: tuple[_Label, ...] = ("full", "partial", "none")
 
 
 @dataclass(frozen=True)
-class Disclosure:
-    label: Label
+class _Disclosure:
+    label: _Label
     overlap: float
     stated_by: tuple[str, ...]
 
@@ -46,14 +46,14 @@ def coverage(fact: str, sentence: str) -> float:
 
 def disclosure(
     fact: str, messages: Sequence[tuple[str, str]], threshold: float = PARTIAL_COVERAGE
-) -> Disclosure:
+) -> _Disclosure:
     """The label of ``fact`` in ``messages`` ((agent, text) pairs), as the module defines it."""
     needle = f" {normalize(fact)} "
     full = tuple(
         dict.fromkeys(agent for agent, text in messages if needle in f" {normalize(text)} ")
     )
     if full and needle.strip():
-        return Disclosure("full", 1.0, full)
+        return _Disclosure("full", 1.0, full)
     best, by = 0.0, []
     for agent, text in messages:
         for sentence in sentences(text):
@@ -63,5 +63,5 @@ def disclosure(
             elif value > 0 and abs(value - best) <= 1e-12 and agent not in by:
                 by.append(agent)
     if best >= threshold:
-        return Disclosure("partial", best, tuple(by))
-    return Disclosure("none", best, ())
+        return _Disclosure("partial", best, tuple(by))
+    return _Disclosure("none", best, ())

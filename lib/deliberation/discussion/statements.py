@@ -14,7 +14,7 @@ the same point is rarely worded twice the same way. The rules, applied to every 
    (:data:`STOPWORDS`); numbers are kept (they carry the evidence).
 4. **Near-duplicates**: a sentence joins the first earlier group whose *first* sentence has the
    same normalised text, or whose content-token set has Jaccard similarity at least
-   :data:`NEAR_DUPLICATE_JACCARD` (0.6) with its own (both non-empty). Otherwise it opens a new
+   :data:`_NEAR_DUPLICATE_JACCARD` (0.6) with its own (both non-empty). Otherwise it opens a new
    group. Groups never chain: similarity is always to the group's first sentence, so the
    result does not depend on later sentences. A group's text is its first sentence verbatim;
    its *holders* (rarity) are the distinct agents with a sentence in it.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from deliberation.discussion.transcript import MemoryCandidate
 
-NEAR_DUPLICATE_JACCARD = 0.6
+_NEAR_DUPLICATE_JACCARD = 0.6
 STOPWORDS = frozenset(
     [
         "a",
@@ -132,7 +132,7 @@ def sentences(message: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class SpokenSentence:
+class _SpokenSentence:
     """One sentence of one message: who said it, in which message (0-based, speaking order)."""
 
     agent: str
@@ -141,12 +141,12 @@ class SpokenSentence:
 
 
 @dataclass(frozen=True)
-class StatementGroup:
+class _StatementGroup:
     """Near-duplicate sentences (rule 4): its id, first text, and every member sentence."""
 
     id: str
     text: str
-    members: tuple[SpokenSentence, ...]
+    members: tuple[_SpokenSentence, ...]
 
     def holders(self, agent_order: Sequence[str]) -> tuple[str, ...]:
         """Distinct agents with a sentence in the group, in ``agent_order``."""
@@ -155,23 +155,23 @@ class StatementGroup:
         return tuple(sorted(said, key=lambda a: (order.get(a, len(order)), a)))
 
 
-def spoken_sentences(messages: Iterable[tuple[str, str]]) -> list[SpokenSentence]:
+def spoken_sentences(messages: Iterable[tuple[str, str]]) -> list[_SpokenSentence]:
     """Every sentence of ``messages`` ((agent, text) in speaking order)."""
     return [
-        SpokenSentence(agent, index, text)
+        _SpokenSentence(agent, index, text)
         for index, (agent, message) in enumerate(messages)
         for text in sentences(message)
     ]
 
 
 def group_statements(
-    spoken: Sequence[SpokenSentence], threshold: float = NEAR_DUPLICATE_JACCARD
-) -> list[StatementGroup]:
+    spoken: Sequence[_SpokenSentence], threshold: float = _NEAR_DUPLICATE_JACCARD
+) -> list[_StatementGroup]:
     """Rule 4, in first-mention order; group ids are ``g1``, ``g2``, ..."""
     if not 0 < threshold <= 1:
         raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold}")
     heads: list[tuple[str, frozenset[str]]] = []
-    members: list[list[SpokenSentence]] = []
+    members: list[list[_SpokenSentence]] = []
     for sentence in spoken:
         norm, tokens = normalize(sentence.text), content_tokens(sentence.text)
         for k, (head_norm, head_tokens) in enumerate(heads):
@@ -182,7 +182,7 @@ def group_statements(
             heads.append((norm, tokens))
             members.append([sentence])
     return [
-        StatementGroup(id=f"g{k}", text=group[0].text, members=tuple(group))
+        _StatementGroup(id=f"g{k}", text=group[0].text, members=tuple(group))
         for k, group in enumerate(members, start=1)
     ]
 
@@ -190,7 +190,7 @@ def group_statements(
 def statement_candidates(
     messages: Sequence[tuple[str, str]],
     agents: Sequence[str],
-    threshold: float = NEAR_DUPLICATE_JACCARD,
+    threshold: float = _NEAR_DUPLICATE_JACCARD,
 ) -> tuple[MemoryCandidate, ...]:
     """Memory candidates of a free transcript: one per statement group, holders = the distinct
     agents who made it (rarity), in first-mention order."""

@@ -6,32 +6,35 @@
 - :mod:`.dhd`: Diverse Hypothesis Deliberation (``deliberation run dhd``, notebooks 07-08).
 
 Each package owns its options, tasks, runs, prompts, analyses and sim behaviour, and exports an
-:class:`~.record.Experiment` record naming them. :data:`REGISTRY` names each record by import
-path (the way ``inference/base.py`` names backends), so ``inference/`` imports no experiment.
-From the records come each profile section's options model (:func:`experiment_options`, which
-the profile loader ``deliberation.profiles.profile`` validates with), the sim behaviour modules (given to
-``inference/sim_registry.py``, which imports them on first lookup), ``deliberation run <name>``
+:class:`~.record.Experiment` record holding them. From the records come each profile section's
+options model (:func:`experiment_options`, which the profile loader
+``deliberation.profiles.profile`` validates with), the sim behaviours (given to
+``inference/sim_registry.py`` at its first lookup), ``deliberation run <name>``
 (:mod:`.run_command`), and the notebooks' experiment calls (``paper/manifest.py``). A new
 experiment is one folder and one line: :data:`REGISTRY` or :func:`register_experiment`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from deliberation.experiments.record import Experiment, NotebookCall, load_object
+from deliberation.experiments.record import Experiment, NotebookCall
 from deliberation.inference.sim_registry import (
     register_behaviour_modules,
-    register_behaviour_paths,
     register_behaviour_source,
+    register_stage_behaviours,
 )
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-# "module:attribute" of an Experiment, or of a function returning several (memory: one per
-# registered memory benchmark). One line per experiment package.
+# The one place experiments are named by import path ("module:attribute" of a record, or of a
+# function returning several: memory has one per registered memory benchmark), imported on first
+# use. Not for speed: the profile loader validates every experiment's section, so it imports this
+# registry, and every experiment imports the profile loader; a path here is what breaks that
+# cycle. Everything inside a record is the object itself. One line per experiment package.
 REGISTRY: list[str | Experiment] = [
     "deliberation.experiments.memory.experiment:memory_experiments",
     "deliberation.experiments.natural.experiment:natural_experiment",
@@ -48,21 +51,23 @@ __all__ = [
     "experiments",
     "notebook_calls",
     "register_experiment",
-    "sim_behaviour_modules",
 ]
 
 
-def register_experiment(entry: str | Experiment) -> None:
-    """Register an experiment: its record, or ``"module:attribute"`` naming it (or a function
-    returning records). Its sim behaviours are known from then on."""
-    if entry in REGISTRY:
-        raise ValueError(f"experiment {entry!r} registered twice")
-    REGISTRY.append(entry)
+def register_experiment(record: Experiment) -> None:
+    """Register an experiment's record. Its sim behaviours are known from then on."""
+    if record in REGISTRY:
+        raise ValueError(f"experiment {record.name!r} registered twice")
+    REGISTRY.append(record)
     experiments()  # checks the names, registers its sim behaviours
 
 
 def _records(entry: str | Experiment) -> Iterable[Experiment]:
-    found = load_object(entry) if isinstance(entry, str) else entry
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        found = getattr(importlib.import_module(module), attribute)
+    else:
+        found = entry
     if callable(found) and not isinstance(found, Experiment):
         found = found()
     records = (found,) if isinstance(found, Experiment) else tuple(found)
@@ -81,7 +86,7 @@ def experiments() -> dict[str, Experiment]:
                 raise ValueError(f"experiment {record.name!r} registered twice")
             found[record.name] = record
             register_behaviour_modules(*record.sim_behaviours)
-            register_behaviour_paths(record.sim_stages)
+            register_stage_behaviours(record.sim_stages)
     return found
 
 
@@ -94,8 +99,8 @@ def experiment(name: str) -> Experiment:
 
 
 def experiment_options() -> dict[str, type[BaseModel]]:
-    """Each registered experiment's options model (its profile section), imported on first use."""
-    return {name: load_object(record.options) for name, record in experiments().items()}
+    """Each registered experiment's options model (its profile section)."""
+    return {name: record.options for name, record in experiments().items()}
 
 
 def experiment_smoke_sizes() -> dict[str, dict[str, object]]:
@@ -114,14 +119,6 @@ def notebook_calls() -> dict[str, NotebookCall]:
     return calls
 
 
-def sim_behaviour_modules() -> list[str]:
-    """Every registered experiment's sim behaviour modules (helpers first, no repeats)."""
-    modules: list[str] = []
-    for record in experiments().values():
-        modules += [m for m in record.sim_behaviours if m not in modules]
-    return modules
-
-
 # Read at the sim's first lookup: reading the records now would import the experiments, which
 # import the profile loader, which imports this module.
-register_behaviour_source(sim_behaviour_modules)
+register_behaviour_source(experiments)

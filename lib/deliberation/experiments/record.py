@@ -3,31 +3,23 @@
 An experiment package exports one record (or, like the memory experiment, one per benchmark) and
 the registry (:mod:`deliberation.experiments`) names it in one line. From the records come the
 profile's ``experiments.<name>`` sections (``Experiment.options``), the sim behaviour modules
-(``Experiment.sim_behaviours``, or behaviours named per stage: ``Experiment.sim_stages``), ``deliberation run <name>`` (:mod:`.run_command`: one generic
-skeleton, the experiment adds only its flags and its printed summary), the manifest's experiment
-entries (``Experiment.notebooks``) and with them ``deliberation plan`` and ``make paper``.
-
-Code is named by ``"module:attribute"`` strings, imported on first use, so that loading a profile
-or ``deliberation --help`` imports no experiment's code.
+(``Experiment.sim_behaviours``, or behaviours per stage: ``Experiment.sim_stages``),
+``deliberation run <name>`` (:mod:`.run_command`: one generic skeleton, the experiment adds only
+its flags and its printed summary), the manifest's experiment entries (``Experiment.notebooks``)
+and with them ``deliberation plan`` and ``make paper``.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deliberation.inference.sim_registry import BehaviourPath
+    from pydantic import BaseModel
 
-
-def load_object(path: str) -> Any:
-    """The attribute ``path`` (``"package.module:attribute"``) names, its module imported."""
-    module, _, attribute = path.partition(":")
-    if not attribute:
-        raise ValueError(f"{path!r} is not 'package.module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
+    from deliberation.inference.sim_registry import StageBehaviour
 
 
 @dataclass(frozen=True)
@@ -35,7 +27,7 @@ class NotebookCall:
     """The model calls one notebook sends: ``function(profile=..., client=..., **kwargs)``, the
     call the notebook makes (``deliberation plan`` and ``make paper`` make it too)."""
 
-    function: str  # "module:function"
+    function: Callable[..., Any]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -53,22 +45,22 @@ class Experiment:
     name: str  # `deliberation run <name>`, the profile section `experiments.<name>`
     summary: str  # one line for `deliberation run --help`
     description: str  # the paragraph of `deliberation run <name> --help`
-    options: str  # "module:Class" of the options model validating `experiments.<name>`
-    runner: str  # "module:function": run(profile, client, *, progress, **options) -> result
-    arguments: str  # "module:function": add the experiment's flags to its parser
-    report: str  # "module:function": report(result, profile, args) -> FAILED line | None
+    options: type[BaseModel]  # the options model validating `experiments.<name>`
+    runner: Callable[..., Any]  # run(profile, client, *, progress, **options) -> result
+    arguments: Callable[..., None]  # (parser, name): add the experiment's flags to its parser
+    report: Callable[..., str | None]  # (result, profile, args) -> FAILED line | None
     out_help: str = "rows.csv to write (default build/runs/<profile>/<experiment>_rows.csv)"
-    outputs: str | None = None  # "module:function": output flags beside --out, read by report
-    # "module:function": quick_try(profile, name, options) -> (options, line | None), called
-    # when `--limit` is given: narrows the grid flags not given and says so in the first line.
-    quick_try: str | None = None
+    outputs: Callable[..., None] | None = None  # (parser): output flags beside --out
+    # quick_try(profile, name, options) -> (options, line | None), called when `--limit` is
+    # given: narrows the grid flags not given and says so in the first line.
+    quick_try: Callable[..., tuple[dict[str, Any], str | None]] | None = None
     stages: tuple[str, ...] = ()  # stage prefixes its requests carry (part of each cache key)
-    sim_behaviours: tuple[str, ...] = ()  # modules registering its sim behaviours / PARAMETERS
-    sim_stages: Mapping[str, BehaviourPath] = field(default_factory=dict)  # stage -> behaviour
+    sim_behaviours: tuple[ModuleType, ...] = ()  # modules registering its behaviours/PARAMETERS
+    sim_stages: Mapping[str, StageBehaviour] = field(default_factory=dict)  # stage -> behaviour
     notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls
     smoke: Mapping[str, Any] = field(default_factory=dict)  # its options in the smoke profile
     bound: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments runner always gets
 
     def run(self, profile: Any, client: Any, **options: Any) -> Any:
         """The experiment's model calls and rows: ``runner(profile, client, **options)``."""
-        return load_object(self.runner)(profile, client, **self.bound, **options)
+        return self.runner(profile, client, **self.bound, **options)

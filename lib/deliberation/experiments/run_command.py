@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deliberation.experiments import experiment, experiments
-from deliberation.experiments.record import load_object
 
 if TYPE_CHECKING:
     from deliberation.experiments.record import Experiment
@@ -27,28 +26,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     group = command_group(subparsers, "run")
     for record in experiments().values():
-        add_run_parser(group, record)
+        _add_run_parser(group, record)
 
 
-def add_run_parser(
+def _add_run_parser(
     group: argparse._SubParsersAction, record: Experiment
 ) -> argparse.ArgumentParser:
     """``deliberation run <record.name>``: the common flags around the experiment's own."""
     parser = group.add_parser(record.name, help=record.summary, description=record.description)
     parser.add_argument("--profile", default="sim", help="profile name or path (default sim)")
     known = {action.dest for action in parser._actions}
-    load_object(record.arguments)(parser, record.name)
+    record.arguments(parser, record.name)
     options = tuple(a.dest for a in parser._actions if a.dest not in known)
     parser.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
     parser.add_argument("--out", type=Path, help=record.out_help)
     if record.outputs is not None:
-        load_object(record.outputs)(parser)
+        record.outputs(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.set_defaults(func=run_command, experiment=record.name, run_options=options)
+    parser.set_defaults(func=_run_command, experiment=record.name, run_options=options)
     return parser
 
 
-def run_command(args: argparse.Namespace) -> int:
+def _run_command(args: argparse.Namespace) -> int:
     """Run, write the rows, print the counts and the summary; exit
     :data:`~deliberation.exit_codes.CALLS_FAILED` when any call failed and
     :data:`~deliberation.exit_codes.BAD_INPUT` when the options or the data do not fit."""
@@ -63,7 +62,7 @@ def run_command(args: argparse.Namespace) -> int:
     if record.quick_try is not None and options.get("limit") is not None:
         # A quick try (`--limit`) narrows the grid flags not given, and says so first.
         try:
-            options, quick = load_object(record.quick_try)(profile, record.name, options)
+            options, quick = record.quick_try(profile, record.name, options)
         except (KeyError, ValueError) as error:
             print(f"deliberation run {record.name}: {error}")
             return BAD_INPUT
@@ -91,7 +90,7 @@ def _run(args: argparse.Namespace, loaded, options: dict, quick: str | None) -> 
         print(f"{command}: {error}")
         return error.exit_code
     args.out = args.out or paths.run_rows(profile.name, record.name)
-    failed = load_object(record.report)(result, profile, args)
+    failed = record.report(result, profile, args)
     if client.served_as:
         print(
             f"model: the server answered as {', '.join(sorted(client.served_as))} for the"

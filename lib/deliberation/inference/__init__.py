@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from deliberation.inference.backends import backend_class, register_backend, registered_backends
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -18,13 +19,11 @@ from deliberation.inference.base import (
     Message,
     RunProfile,
     StructuredOutput,
-    backend_class,
-    register_backend,
-    registered_backends,
     sending_forbidden,
 )
 from deliberation.inference.cache import ResponseCache, request_key
 from deliberation.inference.client import CachedClient
+from deliberation.inference.model_server import before_send
 from deliberation.io import paths
 
 __all__ = [
@@ -37,10 +36,10 @@ __all__ = [
     "ResponseCache",
     "StructuredOutput",
     "backend_class",
-    "build_backend",
     "cache_path",
     "make_client",
     "open_run",
+    "preflight_now",
     "register_backend",
     "registered_backends",
     "request_key",
@@ -48,7 +47,7 @@ __all__ = [
 ]
 
 
-def build_backend(profile: RunProfile) -> Backend:
+def _build_backend(profile: RunProfile) -> Backend:
     """Construct the backend a profile names (imported on first use; it reads its own options).
     A backend whose optional dependency is missing fails naming the profile, in one paragraph."""
     try:
@@ -68,6 +67,19 @@ def require_backend(profile: RunProfile) -> None:
         raise BackendUnavailableError(f"profile {profile.name}{where}: {exc}") from None
 
 
+def preflight_now(profile: RunProfile) -> None:
+    """Inside :func:`~.model_server.model_server`: make the server the profile's backend talks to
+    answer (starting it if needed) and pre-flight it now (``make paper`` does this once, before
+    its notebooks); nothing for a backend that talks to no server."""
+    if getattr(profile.options, "base_url", None) is None:
+        return
+    backend = _build_backend(profile)
+    try:
+        before_send(backend)
+    finally:
+        backend.close()
+
+
 def cache_path(profile: RunProfile) -> Path:
     return paths.cache_dir() / f"{profile.name}.sqlite"
 
@@ -75,7 +87,7 @@ def cache_path(profile: RunProfile) -> Path:
 def make_client(
     profile: RunProfile, *, cache_file: str | Path | None = None, progress: bool = True
 ) -> CachedClient:
-    backend = build_backend(profile)
+    backend = _build_backend(profile)
     cache = ResponseCache(cache_file or cache_path(profile))
     return CachedClient(backend, cache, profile=profile.name, progress=progress)
 

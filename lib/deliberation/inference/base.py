@@ -1,14 +1,13 @@
 """The one backend interface: a batch of chat requests in, one response per request out.
 
 Every backend (``sim``, ``openai``, ``vllm``) implements :class:`Backend` and is listed by name
-in the one registry here (:func:`register_backend` adds more), so a profile picks its backend with
+in the one registry (:mod:`deliberation.inference.backends`), so a profile picks its backend with
 one string and tests use the same plumbing as real runs.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -245,7 +244,7 @@ class BackendIdentity:
     base_url: str = ""
 
 
-class NoOptions(BaseModel):
+class _NoOptions(BaseModel):
     """Options model of a backend that takes none (its profile section must be empty)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -258,12 +257,14 @@ class Backend(abc.ABC):
     A backend owns its profile section: ``Options`` is the pydantic model that validates it
     (mark options that never change an answer with :func:`transport_only`), and
     :meth:`from_profile` builds the backend from ``profile.options``. ``synthetic`` is True for
-    backends whose answers do not come from a language model.
+    backends whose answers do not come from a language model; ``engine`` names the PyPI package
+    of an inference engine the backend runs in-process (its version labels the results).
     """
 
     name: ClassVar[str] = ""
-    Options: ClassVar[type[BaseModel]] = NoOptions
+    Options: ClassVar[type[BaseModel]] = _NoOptions
     synthetic: ClassVar[bool] = False
+    engine: ClassVar[str | None] = None
 
     @property
     @abc.abstractmethod
@@ -310,49 +311,6 @@ class Backend(abc.ABC):
         """Release connections or engines; the default has nothing to release."""
 
 
-# The one backend registry: name -> "module:Class" (imported on first use, so the sim path never
-# imports an HTTP client and nothing imports vllm until a profile asks for it) or a class.
-_REGISTRY: dict[str, str | type[Backend]] = {
-    "sim": "deliberation.inference.sim:SimBackend",
-    "openai": "deliberation.inference.openai_api:OpenAIBackend",
-    "vllm": "deliberation.inference.vllm_offline:VLLMBackend",
-}
-
-
-def register_backend(name: str, target: str | type[Backend]) -> None:
-    """Make a backend available to profiles as ``backend: <name>``: ``target`` is its class or
-    ``"package.module:ClassName"`` (imported the first time a profile uses it)."""
-    if not name or not all(c.isalnum() or c in "_-" for c in name):
-        raise ValueError(f"backend name {name!r}: use letters, digits, '_' and '-'")
-    if name in _REGISTRY and _REGISTRY[name] != target:
-        raise ValueError(f"backend {name!r} registered twice")
-    if isinstance(target, str) and ":" not in target:
-        raise ValueError(f"backend {name!r}: target {target!r} is not 'module:Class'")
-    _REGISTRY[name] = target
-
-
 class BackendUnavailableError(ImportError):
     """A backend whose optional dependency is not installed here (vLLM on a machine without
     it): a problem of the environment, reported in one paragraph that says what to install."""
-
-
-def registered_backends() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def backend_class(name: str) -> type[Backend]:
-    """The class registered as ``name``, importing its module on first use."""
-    try:
-        target = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown backend {name!r}; registered: {registered_backends()}") from None
-    if isinstance(target, str):
-        module_name, _, class_name = target.partition(":")
-        cls = getattr(importlib.import_module(module_name), class_name)
-        if not (isinstance(cls, type) and issubclass(cls, Backend)):
-            raise TypeError(f"backend {name!r}: {target} is not a Backend subclass")
-        _REGISTRY[name] = cls
-        target = cls
-    if target.name != name:
-        target.name = name
-    return target

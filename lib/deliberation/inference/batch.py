@@ -49,13 +49,13 @@ def send(
 ) -> tuple[list[ChatResponse], list[str]]:
     """One stage's batch through the cache (identical prompts sent once); returns the responses
     and each request's key, and appends the stage's :class:`StageCounts` to ``counts``.
-    "sent" counts the distinct prompts this run sent and got answered (not those another
-    process sharing the cache answered, nor those that failed)."""
-    # A request that cannot be sent fails alone (its key is ""), as in Client.generate.
+    Counted by distinct prompt from the responses: "already cached" those served from the cache
+    (also one another process sharing it answered meanwhile), "sent" those this run sent and got
+    answered, "failed" those without a usable reply."""
+    # A request that cannot be sent fails alone (its key is ""), as in Client.generate, which
+    # reuses these keys (the client remembers a batch's keys until it sends it).
     maybe_keys, _ = keys_or_failures(client.key, requests)
     keys = [k or "" for k in maybe_keys]
-    unique = [k for k in dict.fromkeys(keys) if k]
-    cached = len(client.cache.get_many(unique, count_hits=False)) if unique else 0
     responses = client.generate(requests, desc=stage) if requests else []
     first: dict[str, ChatResponse] = {}
     failed = 0
@@ -64,9 +64,10 @@ def send(
             failed += 1
         elif key not in first:
             first[key] = response
+    cached = sum(r.ok and r.cached for r in first.values())
     answered = sum(r.ok and not r.cached for r in first.values())
     failed += sum(not r.ok for r in first.values())
-    stage_counts = StageCounts(stage, len(requests), len(unique), cached, answered, failed)
+    stage_counts = StageCounts(stage, len(requests), len(first), cached, answered, failed)
     if counts is not None:
         counts.append(stage_counts)
     # The commands print the stage's counts once, in their summary (StageCounts.line); the log
@@ -75,7 +76,7 @@ def send(
     return responses, keys
 
 
-RESULT_COLUMNS = [
+_RESULT_COLUMNS = [
     "key",
     "stage",
     "sample",
@@ -115,4 +116,4 @@ def results_frame(
                 "completion_tokens": response.completion_tokens,
             }
         )
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return pd.DataFrame(rows, columns=_RESULT_COLUMNS)

@@ -72,6 +72,20 @@ def keys_or_failures(
     return keys, invalid
 
 
+def remembered_key(
+    keys: dict[int, tuple[ChatRequest, str]], backend: Backend, request: ChatRequest
+) -> str:
+    """``request_key``, hashed once per batch: a stage keys its requests for its counts and then
+    again in ``generate``, so a client remembers them in ``keys`` (by identity) until it sends
+    the batch and clears them."""
+    known = keys.get(id(request))
+    if known is not None and known[0] is request:
+        return known[1]
+    key = request_key(backend, request)
+    keys[id(request)] = (request, key)
+    return key
+
+
 @runtime_checkable
 class Client(Protocol):
     """What experiment code may use of a client: its backend (for the cache key and its
@@ -131,6 +145,7 @@ class CachedClient:
         self.poll_s = poll_s
         self.failed = FailedCalls()  # every call of this client that got no usable reply
         self.served_as: set[str] = set()  # other model names its answers were given as
+        self._keys: dict[int, tuple[ChatRequest, str]] = {}  # remembered_key's, per batch
 
     @property
     def server(self) -> str:
@@ -140,10 +155,11 @@ class CachedClient:
         return str(server) if server else self.backend.identity.base_url or self.backend.name
 
     def key(self, request: ChatRequest) -> str:
-        return request_key(self.backend, request)
+        return remembered_key(self._keys, self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         keys, invalid = keys_or_failures(self.key, requests)
+        self._keys.clear()
         results: dict[str, ChatResponse] = self.cache.get_many([k for k in keys if k is not None])
         pending: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):

@@ -4,7 +4,7 @@ A failed call is never an answer: the response cache records it in its ``failure
 the next run sends it again; everything computed from it fails too (the experiment packages
 mark those rows ``failed``). :class:`FailedCalls` is a client's tally for the run: how many,
 the first error and the server it came from, so a command can say what happened and exit with
-:data:`EXIT_FAILED_CALLS`.
+:data:`deliberation.exit_codes.CALLS_FAILED`.
 
 ``make paper`` runs each notebook with :data:`LOG_ENV` naming a file: every client in the
 notebook's kernel appends one JSON line per failed call to it, so the build learns that the
@@ -20,13 +20,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from deliberation import exit_codes
-
 log = logging.getLogger(__name__)
 
-# `deliberation run ...` exits with this when any call failed (after writing what it could);
-# the other outcomes are in deliberation.exit_codes.
-EXIT_FAILED_CALLS = exit_codes.CALLS_FAILED
 LOG_ENV = "DELIBERATION_FAILED_CALLS_LOG"
 
 

@@ -61,14 +61,14 @@ MODELS: dict[str, PinnedModel] = {
 }
 
 
-def models_dir() -> Path:
+def _models_dir() -> Path:
     """Where model files live: ``DELIBERATION_MODELS_DIR`` or ``models/`` (git-ignored)."""
     env = os.environ.get("DELIBERATION_MODELS_DIR")
     return Path(env).resolve() if env else paths.repo_root() / "models"
 
 
 def model_path(model: PinnedModel, root: Path | None = None) -> Path:
-    return (root or models_dir()) / model.file
+    return (root or _models_dir()) / model.file
 
 
 def is_present(model: PinnedModel, root: Path | None = None) -> bool:

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deliberation.io import paths
 
 
-class ServedProfile(Protocol):
+class _ServedProfile(Protocol):
     """What the server reads of a profile (``params.Profile``, which validates this module's
     :class:`ServerOptions`, so it is described here rather than imported)."""
 
@@ -115,7 +115,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class ManagedServer:
     """The server of one profile for the duration of a :func:`model_server` block."""
 
-    def __init__(self, profile: ServedProfile) -> None:
+    def __init__(self, profile: _ServedProfile) -> None:
         options = profile.server
         assert options is not None
         self.profile = profile.name
@@ -290,15 +290,16 @@ def _raise_exit(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def model_server(
-    profile: ServedProfile, *, start_now: bool = False
+    profile: _ServedProfile, *, start_now: bool = False
 ) -> Iterator[ManagedServer | None]:
     """The block during which ``profile``'s requests may start its server (see the module
     docstring); yields the :class:`ManagedServer`, or None for a profile without a
     ``server:`` section (an ``openai`` one is still pre-flighted before its first request)."""
-    if profile.backend != "openai":
+    base_url = getattr(profile.options, "base_url", None)
+    if base_url is None:  # a backend that talks to no server
         yield None
         return
-    base_url = profile.options.base_url.rstrip("/")
+    base_url = base_url.rstrip("/")
     server = ManagedServer(profile) if profile.server is not None else None
     on_main = threading.current_thread() is threading.main_thread()
     previous_term = signal.signal(signal.SIGTERM, _raise_exit) if on_main else None
@@ -316,18 +317,3 @@ def model_server(
         finally:
             if previous_term is not None:
                 signal.signal(signal.SIGTERM, previous_term)
-
-
-def preflight_now(profile: ServedProfile) -> None:
-    """Inside :func:`model_server`: make the profile's server answer (starting it if needed)
-    and pre-flight it now (``make paper`` does this once, before its notebooks). The openai
-    backend needs no optional package, so it is built directly from the registry."""
-    if profile.backend != "openai":
-        return
-    from deliberation.inference.base import backend_class
-
-    backend = backend_class("openai").from_profile(profile)
-    try:
-        before_send(backend)
-    finally:
-        backend.close()

@@ -1,27 +1,6 @@
 """A profile's answers as a published file: ``deliberation cache export`` and ``cache import``.
 
-A real-model run is published as ``results/<profile>/responses.jsonl.gz``: every answer in the
-profile's response cache that was made with the profile's backend identity, so anyone can
-rebuild its tables without the model (``deliberation cache replay``). The file is gzip (mtime 0,
-no file name: the same answers give the same bytes) of JSON lines:
-
-* line 1, the header: ``format``, ``version``, ``profile``, the backend ``identity`` (backend,
-  model, revision, base URL) and ``answers`` (the count that follows);
-* then one line per answer, sorted by key: ``key`` (``cache.request_key``), ``request`` (the
-  messages, stage, sample and every sampling field, with the structured-output spec, as the
-  cache records them), ``response`` (text, parsed value, finish reason, token counts, latency,
-  and ``served_model`` when the reply named another model than the one asked for) and
-  ``attempts``.
-
-Only answers are published. Failed calls (no reply) are counted and left out: they are not
-answers, and a replay that needs one fails, saying how many calls are missing. Nothing secret
-can enter: the lines hold only the fields above (API keys never enter the cache), and export
-refuses a file in which the value of the profile's API-key variable appears anywhere.
-
-Import checks every line (JSON, fields and types, the request rebuilt and its key recomputed
-with the profile's backend, no key twice, the count in the header) before writing anything, then
-stores all answers in one transaction: importing twice is a no-op, and a key already holding a
-different answer is an error naming it.
+In full: ``docs/cache.md``, section "Published answers files (inference/published.py)".
 """
 
 from __future__ import annotations
@@ -38,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from deliberation.inference.backends import backend_class
 from deliberation.inference.base import (
     Backend,
     BackendIdentity,
@@ -46,7 +26,6 @@ from deliberation.inference.base import (
     InvalidRequestError,
     Message,
     StructuredOutput,
-    backend_class,
 )
 from deliberation.inference.cache import CacheError, ResponseCache, request_key
 from deliberation.inference.openai_api import reply_byte_limit
@@ -54,8 +33,8 @@ from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_path
 
-FORMAT = "deliberation-responses"
-VERSION = 1
+_FORMAT = "deliberation-responses"
+_VERSION = 1
 FILE_NAME = "responses.jsonl.gz"
 
 
@@ -83,7 +62,7 @@ class _Identity(_Strict):
 # is refused before it is held in memory, and an answer's text by the same byte bound as a reply
 # from a server (:func:`~deliberation.inference.openai_api.reply_byte_limit`).
 MAX_LINE_CHARS = 4 * 1024 * 1024
-Count = Field(ge=0, le=10_000_000)
+_Count = Field(ge=0, le=10_000_000)
 
 
 class _Header(_Strict):
@@ -119,8 +98,8 @@ class _Response(_Strict):
     text: str
     parsed: Any
     finish_reason: str | None = Field(max_length=100)
-    prompt_tokens: int = Count
-    completion_tokens: int = Count
+    prompt_tokens: int = _Count
+    completion_tokens: int = _Count
     latency_s: float = Field(ge=0, allow_inf_nan=False)
     # Written only when the reply named another model than the one asked for (base.ChatResponse).
     served_model: str | None = Field(None, min_length=1, max_length=200)
@@ -171,7 +150,7 @@ def _secrets(profile: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ExportResult:
+class _ExportResult:
     path: Path
     answers: int
     other_identity: int  # answers in the cache made with another identity: left out
@@ -181,7 +160,7 @@ class ExportResult:
 
 def export_responses(
     profile: Any, out: Path | None = None, cache_file: Path | None = None
-) -> ExportResult:
+) -> _ExportResult:
     """Write every answer of ``profile``'s backend identity in its response cache to ``out``
     (default :func:`published_path`); see the module docstring for the format."""
     from deliberation.inference import cache_path
@@ -222,8 +201,8 @@ def export_responses(
             lines.append(line)
         failed = int(cache.failures()["key"].nunique())
     header = _Header(
-        format=FORMAT,
-        version=VERSION,
+        format=_FORMAT,
+        version=_VERSION,
         profile=profile.name,
         identity=_Identity(**asdict(backend.identity)),
         answers=len(lines),
@@ -235,7 +214,7 @@ def export_responses(
         zipped.write(payload)
     with atomic_path(target) as partial:
         partial.write_bytes(buffer.getvalue())
-    return ExportResult(target, len(lines), other, failed, len(buffer.getvalue()))
+    return _ExportResult(target, len(lines), other, failed, len(buffer.getvalue()))
 
 
 def _read_lines(file: Path) -> Iterator[tuple[int, str]]:

@@ -14,14 +14,14 @@ import re
 
 # Sent when the profile names no key variable: vLLM servers started without --api-key accept any.
 PLACEHOLDER_KEY = "EMPTY"
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 # Prefixes of common providers' keys (OpenAI, Groq, xAI, Hugging Face, Anthropic, Google, AWS,
 # GitHub) and, for any other provider, a long run of letters and digits mixing both.
 _KEY_PREFIXES = ("sk-", "gsk_", "xai-", "hf_", "AIza", "AKIA", "ghp_", "github_pat_")
 _KEY_LIKE_RUN = re.compile(r"(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{20,}")
 # A key travels in the Authorization header: visible ASCII only (RFC 9110 field-value, no spaces).
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
-NOT_SHOWN = "(the value is not shown, in case it is a key)"
+_NOT_SHOWN = "(the value is not shown, in case it is a key)"
 
 
 class MissingAPIKeyError(RuntimeError):
@@ -43,18 +43,18 @@ def check_env_name(value: str, field: str = "api_key_env") -> str:
     if looks_like_a_key(value):
         raise InvalidAPIKeyError(
             f"{field}: this looks like an API key, not the name of an environment variable"
-            f" {NOT_SHOWN}. Put the key in an environment variable (export MY_API_KEY=...)"
+            f" {_NOT_SHOWN}. Put the key in an environment variable (export MY_API_KEY=...)"
             f" and write its name here: {field}: MY_API_KEY. If it is a real key, revoke it"
         )
-    if not ENV_NAME.fullmatch(value):
+    if not _ENV_NAME.fullmatch(value):
         raise InvalidAPIKeyError(
             f"{field}: must be the name of an environment variable: capital letters, digits"
-            f" and '_', not starting with a digit (e.g. DEEPSEEK_API_KEY) {NOT_SHOWN}"
+            f" and '_', not starting with a digit (e.g. DEEPSEEK_API_KEY) {_NOT_SHOWN}"
         )
     return value
 
 
-def check_key(value: str, source: str = "the API key") -> str:
+def _check_key(value: str, source: str = "the API key") -> str:
     """The key without surrounding whitespace; :class:`InvalidAPIKeyError` (not showing it)
     when it is empty or holds whitespace, control or non-ASCII characters inside."""
     key = value.strip()
@@ -69,7 +69,7 @@ def check_key(value: str, source: str = "the API key") -> str:
 
 
 def read_api_key(env_name: str | None, *, profile: str = "", field: str = "api_key_env") -> str:
-    """The key from ``os.environ[env_name]`` (checked with :func:`check_key`); the placeholder
+    """The key from ``os.environ[env_name]`` (checked with :func:`_check_key`); the placeholder
     when ``env_name`` is None."""
     if env_name is None:
         return PLACEHOLDER_KEY
@@ -81,7 +81,7 @@ def read_api_key(env_name: str | None, *, profile: str = "", field: str = "api_k
             f"{where}{field} names the environment variable {env_name}, which is not"
             f" set; export {env_name}=<your key> before running"
         )
-    return check_key(value, f"{where}the value of {env_name}")
+    return _check_key(value, f"{where}the value of {env_name}")
 
 
 class Secret:
@@ -90,7 +90,7 @@ class Secret:
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
-        self._value = value if value == PLACEHOLDER_KEY else check_key(value)
+        self._value = value if value == PLACEHOLDER_KEY else _check_key(value)
 
     def reveal(self) -> str:
         return self._value

@@ -54,7 +54,7 @@ __all__ = [
     "sim_behaviour",
 ]
 
-SIM_VERSION = "sim-1"
+_SIM_VERSION = "sim-1"
 # serve-sim lists its model as owned by this in /v1/models; a run against such a server is
 # labelled synthetic whatever its profile says (OpenAIBackend.server_is_synthetic).
 SIM_SERVER_OWNER = "deliberation-sim"
@@ -80,13 +80,13 @@ def sent_fields(request: ChatRequest) -> dict[str, Any]:
     }
 
 
-def request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
+def _request_rng(request: ChatRequest, sim_seed: int) -> np.random.Generator:
     """Generator seeded from the stage, :func:`sent_fields` and the sim's own seed."""
     payload = {"stage": request.stage, **sent_fields(request), "sim_seed": sim_seed}
     return np.random.default_rng(stable_seed(json.dumps(payload, sort_keys=True)))
 
 
-class SimOptions(BaseModel):
+class _SimOptions(BaseModel):
     """The ``sim:`` section of a profile: mechanism parameters, each declared by a behaviour
     module's ``PARAMETERS`` (see ``inference/sim_registry.py``)."""
 
@@ -102,7 +102,7 @@ class SimOptions(BaseModel):
 
 
 class SimBackend(Backend):
-    Options = SimOptions
+    Options = _SimOptions
     synthetic = True
 
     def __init__(
@@ -117,11 +117,11 @@ class SimBackend(Backend):
         check_parameter_names(self.parameters)
         self.seed = seed
         blob = json.dumps({"parameters": self.parameters, "seed": seed}, sort_keys=True)
-        self._revision = f"{SIM_VERSION}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+        self._revision = f"{_SIM_VERSION}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
     @classmethod
     def from_profile(cls, profile: Any) -> SimBackend:
-        if not isinstance(profile.options, SimOptions):
+        if not isinstance(profile.options, _SimOptions):
             raise ValueError(
                 f"profile {profile.name!r} uses backend {profile.backend!r}; the sim needs a"
                 " profile with backend: sim"
@@ -150,7 +150,7 @@ class SimBackend(Backend):
                 prompt_tokens=prompt_tokens,
             )
         view = seed_view(request.stage)
-        rng = request_rng(request if view is None else view(request), self.seed)
+        rng = _request_rng(request if view is None else view(request), self.seed)
         try:
             context = SimContext(
                 request=request, rng=rng, parameters=self.parameters, declared=declared

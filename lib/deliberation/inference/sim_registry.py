@@ -1,36 +1,15 @@
 """The sim's behaviour registry: what the sim answers for each stage tag, and the parameters
 behaviours read.
 
-The registry is generic: it knows no experiment. Each experiment package owns its behaviours
-(``experiments/memory/sim/``, ``experiments/natural/sim.py``, ``experiments/dhd/sim.py``) and the
-experiments registry (``deliberation.experiments``) names their modules here with
-:func:`register_behaviour_modules`; they are imported on first lookup. Behaviour modules import
-only this module, never the sim backend, so there is no import cycle between the two.
-
-Declaring parameters: a registered behaviour module (or a registered helper module its
-behaviours share) sets a module-level ``PARAMETERS = {"name": default, ...}``. Those names are
-the only ones a profile's ``sim.parameters`` may set (any other is an error naming it), and
-:meth:`SimContext.param` reads a declared name, falling back to its declared default::
-
-    PARAMETERS = {"smoke_accuracy": 0.9}  # probability the sim adds two numbers correctly
-
-    @sim_behaviour("smoke.arithmetic")
-    def add(context: SimContext) -> SimAnswer:
-        correct = context.rng.random() < context.param("smoke_accuracy")
-
-Two modules may declare the same name only with the same default.
-
-A behaviour serving a family of stages (one per registered benchmark: ``<benchmark>.decision``,
-...) is named by path instead (:func:`register_behaviour_paths`, :class:`BehaviourPath`), so a
-benchmark registered later gets its stages without any module being imported twice.
+In full: ``docs/sim.md``, section "Writing a behaviour (inference/sim_registry.py)".
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -84,13 +63,13 @@ class SimContext:
 
 
 SimBehaviour = Callable[[SimContext], SimAnswer]
-SeedView = Callable[[ChatRequest], ChatRequest]
+_SeedView = Callable[[ChatRequest], ChatRequest]
 _BEHAVIOURS: dict[str, SimBehaviour] = {}
-_SEED_VIEWS: dict[str, SeedView] = {}
+_SEED_VIEWS: dict[str, _SeedView] = {}
 
 
 def sim_behaviour(
-    stage: str, *, seed_view: SeedView | None = None
+    stage: str, *, seed_view: _SeedView | None = None
 ) -> Callable[[SimBehaviour], SimBehaviour]:
     """Register the sim's answer for a stage tag; ``a.b`` also serves ``a.b.c`` unless that
     has its own behaviour (longest dotted prefix wins).
@@ -111,67 +90,47 @@ def sim_behaviour(
     return decorate
 
 
-# Modules that register behaviours or declare parameters, named by the packages that own them
-# (the experiments registry); imported on first lookup, so this module imports none of them.
-BEHAVIOUR_MODULES: list[str] = []
-_imported: tuple[str, ...] = ()
+# Modules that register behaviours or declare parameters, given by the packages that own them
+# (the experiments registry); this module imports none of them.
+BEHAVIOUR_MODULES: list[ModuleType] = []
 
 
-def register_behaviour_modules(*modules: str) -> None:
-    """Name modules (dotted) whose behaviours and ``PARAMETERS`` the sim should know."""
+def register_behaviour_modules(*modules: ModuleType) -> None:
+    """Modules whose behaviours and ``PARAMETERS`` the sim should know (importing a module
+    registers its decorated behaviours)."""
     BEHAVIOUR_MODULES.extend(m for m in modules if m not in BEHAVIOUR_MODULES)
 
 
 @dataclass(frozen=True)
-class BehaviourPath:
-    """A behaviour (and its seed view) named as ``"module:attribute"``, imported on first lookup."""
+class StageBehaviour:
+    """A behaviour serving one stage of a family (and its seed view)."""
 
-    behaviour: str
-    seed_view: str | None = None
-
-
-_PENDING: dict[str, BehaviourPath] = {}
+    behaviour: SimBehaviour
+    seed_view: _SeedView | None = None
 
 
-def register_behaviour_paths(stages: Mapping[str, BehaviourPath]) -> None:
-    """Name the behaviour of each stage by path; a stage already served is left as it is."""
-    for stage, path in stages.items():
-        if stage not in _BEHAVIOURS and _PENDING.get(stage, path) == path:
-            _PENDING[stage] = path
+def register_stage_behaviours(stages: Mapping[str, StageBehaviour]) -> None:
+    """Serve each stage with its behaviour; a stage already served by it is left as it is."""
+    for stage, entry in stages.items():
+        if _BEHAVIOURS.get(stage) is not entry.behaviour:
+            sim_behaviour(stage, seed_view=entry.seed_view)(entry.behaviour)
 
 
-def _load(path: str) -> Any:
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+# Functions registering more behaviours, called once at the first lookup (the experiments
+# registry registers its records' so: reading the records at import would import the
+# experiments, which import the profile loader, which imports the experiments registry).
+_SOURCES: list[Callable[[], None]] = []
 
 
-# Functions naming more such modules, asked once at the first lookup (the experiments registry
-# names its records' modules so: reading the records at import would import the experiments).
-_SOURCES: list[Callable[[], Iterable[str]]] = []
-
-
-def register_behaviour_source(source: Callable[[], Iterable[str]]) -> None:
-    """Name a function returning behaviour modules, called at the first lookup."""
+def register_behaviour_source(source: Callable[[], None]) -> None:
+    """A function registering behaviours (and their modules), called at the first lookup."""
     _SOURCES.append(source)
 
 
 def _import_registered() -> None:
-    """Import every named module once (cheap after the first call: a tuple comparison)."""
-    global _imported
+    """Call the pending sources once."""
     while _SOURCES:
-        register_behaviour_modules(*_SOURCES.pop(0)())
-    while _PENDING:
-        stage, path = _PENDING.popitem()
-        if stage not in _BEHAVIOURS:
-            view = None if path.seed_view is None else _load(path.seed_view)
-            sim_behaviour(stage, seed_view=view)(_load(path.behaviour))
-    names = tuple(BEHAVIOUR_MODULES)
-    if names == _imported:
-        return
-    for name in names:
-        if name not in sys.modules:
-            importlib.import_module(name)
-    _imported = names
+        _SOURCES.pop(0)()
 
 
 def _registered_prefix(stage: str) -> str | None:
@@ -191,7 +150,7 @@ def find_behaviour(stage: str) -> SimBehaviour | None:
     return None if prefix is None else _BEHAVIOURS[prefix]
 
 
-def seed_view(stage: str) -> SeedView | None:
+def seed_view(stage: str) -> _SeedView | None:
     """The seed view registered with ``stage``'s behaviour (None: seed from the request)."""
     prefix = _registered_prefix(stage)
     return None if prefix is None else _SEED_VIEWS.get(prefix)
@@ -207,7 +166,8 @@ def declared_parameters() -> dict[str, float]:
     registered a behaviour and of every module in :data:`BEHAVIOUR_MODULES`. Raises
     ``ValueError`` when two modules declare one name with different defaults."""
     _import_registered()
-    modules = {func.__module__ for func in _BEHAVIOURS.values()} | set(BEHAVIOUR_MODULES)
+    modules = {func.__module__ for func in _BEHAVIOURS.values()}
+    modules |= {m.__name__ for m in BEHAVIOUR_MODULES}
     declared: dict[str, float] = {}
     owner: dict[str, str] = {}
     for module_name in sorted(modules):

@@ -3,50 +3,7 @@
 :mod:`deliberation.inference.structured_answers`; serve-sim's decoding of a request body is
 :mod:`deliberation.inference.serve_sim.wire`.
 
-vLLM renamed its structured-output API inside the range we pin (``vllm>=0.10.2,<0.34``):
-
-* Offline, old: ``SamplingParams(guided_decoding=GuidedDecodingParams(choice=... | json=...))``.
-* Offline, new: ``SamplingParams(structured_outputs=StructuredOutputsParams(choice=... | json=...))``,
-  from vLLM PR #22772 ("Cleanup guided namespace, move to structured outputs config", merged
-  2025-08-13). Measured by the contract lane (``make contract``, docs/engines.md): vLLM 0.10.2,
-  the oldest release of our range, still has only ``GuidedDecodingParams``; 0.33.0 only
-  ``StructuredOutputsParams`` (``GuidedDecodingParams`` was removed, vllm-project/vllm#29326).
-* Server, old: top-level ``guided_choice`` / ``guided_json`` request fields (mode ``guided``).
-* Server, new: ``{"structured_outputs": {"choice": [...]}}`` / ``{"structured_outputs": {"json":
-  schema}}`` (mode ``structured_outputs``). vLLM's request models accept and drop keys they do not
-  define (``extra="allow"``, HTTP 200), so the wrong mode answers *unconstrained*. Measured:
-  vLLM 0.10.2's ``ChatCompletionRequest`` has no ``structured_outputs`` field (ignored there) and
-  0.33.0's no ``guided_*`` fields (it logs "removed guided-decoding field(s) ... ignored"; the
-  vLLM docs say they "were removed in v0.12.0"); 0.11.0 (read from its wheel) defines both.
-  :func:`vllm_server_mode_problem` holds this, and
-  the pre-flight asks a vLLM server its version (``GET /version``) and stops a run whose mode
-  that release ignores.
-* Seeds: vLLM's server bounds ``seed`` to a signed 64-bit integer (``le=2**63-1``, HTTP 400
-  above it); the project's stable seeds are unsigned 64-bit (the DHD hypothesizers' are, about
-  half of them above 2**63: the contract lane found every such request refused). The ``openai``
-  backend sends a seed above :data:`~deliberation.seeds.SEED_MODULUS` folded below it
-  (:func:`wire_seed`), as ``derive_seed`` does for later draws, except in the llama.cpp modes
-  (``json_object_schema``, ``grammar``): llama-cpp-python 0.3.36 hands the seed to
-  ``llama_sampler_init_dist(uint32_t)`` through ctypes, which keeps its low 32 bits, and the
-  published SmolLM2 answers are keyed on the seed as sent. Offline ``SamplingParams`` takes the
-  64-bit seed (0.10.2 and 0.33.0).
-* The ``openai`` SDK's request types (``CompletionCreateParams``) define none of the dialect
-  fields above (``structured_outputs``, ``guided_*``, ``grammar``, ``json_schema``,
-  ``response_format.schema``): the SDK sends them only as ``extra_body``; the backend posts its
-  body as is (tests/contract/test_openai_sdk_contract.py lists them per mode).
-* Server, OpenAI style (vLLM and OpenAI): ``response_format={"type": "json_schema",
-  "json_schema": {"name": ..., "schema": ...}}`` (example in the same vLLM docs page).
-* llama-cpp-python's server (``python -m llama_cpp.server``, 0.3.x): ``response_format=
-  {"type": "json_object", "schema": ...}``; ``{"type": "json_schema"}`` is refused with HTTP 500
-  ("Input should be 'text' or 'json_object'") and the vLLM fields are ignored silently. A choice
-  list travels as :func:`choice_schema` (an enum property). Mode ``json_object_schema``.
-* llama.cpp's own ``llama-server`` (tools/server/README.md): the non-OpenAI request fields
-  ``grammar`` (a GBNF grammar) and ``json_schema`` (a schema it compiles into one). A choice
-  list travels as a grammar of its literal alternatives, so the answer is the option itself.
-  Mode ``grammar``.
-
-The offline shim detects the API by feature (which class ``vllm.sampling_params`` exports),
-never by parsing version strings.
+In full: ``docs/engines.md``, section "Structured-output dialects".
 """
 
 from __future__ import annotations
@@ -62,7 +19,7 @@ from deliberation.seeds import SEED_MODULUS
 if TYPE_CHECKING:
     from deliberation.inference.base import StructuredOutput
 
-VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
+_VLLMStructuredAPI = Literal["structured_outputs", "guided_decoding"]
 ServerStructuredMode = Literal[
     "structured_outputs",
     "guided",
@@ -77,7 +34,7 @@ SERVER_STRUCTURED_MODES: tuple[str, ...] = get_args(ServerStructuredMode)
 
 # A choice list sent as a JSON schema is wrapped in an object with one field (CHOICE_FIELD),
 # because OpenAI's strict mode and llama.cpp's JSON mode only accept an object at the top level.
-RESPONSE_FORMAT_NAME = "answer"
+_RESPONSE_FORMAT_NAME = "answer"
 # Modes that send a choice list as that one-field object, and the tokens its JSON adds
 # ('{"answer": "' and '"}', generously): added to max_tokens, so a stage that caps its answer
 # at a few tokens (the DHD judge: 8) is not cut off inside the wrapper.
@@ -101,7 +58,7 @@ def choice_schema(choices: Sequence[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def detect_vllm_structured_api(sampling_params_module: ModuleType) -> VLLMStructuredAPI:
+def detect_vllm_structured_api(sampling_params_module: ModuleType) -> _VLLMStructuredAPI:
     """Which structured-output API the installed ``vllm.sampling_params`` module offers
     (the new one wins when both exist, as in the releases that deprecated the old one)."""
     if hasattr(sampling_params_module, "StructuredOutputsParams"):
@@ -187,7 +144,7 @@ def openai_structured_extra_body(
         "response_format": {
             "type": "json_schema",
             "json_schema": {
-                "name": RESPONSE_FORMAT_NAME,
+                "name": _RESPONSE_FORMAT_NAME,
                 "schema": choice_schema(choices) if choices is not None else schema,
                 "strict": True,
             },
@@ -196,20 +153,20 @@ def openai_structured_extra_body(
 
 
 # llama.cpp's servers: a seed travels as is (they read its low 32 bits; see the module notes).
-SEED_AS_IS_MODES = frozenset({"json_object_schema", "grammar"})
+_SEED_AS_IS_MODES = frozenset({"json_object_schema", "grammar"})
 # The vLLM releases whose server honours each vLLM mode: (first, first without), as version tuples.
 VLLM_SERVER_MODES = {"structured_outputs": ((0, 11), None), "guided": ((0, 0), (0, 12))}
 
 
 def wire_seed(seed: int, mode: str) -> int:
     """The seed as the ``openai`` backend sends it in ``mode``: below ``SEED_MODULUS`` (every
-    server's integer type holds it), except in :data:`SEED_AS_IS_MODES`."""
-    if mode in SEED_AS_IS_MODES or 0 <= seed < SEED_MODULUS:
+    server's integer type holds it), except in :data:`_SEED_AS_IS_MODES`."""
+    if mode in _SEED_AS_IS_MODES or 0 <= seed < SEED_MODULUS:
         return seed
     return seed % SEED_MODULUS
 
 
-def version_tuple(text: str) -> tuple[int, ...] | None:
+def _version_tuple(text: str) -> tuple[int, ...] | None:
     """``"0.10.2"`` -> ``(0, 10, 2)`` (a suffix such as ``rc1`` or ``+cu128`` dropped); None
     when ``text`` does not start with a version number."""
     match = re.match(r"\d+(?:\.\d+)*", text.strip())
@@ -220,7 +177,7 @@ def vllm_server_mode_problem(version: str, mode: str) -> str | None:
     """Why a ``vllm serve`` of release ``version`` would ignore the fields of ``mode`` (answering
     unconstrained), naming the mode to set instead; None when it honours them or ``mode`` is
     not one of vLLM's own."""
-    found = version_tuple(version)
+    found = _version_tuple(version)
     if mode not in VLLM_SERVER_MODES or found is None:
         return None
     first, gone = VLLM_SERVER_MODES[mode]
@@ -241,7 +198,7 @@ def wire_max_tokens(structured: StructuredOutput | None, mode: str, max_tokens: 
     return max_tokens
 
 
-def gbnf_literal(text: str) -> str:
+def _gbnf_literal(text: str) -> str:
     """``text`` as a GBNF string literal (llama.cpp grammars: ``\\``, ``\"`` and the control
     characters escaped; everything else, UTF-8 included, stands for itself)."""
     escaped = (
@@ -256,4 +213,4 @@ def gbnf_literal(text: str) -> str:
 
 def choice_grammar(choices: Sequence[str]) -> str:
     """The GBNF grammar whose only sentences are the choices: ``root ::= "A" | "B"``."""
-    return "root ::= " + " | ".join(gbnf_literal(choice) for choice in choices)
+    return "root ::= " + " | ".join(_gbnf_literal(choice) for choice in choices)

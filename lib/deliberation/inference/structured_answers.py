@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import jsonschema
 
 
-class StructuredSpec(Protocol):
+class _StructuredSpec(Protocol):
     """What parsing reads of a request's structured output (``base.StructuredOutput``, which
     imports this module to check its schema, so it is described here rather than imported)."""
 
@@ -84,7 +84,7 @@ def _unfence(text: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def parse_structured_text(structured: StructuredSpec | None, text: str) -> Any:
+def parse_structured_text(structured: _StructuredSpec | None, text: str) -> Any:
     """The value a structured answer stands for, or ``None`` when it does not parse.
 
     A choice spec yields the chosen string: the text itself (whitespace stripped), a JSON string,

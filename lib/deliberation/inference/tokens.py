@@ -8,7 +8,6 @@ It over-counts slightly against BPE tokenizers but ranks texts by length the sam
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -19,10 +18,6 @@ def tokenize(text: str) -> list[str]:
 
 def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))  # faster than counting finditer matches
-
-
-def count_tokens_total(texts: Iterable[str]) -> int:
-    return sum(count_tokens(t) for t in texts)
 
 
 def truncate_tokens(text: str, limit: int) -> tuple[str, bool]:

@@ -20,8 +20,8 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-HTTP_SCHEMES = ("http", "https")
-MASK = "***"
+_HTTP_SCHEMES = ("http", "https")
+_MASK = "***"
 # scheme://userinfo@ -> scheme://***@ (userinfo: anything up to the first @ before the path).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*@")
 # ?api_key=... / &token=... / &sig=... query values.
@@ -45,7 +45,7 @@ def check_base_url(value: str, *, key_field: str = "api_key_env") -> str:
             f" variable in the profile's {key_field} (e.g. {key_field}: MY_API_KEY); it is sent"
             " as the Bearer token"
         )
-    if parts.scheme.lower() not in HTTP_SCHEMES:
+    if parts.scheme.lower() not in _HTTP_SCHEMES:
         scheme = f"{parts.scheme}://" if parts.scheme else "no scheme"
         raise ValueError(
             f"must be an http:// or https:// URL (got {scheme}), e.g. http://127.0.0.1:8000/v1"
@@ -62,8 +62,8 @@ def redact_urls(text: str) -> str:
     """``text`` with URL user info and secret query values replaced by ``***``."""
     if "://" not in text and "=" not in text:
         return text
-    text = _USERINFO.sub(rf"\g<1>{MASK}@", text)
-    return _SECRET_QUERY.sub(rf"\g<1>{MASK}", text)
+    text = _USERINFO.sub(rf"\g<1>{_MASK}@", text)
+    return _SECRET_QUERY.sub(rf"\g<1>{_MASK}", text)
 
 
 _install_lock = threading.Lock()

@@ -1,29 +1,6 @@
 """The ``vllm`` backend: offline ``vllm.LLM`` on local GPUs, a stage's requests in a few large calls.
 
-A profile supplies the options (see :class:`VLLMOptions`); multi-GPU runs use vLLM's own
-``tensor_parallel_size`` / ``pipeline_parallel_size`` / ``distributed_executor_backend``
-("mp" or "ray"). vLLM is imported lazily, so this module imports (and registers) without it;
-constructing the backend without vLLM raises an error saying how to install the extra.
-
-Behaviour worth knowing:
-
-* The engine is created with ``generation_config="vllm"`` so the model's
-  ``generation_config.json`` cannot change sampling behind our back, and every sampling field
-  is set explicitly on each request's ``SamplingParams``.
-* Seeds: a request without a seed uses the profile's ``seed``; draw ``sample`` of a request
-  then gets :func:`~deliberation.seeds.derive_seed` of it.
-* The engine is built on the first :meth:`VLLMBackend.generate` call that has work, so a run
-  whose answers are all cached never loads the weights.
-* A stage is sent in chunks of ``chunk_size`` requests (one ``LLM.chat`` call each), and each
-  chunk's answers go to ``on_response`` (the cache) as soon as the chunk returns, so a crash
-  loses at most the chunk in progress and a rerun resumes from the next uncached request.
-* ``latency_s`` of each response is the chunk's wall time divided evenly among its requests
-  (offline batching gives no per-request timing).
-* An answer that fails to parse against its structured spec is still a valid response
-  (``error`` None) whose ``parsed`` is None; the experiment layer counts it as invalid.
-* If vLLM rejects a chunk with a ``ValueError`` (e.g. one prompt longer than
-  ``max_model_len``), its requests are retried one call each so only the bad ones fail, with
-  ``error`` set; other exceptions (out of memory, CUDA errors) propagate.
+In full: ``docs/engines.md``, section "The offline vllm backend (inference/vllm_offline.py)".
 """
 
 from __future__ import annotations
@@ -64,7 +41,7 @@ from deliberation.seeds import derive_seed
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = (
+_INSTALL_HINT = (
     "the vllm backend needs vLLM (CUDA GPUs only), which is not installed here: install the "
     "extra with `pip install -e '.[vllm]'` (pins vllm>=0.10.2,<0.34), or run the same model "
     "behind an OpenAI-compatible server with a profile like params/vllm-serve-local.yaml"
@@ -160,12 +137,12 @@ class VLLMOptions(BaseModel):
         return kwargs
 
 
-def import_vllm() -> ModuleType:
+def _import_vllm() -> ModuleType:
     """Import vLLM, or fail with an error that says how to install it."""
     try:
         return importlib.import_module("vllm")
     except ImportError as exc:
-        raise BackendUnavailableError(INSTALL_HINT) from exc
+        raise BackendUnavailableError(_INSTALL_HINT) from exc
 
 
 def sampling_fields(request: ChatRequest, default_seed: int) -> dict[str, Any]:
@@ -237,6 +214,7 @@ class VLLMBackend(Backend):
     """Offline vLLM: one ``LLM.chat`` call per :meth:`generate`, one ``SamplingParams`` per request."""
 
     Options = VLLMOptions
+    engine = "vllm"
 
     def __init__(
         self,
@@ -257,7 +235,7 @@ class VLLMBackend(Backend):
         if not load_vllm:  # keys and payloads only (for_planning): never generates
             self._vllm = None
             return
-        self._vllm = import_vllm()
+        self._vllm = _import_vllm()
         self._sampling_params_module = importlib.import_module("vllm.sampling_params")
         logger.info(
             "vllm backend: vLLM %s, model %s",
@@ -283,7 +261,7 @@ class VLLMBackend(Backend):
         except (ImportError, ValueError):  # a broken or blocked installation
             found = False
         if not found:
-            raise BackendUnavailableError(INSTALL_HINT)
+            raise BackendUnavailableError(_INSTALL_HINT)
 
     @classmethod
     def for_planning(cls, profile: Any) -> VLLMBackend:

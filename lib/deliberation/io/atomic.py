@@ -38,7 +38,7 @@ from deliberation.io.processes import HOST_TAG, process_alive
 _TEMP = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[0-9a-f]{8}\.(?P<kind>tmp|set)$")
 # Temporary files of older versions (tempfile.mkstemp names, no process id).
 _LEGACY_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
-STALE_AFTER_S = 24 * 3600.0
+_STALE_AFTER_S = 24 * 3600.0
 
 
 class OutputUnwritableError(OSError):
@@ -92,7 +92,7 @@ def _abandoned(path: Path, match: re.Match[str] | None) -> bool:
     except FileNotFoundError:
         return False
     if match is None or match["host"] != HOST_TAG:
-        return age > STALE_AFTER_S
+        return age > _STALE_AFTER_S
     return int(match["pid"]) != os.getpid() and not process_alive(int(match["pid"]))
 
 

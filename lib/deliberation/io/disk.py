@@ -32,7 +32,7 @@ def is_disk_full(error: BaseException | None) -> bool:
     return False
 
 
-def free_bytes(path: str | Path) -> int | None:
+def _free_bytes(path: str | Path) -> int | None:
     """Bytes free on the disk holding ``path`` (its nearest existing folder); None if unknown."""
     folder = Path(path)
     while not folder.exists() and folder != folder.parent:
@@ -49,5 +49,5 @@ def mib(size: float) -> str:
 
 def free_space(path: str | Path) -> str:
     """``"0.3 MiB free on its disk"`` (or that the free space is unknown)."""
-    free = free_bytes(path)
+    free = _free_bytes(path)
     return "free space on its disk unknown" if free is None else f"{mib(free)} free on its disk"

@@ -44,7 +44,7 @@ class FetchError(RuntimeError):
         self.failures = failures
 
 
-class Pinned(Protocol):
+class _Pinned(Protocol):
     """What a pin holds: the file's sha256."""
 
     sha256: str
@@ -62,7 +62,7 @@ def default_opener(url: str) -> BinaryIO:
     return urllib.request.urlopen(url, timeout=60)
 
 
-def fetch_file(url: str, pinned: Pinned, target: Path, opener: Opener | None = None) -> Status:
+def fetch_file(url: str, pinned: _Pinned, target: Path, opener: Opener | None = None) -> Status:
     """Make ``target`` hold the pinned file: keep it if its hash matches, else download and check."""
     if target.is_file() and sha256_of(target) == pinned.sha256:
         return "present"

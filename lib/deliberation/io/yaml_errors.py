@@ -15,7 +15,7 @@ import yaml
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
     """Safe YAML loader that rejects a key repeated in one mapping."""
 
 
@@ -34,12 +34,12 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
     return loader.construct_mapping(node, deep=deep)
 
 
-StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def refuse_aliases(text: str) -> None:
+def _refuse_aliases(text: str) -> None:
     """Raise a ``yaml.YAMLError`` at the first alias (``*name``, also in ``<<: *name``)."""
-    for event in yaml.parse(text, Loader=StrictLoader):
+    for event in yaml.parse(text, Loader=_StrictLoader):
         if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(
                 None,
@@ -53,8 +53,8 @@ def refuse_aliases(text: str) -> None:
 def load_strict(text: str) -> Any:
     """Parse YAML like ``yaml.safe_load``, but a repeated key or an alias is a
     ``yaml.YAMLError``."""
-    refuse_aliases(text)
-    return yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass
+    _refuse_aliases(text)
+    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
 
 
 def yaml_error_location(exc: yaml.YAMLError) -> str:

@@ -1,24 +1,7 @@
 """Balance audit: keep the evidence balance, not the rarest or most relevant claims.
 
-Paper 1 ends by asking for a policy that audits the balance of kept evidence per option. Each
-statement carries a label (option it bears on, direction +1/-1/0). The full labelled set
-implies option scores F and thus a ranking. The audit chooses, within the capacity, the subset
-whose kept scores K
-
-1. keep every strict order of the full ranking (F[a] > F[b] implies K[a] > K[b]),
-2. with the largest margin for the full set's leader, K[leader] - max of the others (the leader
-   is the option with the highest F, the first by name on a tie: never by the order the
-   options are listed in, which tasks counterbalance),
-3. ties broken by rarity: the smallest total holder count, then fewest tokens, then earliest
-   first mentions.
-
-If no subset keeps the ranking (a tiny budget), the largest margin still wins. Statements
-labelled "neither" (or with no option) are never kept: they cannot change the balance, only
-add noise. Spare budget is left unused for the same reason.
-
-The search is exact: a dynamic programme over kept score vectors, keeping per vector the
-Pareto front of (cost, total holders) (a few ms on a CrossProfile task; about 3 s on
-HiddenBench task 5, 62 statements). It reads labels only, never the answer key.
+In full: ``docs/experiments.md``, section "The balance audit policy
+(memory_policies/balance.py)".
 """
 
 from __future__ import annotations
@@ -51,7 +34,7 @@ def _items(partial: _Partial) -> list[int]:
     return chosen[::-1]
 
 
-def option_scores(
+def _option_scores(
     labels: Mapping[str, BalanceLabel], options: Sequence[str], ids: Sequence[str] | None = None
 ) -> dict[str, int]:
     """Sum of directions per option over ``ids`` (default: every labelled statement)."""
@@ -86,7 +69,7 @@ def audit_balance(
     )
     if not options or not scored:
         return ()
-    full = option_scores(labels, options, [c.fact_id for c in candidates])
+    full = _option_scores(labels, options, [c.fact_id for c in candidates])
     best = max(full.values())
     leader = next(k for k, o in enumerate(options) if full[o] == best)
     strict = [(index[a], index[b]) for a in options for b in options if full[a] > full[b]]

@@ -20,7 +20,7 @@ _DIRECTIONS = {"for": 1, "against": -1, "neither": 0, "none": 0}
 
 
 @dataclass(frozen=True)
-class LabelReading:
+class _LabelReading:
     labels: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
@@ -52,18 +52,18 @@ def _statement_index(value: Any, n: int) -> int | None:
     return value - 1 if isinstance(value, int) and 1 <= value <= n else None
 
 
-def read_relevance(text: str, fact_ids: Sequence[str]) -> LabelReading:
+def read_relevance(text: str, fact_ids: Sequence[str]) -> _LabelReading:
     """``{"relevant": [numbers]}`` -> {fact id: relevant?} for every statement."""
     value = json_object(text or "")
     numbers = None if value is None else value.get("relevant")
     if not isinstance(numbers, list):
-        return LabelReading({f: False for f in fact_ids}, "relevance labels unreadable")
+        return _LabelReading({f: False for f in fact_ids}, "relevance labels unreadable")
     indices = [_statement_index(v, len(fact_ids)) for v in numbers]
     chosen = {i for i in indices if i is not None}
     error = None
     if None in indices:
         error = f"relevance labels: {indices.count(None)} entries are not statement numbers"
-    return LabelReading({f: k in chosen for k, f in enumerate(fact_ids)}, error)
+    return _LabelReading({f: k in chosen for k, f in enumerate(fact_ids)}, error)
 
 
 def _match_option(name: Any, options: Sequence[str]) -> str | None | bool:
@@ -78,13 +78,13 @@ def _match_option(name: Any, options: Sequence[str]) -> str | None | bool:
     return False
 
 
-def read_balance(text: str, fact_ids: Sequence[str], options: Sequence[str]) -> LabelReading:
+def read_balance(text: str, fact_ids: Sequence[str], options: Sequence[str]) -> _LabelReading:
     """``{"labels": [{"statement", "option", "direction"}]}`` -> {fact id: BalanceLabel}.
     Statements without a usable label are left out (the audit treats them as "neither")."""
     value = json_object(text or "")
     entries = None if value is None else value.get("labels")
     if not isinstance(entries, list):
-        return LabelReading({}, "balance labels unreadable")
+        return _LabelReading({}, "balance labels unreadable")
     labels: dict[str, BalanceLabel] = {}
     bad = 0
     for entry in entries:
@@ -104,4 +104,4 @@ def read_balance(text: str, fact_ids: Sequence[str], options: Sequence[str]) -> 
         problems.append(f"{bad} unreadable entries")
     if missing:
         problems.append(f"{missing} of {len(fact_ids)} statements unlabelled")
-    return LabelReading(labels, "balance labels: " + ", ".join(problems) if problems else None)
+    return _LabelReading(labels, "balance labels: " + ", ".join(problems) if problems else None)

@@ -20,22 +20,22 @@ from deliberation.memory_policies.registry import (
 )
 from deliberation.seeds import stable_seed
 
-RELEVANT_ROLES = frozenset({"support", "decoy"})
+_RELEVANT_ROLES = frozenset({"support", "decoy"})
 
 
-def rarity_key(candidate: MemoryCandidate) -> tuple[int, int]:
+def _rarity_key(candidate: MemoryCandidate) -> tuple[int, int]:
     """Fewest holders first, then first mention."""
     return (candidate.n_holders, candidate.first_mention)
 
 
-def rarest_first(candidates: tuple[MemoryCandidate, ...]) -> list[MemoryCandidate]:
-    return sorted(candidates, key=rarity_key)
+def _rarest_first(candidates: tuple[MemoryCandidate, ...]) -> list[MemoryCandidate]:
+    return sorted(candidates, key=_rarity_key)
 
 
 @rank_policy("R1", label="rarest first")
 def rarest(pool: MemoryPool) -> list[MemoryCandidate]:
     """R1: rarest first (fewest holders; ties by first mention)."""
-    return rarest_first(pool.candidates)
+    return _rarest_first(pool.candidates)
 
 
 @rank_policy("B4", label="first mention")
@@ -51,9 +51,9 @@ def random_order(pool: MemoryPool) -> list[MemoryCandidate]:
     return [pool.candidates[i] for i in rng.permutation(len(pool.candidates))]
 
 
-def relevant_then_rest(pool: MemoryPool, relevant: set[str]) -> list[MemoryCandidate]:
+def _relevant_then_rest(pool: MemoryPool, relevant: set[str]) -> list[MemoryCandidate]:
     """Relevant statements rarest-first, then the others rarest-first."""
-    return sorted(pool.candidates, key=lambda c: (c.fact_id not in relevant, *rarity_key(c)))
+    return sorted(pool.candidates, key=lambda c: (c.fact_id not in relevant, *_rarity_key(c)))
 
 
 @rank_policy("R1-rel", label="relevant first (model-labelled)", needs=("relevance",))
@@ -62,15 +62,15 @@ def relevance_first(pool: MemoryPool) -> list[MemoryCandidate]:
     (a statement the labeller did not label counts as not relevant). Costs one labelling call
     per task."""
     assert pool.relevance is not None
-    return relevant_then_rest(pool, {k for k, v in pool.relevance.items() if v})
+    return _relevant_then_rest(pool, {k for k, v in pool.relevance.items() if v})
 
 
 @rank_policy("oracle-rel", label="relevant first (true roles)", needs=("truth",))
 def oracle_relevance(pool: MemoryPool) -> list[MemoryCandidate]:
     """Oracle relevance: as R1-rel with the true roles (support and decoys are relevant)."""
     assert pool.truth is not None
-    return relevant_then_rest(
-        pool, {k for k, fact in pool.truth.items() if fact.role in RELEVANT_ROLES}
+    return _relevant_then_rest(
+        pool, {k for k, fact in pool.truth.items() if fact.role in _RELEVANT_ROLES}
     )
 
 

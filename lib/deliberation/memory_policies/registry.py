@@ -33,11 +33,11 @@ from deliberation.memory_policies.budget import Capacity
 # What a policy reads besides the candidates: "relevance", "balance", "summary" (pool fields the
 # memory runs fill from model calls), "truth" (the benchmark's true roles), or the name of any
 # other need a provider is registered for (its reading is kept in ``MemoryPool.provided``).
-Need = str
-Shape = Literal["rank", "subset", "reference", "summary"]
+_Need = str
+_Shape = Literal["rank", "subset", "reference", "summary"]
 
 
-class TrueFact(Protocol):
+class _TrueFact(Protocol):
     """What an oracle may know about a fact: its role, option and polarity (CrossProfile's
     ``TaskFact`` qualifies)."""
 
@@ -70,10 +70,10 @@ class MemoryPool:
     relevance: Mapping[str, bool] | None = None
     balance: Mapping[str, BalanceLabel] | None = None
     summary: str | None = None
-    truth: Mapping[str, TrueFact] | None = field(default=None, repr=False)
+    truth: Mapping[str, _TrueFact] | None = field(default=None, repr=False)
     provided: Mapping[str, object] = field(default_factory=dict)  # other needs' readings
 
-    def require(self, need: Need, policy: str) -> object:
+    def require(self, need: _Need, policy: str) -> object:
         value = getattr(self, need) if need in _POOL_NEEDS else self.provided.get(need)
         if value is None:
             raise ValueError(
@@ -81,7 +81,7 @@ class MemoryPool:
             )
         return value
 
-    def with_need(self, need: Need, value: object) -> MemoryPool:
+    def with_need(self, need: _Need, value: object) -> MemoryPool:
         """This pool with ``need``'s reading (a field of its own, or kept in ``provided``)."""
         if need in _POOL_NEEDS:
             return dataclasses.replace(self, **{need: value})
@@ -112,16 +112,16 @@ class Memory:
         return tuple(c.fact_id for c in self.items)
 
 
-Selection = Sequence[MemoryCandidate] | str
-PolicyFunction = Callable[[MemoryPool, Capacity | None], Selection]
+_Selection = Sequence[MemoryCandidate] | str
+_PolicyFunction = Callable[[MemoryPool, Capacity | None], _Selection]
 
 
 @dataclass(frozen=True)
 class PolicySpec:
     name: str
-    shape: Shape
-    select: PolicyFunction
-    needs: tuple[Need, ...]
+    shape: _Shape
+    select: _PolicyFunction
+    needs: tuple[_Need, ...]
     description: str
     label: str  # a few words for figure legends ("rarest first"): what the code means
 
@@ -145,7 +145,7 @@ _POLICIES: dict[str, PolicySpec] = {}
 
 
 def _register(
-    name: str, shape: Shape, needs: Sequence[Need], func: Callable, select, label: str
+    name: str, shape: _Shape, needs: Sequence[_Need], func: Callable, select, label: str
 ) -> None:
     if name in _POLICIES:
         raise ValueError(f"memory policy {name!r} registered twice")
@@ -153,13 +153,13 @@ def _register(
     _POLICIES[name] = PolicySpec(name, shape, select, tuple(needs), doc[0] if doc else "", label)
 
 
-def rank_policy(name: str, *, label: str = "", needs: Sequence[Need] = ()):
+def rank_policy(name: str, *, label: str = "", needs: Sequence[_Need] = ()):
     """Register ``func(pool) -> candidates in preference order``."""
 
     def decorate(func: Callable[[MemoryPool], Sequence[MemoryCandidate]]):
         from deliberation.memory_policies.budget import take_in_order
 
-        def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
+        def select(pool: MemoryPool, capacity: Capacity | None) -> _Selection:
             return take_in_order(func(pool), _need_capacity(name, capacity))
 
         _register(name, "rank", needs, func, select, label)
@@ -168,11 +168,11 @@ def rank_policy(name: str, *, label: str = "", needs: Sequence[Need] = ()):
     return decorate
 
 
-def subset_policy(name: str, *, label: str = "", needs: Sequence[Need] = ()):
+def subset_policy(name: str, *, label: str = "", needs: Sequence[_Need] = ()):
     """Register ``func(pool, capacity) -> kept candidates`` (any order)."""
 
     def decorate(func: Callable[[MemoryPool, Capacity], Sequence[MemoryCandidate]]):
-        def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
+        def select(pool: MemoryPool, capacity: Capacity | None) -> _Selection:
             return func(pool, _need_capacity(name, capacity))
 
         _register(name, "subset", needs, func, select, label)
@@ -185,7 +185,7 @@ def reference_policy(name: str, *, label: str = ""):
     """Register ``func(pool) -> kept candidates`` with no budget."""
 
     def decorate(func: Callable[[MemoryPool], Sequence[MemoryCandidate]]):
-        def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
+        def select(pool: MemoryPool, capacity: Capacity | None) -> _Selection:
             if capacity is not None:
                 raise ValueError(f"reference policy {name} takes no budget")
             return func(pool)
@@ -196,11 +196,11 @@ def reference_policy(name: str, *, label: str = ""):
     return decorate
 
 
-def summary_policy(name: str, *, label: str = "", needs: Sequence[Need] = ("summary",)):
+def summary_policy(name: str, *, label: str = "", needs: Sequence[_Need] = ("summary",)):
     """Register ``func(pool) -> summary text``; :func:`build_memory` cuts it to the budget."""
 
     def decorate(func: Callable[[MemoryPool], str]):
-        def select(pool: MemoryPool, capacity: Capacity | None) -> Selection:
+        def select(pool: MemoryPool, capacity: Capacity | None) -> _Selection:
             capacity = _need_capacity(name, capacity)
             if capacity.unit != "tokens":
                 raise ValueError(f"summary policy {name} needs a token budget, not an item count")

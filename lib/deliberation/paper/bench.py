@@ -41,7 +41,7 @@ def write_rows(path: str | Path | None, rows: Sequence[BenchRow]) -> None:
         atomic_write_text(Path(path), json.dumps([asdict(r) for r in rows], indent=1) + "\n")
 
 
-def benchmark_scripts(only: Sequence[str] | None = None, folder: Path | None = None) -> list[Path]:
+def _benchmark_scripts(only: Sequence[str] | None = None, folder: Path | None = None) -> list[Path]:
     scripts = sorted((folder or paths.repo_root() / "benchmarks").glob("bench_*.py"))
     if only:
         unknown = set(only) - {s.stem for s in scripts}
@@ -59,7 +59,7 @@ def run_benchmarks(
     rows: list[dict[str, str]] = []
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="deliberation-bench-") as scratch:
-        for script in benchmark_scripts(only, folder):
+        for script in _benchmark_scripts(only, folder):
             print(f"== {script.name}", flush=True)
             rows_file = Path(scratch) / f"{script.stem}.json"
             done = subprocess.run(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FLAGS = [
+_FLAGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -103,7 +103,7 @@ def headless_chromium(executable: str | None = None, timeout_s: float = 30.0) ->
         prefix="deliberation-chromium-", ignore_cleanup_errors=True
     ) as profile_dir:
         process = subprocess.Popen(
-            [executable, *FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
+            [executable, *_FLAGS, f"--user-data-dir={profile_dir}", "--remote-debugging-port=0",
              "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -146,7 +146,7 @@ def _wait_for_devtools(process: subprocess.Popen, timeout_s: float) -> str:
 
 
 @dataclass
-class SiteCheck:
+class _SiteCheck:
     pages: list[str] = field(default_factory=list)
     images: int = 0
     links: int = 0
@@ -173,11 +173,11 @@ def _file_of(url: str) -> Path | None:
     return Path(urllib.parse.unquote(parts.path))
 
 
-def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 30.0) -> SiteCheck:
+def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 30.0) -> _SiteCheck:
     """Visit the site from ``index`` (see the module docstring); screenshot the index."""
     index = index.resolve()
     site = index.parent
-    check = SiteCheck()
+    check = _SiteCheck()
     queue, seen = [index], {index}
     with headless_chromium(timeout_s=timeout_s) as browser:
         while queue:

@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from deliberation import exit_codes
+from deliberation.inference import preflight_now
 from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
-from deliberation.inference.model_server import model_server, preflight_now
+from deliberation.inference.model_server import model_server
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.paper.manifest import NotebookEntry, load_manifest, notebooks_dir, select

@@ -198,7 +198,7 @@ def _plan(args: argparse.Namespace) -> int:
         for line in format_plan(plan):
             print(line)
         if not args.no_power:
-            for line in power_beside_plan(plan):
+            for line in _power_beside_plan(plan):
                 print(line, flush=True)
         if args.csv:
             from deliberation.io.atomic import atomic_write_text
@@ -209,7 +209,7 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def power_beside_plan(plan) -> list[str]:
+def _power_beside_plan(plan) -> list[str]:
     """The power table of the plan's profile, its recommended grids costed from this plan
     (``deliberation power`` prints it with each test's sources)."""
     from deliberation.paper.power import run_power

@@ -20,13 +20,13 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum
 
 # Unix sockets: Linux and macOS. Elsewhere (Windows) the default TCP transport stays.
-IPC = os.name == "posix" and sys.platform != "cygwin"
+_IPC = os.name == "posix" and sys.platform != "cygwin"
 
 
 class QuietKernelManager(AsyncKernelManager):
     """An :class:`AsyncKernelManager` on IPC sockets that does not interrupt at shutdown."""
 
-    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc" if IPC else "tcp", config=True)
+    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc" if _IPC else "tcp", config=True)
 
     def _ip_default(self) -> str:
         if self.transport != "ipc":

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from deliberation.io import paths
 from deliberation.io.yaml_errors import describe_yaml_error, yaml_error_location
 
-MANIFEST_NAME = "manifest.yaml"
-NOTEBOOK_PATTERN = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
+_MANIFEST_NAME = "manifest.yaml"
+_NOTEBOOK_PATTERN = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
 
 
 class ManifestError(ValueError):
@@ -34,6 +34,8 @@ class NotebookEntry(BaseModel):
     reads: tuple[str, ...] = ()
     experiment: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
+    # The function an experiment record gives (``experiment`` then names it); not hashed.
+    function: Callable[..., Any] | None = Field(None, exclude=True)
 
     @field_validator("experiment")
     @classmethod
@@ -48,8 +50,8 @@ class NotebookEntry(BaseModel):
 
     def experiment_function(self) -> Callable[..., Any] | None:
         """The experiment function, imported; None for a notebook that calls no model."""
-        if self.experiment is None:
-            return None
+        if self.function is not None or self.experiment is None:
+            return self.function
         module, _, function = self.experiment.partition(":")
         try:
             return getattr(importlib.import_module(module), function)
@@ -91,7 +93,7 @@ def load_manifest(folder: str | Path | None = None) -> list[NotebookEntry]:
     """The entries in notebook order; every numbered notebook in the folder must have one and
     every entry must name an existing notebook (errors name the file and the entry)."""
     folder = Path(folder) if folder is not None else notebooks_dir()
-    path = folder / MANIFEST_NAME
+    path = folder / _MANIFEST_NAME
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -110,8 +112,13 @@ def load_manifest(folder: str | Path | None = None) -> list[NotebookEntry]:
         fields = dict(fields or {})
         call = calls.get(name) if isinstance(name, str) else None
         if call is not None and "experiment" not in fields:
-            fields.update(experiment=call.function, kwargs=dict(call.kwargs))
-        if not isinstance(name, str) or not NOTEBOOK_PATTERN.fullmatch(name):
+            function = call.function
+            fields.update(
+                experiment=f"{function.__module__}:{function.__qualname__}",
+                function=function,
+                kwargs=dict(call.kwargs),
+            )
+        if not isinstance(name, str) or not _NOTEBOOK_PATTERN.fullmatch(name):
             raise ManifestError(f"{path}: {name!r} is not a numbered notebook name (NN_name.ipynb)")
         try:
             entries.append(NotebookEntry(name=name, **fields))
@@ -120,7 +127,7 @@ def load_manifest(folder: str | Path | None = None) -> list[NotebookEntry]:
             where = ".".join(str(p) for p in detail.get("loc", ()))
             raise ManifestError(f"{path}: notebooks.{name}.{where}: {detail['msg']}") from None
     listed = {e.name for e in entries}
-    present = {p.name for p in folder.glob("*.ipynb") if NOTEBOOK_PATTERN.fullmatch(p.name)}
+    present = {p.name for p in folder.glob("*.ipynb") if _NOTEBOOK_PATTERN.fullmatch(p.name)}
     if present - listed:
         raise ManifestError(
             f"{path}: no entry for {sorted(present - listed)}: add one per notebook (the data it"

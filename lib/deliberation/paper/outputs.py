@@ -29,7 +29,7 @@ class OutputListError(ValueError):
 
 
 @dataclass(frozen=True)
-class ExpectedOutput:
+class _ExpectedOutput:
     notebook: str  # notebook stem
     pattern: str  # e.g. figures/{profile}/x.png
     only_if: tuple[str, ...] = ()  # data globs; expected only when one matches
@@ -45,7 +45,7 @@ def readme_path() -> Path:
     return paths.repo_root() / "figures" / "README.md"
 
 
-def expected_outputs(readme: str | Path | None = None) -> list[ExpectedOutput]:
+def expected_outputs(readme: str | Path | None = None) -> list[_ExpectedOutput]:
     """Every row of the README's output table, in file order."""
     path = Path(readme) if readme is not None else readme_path()
     lines = path.read_text().splitlines()
@@ -74,7 +74,7 @@ def expected_outputs(readme: str | Path | None = None) -> list[ExpectedOutput]:
             ) from None
         condition = cells[2] if len(cells) > 2 else ""
         only_if = tuple(c.strip().strip("`") for c in condition.split(" or ") if c.strip())
-        rows.append(ExpectedOutput(notebook.removesuffix(".ipynb"), pattern, only_if))
+        rows.append(_ExpectedOutput(notebook.removesuffix(".ipynb"), pattern, only_if))
     return rows
 
 

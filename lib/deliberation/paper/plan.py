@@ -28,14 +28,10 @@ from pathlib import Path
 import pandas as pd
 
 from deliberation.inference import cache_path
-from deliberation.inference.base import (
-    Backend,
-    ChatRequest,
-    ChatResponse,
-    backend_class,
-)
-from deliberation.inference.cache import ResponseCache, request_key
-from deliberation.inference.client import keys_or_failures, prefix_order
+from deliberation.inference.backends import backend_class
+from deliberation.inference.base import Backend, ChatRequest, ChatResponse
+from deliberation.inference.cache import ResponseCache
+from deliberation.inference.client import keys_or_failures, prefix_order, remembered_key
 from deliberation.inference.sim import SimBackend
 from deliberation.inference.tokens import count_tokens
 from deliberation.paper.manifest import NotebookEntry, load_manifest
@@ -119,12 +115,7 @@ class PlanningClient:
         self.examples: dict[tuple[str, str], ChatRequest] = {}
 
     def key(self, request: ChatRequest) -> str:
-        known = self._keys.get(id(request))
-        if known is not None and known[0] is request:
-            return known[1]
-        key = request_key(self.backend, request)
-        self._keys[id(request)] = (request, key)
-        return key
+        return remembered_key(self._keys, self.backend, request)
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         for request in requests:
@@ -215,7 +206,7 @@ def unshared_prompt_shares(requests: Sequence[ChatRequest]) -> list[float]:
 def planning_answerer(profile: Profile) -> Backend:
     """The sim that answers the calls not in the cache: the profile's own sim for a sim
     profile (so the plan is exact), else the ``sim`` profile's mechanism with this seed."""
-    if profile.backend == "sim":
+    if issubclass(backend_class(profile.backend), SimBackend):
         return SimBackend.from_profile(profile)
     sim = load_profile("sim").model_copy(update={"seed": profile.seed})
     return SimBackend.from_profile(sim)

@@ -71,7 +71,7 @@ class NotebookProgress:
         return ", ".join(parts)
 
 
-class ProgressEngine(NBClientEngine):
+class _ProgressEngine(NBClientEngine):
     """papermill's nbclient engine, telling a :class:`NotebookProgress` each code cell it starts."""
 
     @classmethod
@@ -94,7 +94,7 @@ class ProgressEngine(NBClientEngine):
         return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
 
-papermill_engines.register(ENGINE_NAME, ProgressEngine)
+papermill_engines.register(ENGINE_NAME, _ProgressEngine)
 
 
 @contextlib.contextmanager

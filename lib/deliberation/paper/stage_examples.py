@@ -27,16 +27,16 @@ def smoke_sized(profile: Profile | str) -> Profile:
 def stage_examples(profile: Profile | str) -> dict[tuple[str, str], ChatRequest]:
     """``(stage, kind) -> request`` for every stage and constraint kind (``choice``, ``json``,
     ``free``) of the profile's notebooks, built by the plan at smoke size (sends nothing), and
-    DHD's judge (:func:`judge_example`)."""
+    DHD's judge (:func:`_judge_example`)."""
     from deliberation.paper.plan import plan_calls
 
     profile = smoke_sized(profile)
     examples = plan_calls(profile).examples
-    examples.setdefault(("dhd.judge", "choice"), judge_example(profile.seed))
+    examples.setdefault(("dhd.judge", "choice"), _judge_example(profile.seed))
     return dict(sorted(examples.items()))
 
 
-def judge_example(seed: int) -> ChatRequest:
+def _judge_example(seed: int) -> ChatRequest:
     """DHD's judge call, which the plan meets only on items no rule can grade (Omni-MATH's,
     with ``make data``): built for the first synthetic problem and a made-up reply."""
     from deliberation.experiments.dhd.judge import judge_request

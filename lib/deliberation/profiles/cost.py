@@ -72,7 +72,7 @@ def amount(value: float) -> str:
 
 
 @dataclass(frozen=True)
-class CostEstimate:
+class _CostEstimate:
     """Cost of sending ``prompt_tokens`` and ``completion_tokens`` (None where the profile has no
     figure). ``*_ceiling`` prices every completion at its ``max_tokens``."""
 
@@ -112,7 +112,7 @@ def estimate(
     completion_ceiling: int,
     *,
     unshared_prompt_tokens: int | None = None,
-) -> CostEstimate:
+) -> _CostEstimate:
     """GPU hours from throughput (prefill and decode timed separately), money from list prices.
     With ``gpu.prefix_cache``, prefill is timed on ``unshared_prompt_tokens`` (the prompt tokens
     the previously sent prompt does not share) when given; prices always count every token."""
@@ -147,7 +147,7 @@ def estimate(
             "currency": price.currency,
             "price_date": price.as_of,
         }
-    return CostEstimate(**fields)
+    return _CostEstimate(**fields)
 
 
 # A plan longer than this is worth a warning before anything runs (a copied profile keeps the
@@ -157,10 +157,10 @@ LONG_RUN_HOURS = 3.0
 MANY_CALLS = 1_000
 # A reference rate to put an untimed plan in proportion: SmolLM2-135M through llama.cpp on two
 # CPU cores took 4-6 s a CrossProfile decision (docs/real-model.md).
-REFERENCE_SECONDS_PER_CALL = 5.0
+_REFERENCE_SECONDS_PER_CALL = 5.0
 
 
-def duration_warning(model: CostModel, cost: CostEstimate, calls_to_send: int) -> str | None:
+def duration_warning(model: CostModel, cost: _CostEstimate, calls_to_send: int) -> str | None:
     """A warning when the calls to send take more than :data:`LONG_RUN_HOURS` on the profile's
     stated throughput, or are many and the profile states none; None otherwise."""
     shrink = (
@@ -176,10 +176,10 @@ def duration_warning(model: CostModel, cost: CostEstimate, calls_to_send: int) -
             f" profile's stated throughput{basis}: {shrink}"
         )
     if model.gpu is None and calls_to_send > MANY_CALLS:
-        hours = calls_to_send * REFERENCE_SECONDS_PER_CALL / 3600
+        hours = calls_to_send * _REFERENCE_SECONDS_PER_CALL / 3600
         return (
             f"WARNING: {calls_to_send:,} calls to send and no cost.gpu section to time them; at"
-            f" {REFERENCE_SECONDS_PER_CALL:.0f} s a call (a 135M model on two CPU cores) that"
+            f" {_REFERENCE_SECONDS_PER_CALL:.0f} s a call (a 135M model on two CPU cores) that"
             f" would be {amount(hours)} h: {shrink}, and state the server's throughput in cost.gpu"
         )
     return None

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from deliberation.inference.backends import backend_class
 from deliberation.io import paths
 
 # Profiles are typed ``Any`` here: ``params.Profile.label`` calls this module, which must not
@@ -33,7 +34,7 @@ SYNTHETIC_LABEL = "synthetic (sim backend)"
 
 
 @dataclass(frozen=True)
-class Engine:
+class _Engine:
     """An inference engine as readers know it, and the PyPI package whose pin gives its
     version (None: not installed through this project's extras)."""
 
@@ -41,26 +42,29 @@ class Engine:
     package: str | None = None
 
 
-LLAMA_CPP_PYTHON = Engine("llama.cpp via llama-cpp-python", "llama-cpp-python")
-LLAMA_SERVER = Engine("llama.cpp (llama-server)")
-VLLM = Engine("vLLM", "vllm")
+_LLAMA_CPP_PYTHON = _Engine("llama.cpp via llama-cpp-python", "llama-cpp-python")
+_LLAMA_SERVER = _Engine("llama.cpp (llama-server)")
+_VLLM = _Engine("vLLM", "vllm")
 
 
-def engine_of(profile: Profile) -> Engine | None:
-    """The engine behind a profile: the offline vLLM backend, or what its ``server:`` command
-    runs; None for a server the profile does not start (an API, Ollama, ...)."""
-    if profile.backend == "vllm":
-        return VLLM
+def _engine_of(profile: Profile) -> _Engine | None:
+    """The engine behind a profile: the one its backend runs in-process (``Backend.engine``),
+    or what its ``server:`` command runs; None for a server the profile does not start (an
+    API, Ollama, ...)."""
+    in_process = backend_class(profile.backend).engine
+    if in_process is not None:
+        known = {e.package: e for e in (_VLLM, _LLAMA_CPP_PYTHON)}
+        return known.get(in_process, _Engine(in_process, in_process))
     if profile.server is None:
         return None
     command = list(profile.server.command)
     program = Path(command[0]).name
     if "llama_cpp.server" in command:
-        return LLAMA_CPP_PYTHON
+        return _LLAMA_CPP_PYTHON
     if program == "llama-server":
-        return LLAMA_SERVER
+        return _LLAMA_SERVER
     if program == "vllm" or "vllm.entrypoints.openai.api_server" in command:
-        return VLLM
+        return _VLLM
     return None
 
 
@@ -121,7 +125,7 @@ def _smaller(mine: Any, default: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class ModelDescription:
+class _ModelDescription:
     """What a real-model profile runs; :meth:`label` is the words, :meth:`record` the sidecar's
     ``model_description`` entry."""
 
@@ -163,7 +167,7 @@ class ModelDescription:
         }
 
 
-def describe_model(profile: Profile) -> ModelDescription:
+def describe_model(profile: Profile) -> _ModelDescription:
     """What ``profile`` runs, from the profile, the pinned model files and ``pyproject.toml``."""
     from deliberation.inference.model_files import MODELS
 
@@ -178,13 +182,13 @@ def describe_model(profile: Profile) -> ModelDescription:
                 name,
                 pinned.sha256,
             )
-    engine = engine_of(profile)
+    engine = _engine_of(profile)
     served_at = None
     base_url = getattr(profile.options, "base_url", None)
     if engine is None and isinstance(base_url, str):
         host = urlsplit(base_url).hostname
         served_at = host if host and not _is_loopback(host) else None
-    return ModelDescription(
+    return _ModelDescription(
         model=model,
         quantisation=quantisation,
         model_file=file,

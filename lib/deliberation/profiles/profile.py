@@ -46,7 +46,7 @@ from pydantic import (
 # The experiments registry: every experiment's sim behaviours (and the parameters they declare) are
 # known before a profile's sim.parameters are checked.
 from deliberation.experiments import experiment_options, experiment_smoke_sizes
-from deliberation.inference.base import backend_class, registered_backends
+from deliberation.inference.backends import backend_class, registered_backends
 from deliberation.inference.model_server import LOCAL_HOSTS, ServerOptions
 from deliberation.io import paths
 from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
@@ -228,7 +228,7 @@ class Profile(Strict):
         """A ``server:`` section starts the server ``openai.base_url`` names, on this machine."""
         if self.server is None:
             return self
-        if self.backend != "openai":
+        if not hasattr(self.options, "base_url"):  # the backend talks to no server
             raise ValueError(f"server: needs backend openai (the profile's is {self.backend!r})")
         url = urlsplit(self.options.base_url)
         if url.hostname not in LOCAL_HOSTS:
@@ -474,9 +474,3 @@ def shipped_profiles() -> list[str]:
         line.split("#", 1)[0].strip() for line in listing.read_text(encoding="utf-8").splitlines()
     ]
     return sorted(name for name in names if name)
-
-
-def user_profiles() -> list[str]:
-    """The profiles in ``params/`` that the repository does not ship."""
-    shipped = set(shipped_profiles())
-    return [name for name in available_profiles() if name not in shipped]

@@ -28,12 +28,12 @@ from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
 from deliberation.profiles.cost import CostModel
 
-MIN_CALLS = 4  # fewer answered calls than this measure nothing
-MIN_SHARE = 0.01  # a term (prefill, decode) explaining less of the time than this: not measured
+_MIN_CALLS = 4  # fewer answered calls than this measure nothing
+_MIN_SHARE = 0.01  # a term (prefill, decode) explaining less of the time than this: not measured
 
 
 @dataclass(frozen=True)
-class MeasuredThroughput:
+class _MeasuredThroughput:
     """Tokens per second of the whole deployment; None where the fit could not tell (e.g. every
     call had the same share of prompt and completion)."""
 
@@ -78,9 +78,9 @@ def fit_throughput(
     completion: Sequence[float],
     latency_s: Sequence[float],
     sending_s: float,
-) -> MeasuredThroughput | None:
-    """The fit of the module docstring; None with fewer than :data:`MIN_CALLS` calls or no time."""
-    if len(latency_s) < MIN_CALLS or sending_s <= 0 or sum(latency_s) <= 0:
+) -> _MeasuredThroughput | None:
+    """The fit of the module docstring; None with fewer than :data:`_MIN_CALLS` calls or no time."""
+    if len(latency_s) < _MIN_CALLS or sending_s <= 0 or sum(latency_s) <= 0:
         return None
     design = np.column_stack([np.asarray(prefill, float), np.asarray(completion, float)])
     total = float(sum(latency_s))
@@ -90,9 +90,9 @@ def fit_throughput(
     def rate(column: int) -> float | None:
         """Tokens/s of one term; None when it explains under MIN_SHARE of the time."""
         seconds = float(coefficients[column] * design[:, column].sum())
-        return in_flight / float(coefficients[column]) if seconds >= MIN_SHARE * total else None
+        return in_flight / float(coefficients[column]) if seconds >= _MIN_SHARE * total else None
 
-    return MeasuredThroughput(
+    return _MeasuredThroughput(
         prompt_tokens_per_s=rate(0),
         completion_tokens_per_s=rate(1),
         calls=len(latency_s),
@@ -101,21 +101,21 @@ def fit_throughput(
     )
 
 
-def measured_path(profile: str) -> Path:
+def _measured_path(profile: str) -> Path:
     return paths.build_dir() / "measured" / f"{profile}.json"
 
 
-def save_measured(profile: str, measured: MeasuredThroughput) -> Path:
-    target = measured_path(profile)
+def save_measured(profile: str, measured: _MeasuredThroughput) -> Path:
+    target = _measured_path(profile)
     target.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write_text(target, json.dumps(asdict(measured), indent=1) + "\n")
 
 
-def load_measured(profile: str) -> MeasuredThroughput | None:
+def load_measured(profile: str) -> _MeasuredThroughput | None:
     """The last measurement of ``profile``, or None (none made, or unreadable: then the plan
     uses the stated figures, as it would without one)."""
     try:
-        return MeasuredThroughput(**json.loads(measured_path(profile).read_text()))
+        return _MeasuredThroughput(**json.loads(_measured_path(profile).read_text()))
     except (OSError, ValueError, TypeError):
         return None
 

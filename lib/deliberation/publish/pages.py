@@ -52,7 +52,7 @@ def run_label(profile_arg: str) -> RunLabel:
     profile served by serve-sim)."""
     profile = load_profile(profile_arg)
     synthetic = profile.synthetic
-    for sidecar in output_sidecars(profile.name):
+    for sidecar in _output_sidecars(profile.name):
         record = json.loads(sidecar.read_text())
         synthetic = synthetic or bool(record.get("synthetic"))
     if synthetic:
@@ -60,7 +60,7 @@ def run_label(profile_arg: str) -> RunLabel:
     return RunLabel(profile.name, False, f"model output ({profile.backend}): {profile.label}")
 
 
-def output_sidecars(profile: str) -> list[Path]:
+def _output_sidecars(profile: str) -> list[Path]:
     root = paths.output_root()
     return sorted(
         p

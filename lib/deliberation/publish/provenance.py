@@ -28,7 +28,7 @@ from deliberation.profiles.model_label import SYNTHETIC_LABEL, describe_model
 from deliberation.profiles.profile import Profile
 
 __all__ = ["SYNTHETIC_LABEL", "ReleasedSource", "output_label", "label_caption"]
-NO_MODEL_LABEL = "benchmark description (no model calls)"
+_NO_MODEL_LABEL = "benchmark description (no model calls)"
 
 
 @dataclass(frozen=True)
@@ -60,19 +60,19 @@ class ReleasedSource:
 
 # What makes an output: edits (tracked or not, ignored files aside) under these folders make the
 # checkout "dirty", because a rerun from the recorded commit would not reproduce the output.
-SOURCE_FOLDERS = ("lib", "params", "templates", "notebooks")
+_SOURCE_FOLDERS = ("lib", "params", "templates", "notebooks")
 
 
 def git_state() -> tuple[str, bool]:
     """(commit, dirty) of the checkout, or ("unknown", False) outside git. Dirty means a change
-    to a tracked file or an untracked (not ignored) file under :data:`SOURCE_FOLDERS`."""
+    to a tracked file or an untracked (not ignored) file under :data:`_SOURCE_FOLDERS`."""
     root = paths.repo_root()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_FOLDERS],
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", *_SOURCE_FOLDERS],
             cwd=root,
             capture_output=True,
             text=True,
@@ -92,7 +92,7 @@ def output_label(
     if source is not None:
         return source.label()
     if not uses_model:
-        return NO_MODEL_LABEL
+        return _NO_MODEL_LABEL
     return profile.label
 
 

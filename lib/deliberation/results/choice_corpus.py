@@ -37,7 +37,7 @@ from deliberation.memory_policies import Capacity, MemoryPool, budget_tokens, bu
 
 # Cells per CrossProfile task: first-mention memories of growing budget share their prompt's
 # prefix (the server reuses it), the other policies vary what the notes hold.
-CROSSPROFILE_CELLS: tuple[tuple[str, float | None], ...] = (
+_CROSSPROFILE_CELLS: tuple[tuple[str, float | None], ...] = (
     ("empty", None),
     ("B4", 0.4),
     ("B4", 0.8),
@@ -45,12 +45,12 @@ CROSSPROFILE_CELLS: tuple[tuple[str, float | None], ...] = (
     ("R1", 0.6),
     ("Random", 0.6),
 )
-HIDDENBENCH_CELLS: tuple[tuple[str, float | None], ...] = (("B4", 0.6), ("all", None))
-TAG_CYCLE = ("keep", "remove", "shuffle")
+_HIDDENBENCH_CELLS: tuple[tuple[str, float | None], ...] = (("B4", 0.6), ("all", None))
+_TAG_CYCLE = ("keep", "remove", "shuffle")
 
 
 @dataclass(frozen=True)
-class CorpusPrompt:
+class _CorpusPrompt:
     """One prompt of the corpus: what was asked, of which options, and where it comes from."""
 
     stage: str  # "decision" or "vote"
@@ -91,12 +91,12 @@ def decision_prompts(
     tasks: Sequence[Any],
     cells: Sequence[tuple[str, float | None]],
     seed: int = 0,
-) -> list[CorpusPrompt]:
+) -> list[_CorpusPrompt]:
     """Every cell of every task, the holder-tag mode cycling over tasks (identical prompts,
     e.g. the empty memory under two tag modes, are kept once)."""
-    out: dict[str, CorpusPrompt] = {}
+    out: dict[str, _CorpusPrompt] = {}
     for index, task in enumerate(tasks):
-        tags = TAG_CYCLE[index % len(TAG_CYCLE)]
+        tags = _TAG_CYCLE[index % len(_TAG_CYCLE)]
         for policy, budget in cells:
             prompt = _memory_prompt(task, policy, budget, tags, seed)
             cell = policy if budget is None else f"{policy}@{budget}"
@@ -104,7 +104,7 @@ def decision_prompts(
             options = tuple(task.options)
             out.setdefault(
                 prompt,
-                CorpusPrompt(
+                _CorpusPrompt(
                     "decision",
                     source,
                     options,
@@ -116,9 +116,9 @@ def decision_prompts(
     return list(out.values())
 
 
-def vote_prompts(
+def _vote_prompts(
     benchmark: str, tasks: Sequence[Any], agents: int = 2, seed: int = 0
-) -> list[CorpusPrompt]:
+) -> list[_CorpusPrompt]:
     """Initial and final votes of the first ``agents`` agents of every task; the final vote
     reads a scripted discussion (each agent's message states the facts it holds)."""
     from deliberation.experiments.natural.discussion import briefing
@@ -142,7 +142,7 @@ def vote_prompts(
                 None if when == "initial" else discussion,
             )
             out.append(
-                CorpusPrompt(
+                _CorpusPrompt(
                     "vote",
                     f"natural-{benchmark}/{task.id}/{agent}/{when}",
                     options,
@@ -160,7 +160,7 @@ def corpus_prompts(
     hiddenbench_tasks: int | None = None,
     vote_tasks: int | None = 24,
     seed: int = 0,
-) -> list[CorpusPrompt]:
+) -> list[_CorpusPrompt]:
     """The corpus's prompts: one ownership variant per CrossProfile template (cycling over the
     eight), the HiddenBench tasks, and votes on CrossProfile and HiddenBench tasks."""
     from deliberation.benchmarks.crossprofile.memory import crossprofile_tasks
@@ -176,14 +176,14 @@ def corpus_prompts(
     hiddenbench = load_hiddenbench(seed=seed)[:hiddenbench_tasks]
     half = None if vote_tasks is None else vote_tasks // 2
     return [
-        *decision_prompts("crossprofile", crossprofile, CROSSPROFILE_CELLS, seed),
-        *decision_prompts("hiddenbench", hiddenbench, HIDDENBENCH_CELLS, seed),
-        *vote_prompts("crossprofile", crossprofile[::3][:half], seed=seed),
-        *vote_prompts("hiddenbench", hiddenbench[::3][:half], seed=seed),
+        *decision_prompts("crossprofile", crossprofile, _CROSSPROFILE_CELLS, seed),
+        *decision_prompts("hiddenbench", hiddenbench, _HIDDENBENCH_CELLS, seed),
+        *_vote_prompts("crossprofile", crossprofile[::3][:half], seed=seed),
+        *_vote_prompts("hiddenbench", hiddenbench[::3][:half], seed=seed),
     ]
 
 
-def corpus_request(profile: Any, item: CorpusPrompt) -> ChatRequest:
+def _corpus_request(profile: Any, item: _CorpusPrompt) -> ChatRequest:
     """The request a run would send for ``item`` (its structured spec is dropped on the wire by
     a profile whose ``openai.structured_output`` is ``none``)."""
     if item.stage == "vote":
@@ -195,9 +195,9 @@ def corpus_request(profile: Any, item: CorpusPrompt) -> ChatRequest:
     )
 
 
-def collect(profile: Any, items: Sequence[CorpusPrompt], client: Any) -> list[dict[str, Any]]:
+def collect(profile: Any, items: Sequence[_CorpusPrompt], client: Any) -> list[dict[str, Any]]:
     """Send ``items`` (cache first) and return one record per answered prompt, unlabelled."""
-    requests = [corpus_request(profile, item) for item in items]
+    requests = [_corpus_request(profile, item) for item in items]
     responses = client.generate(requests, desc="choice corpus")
     records = []
     for item, request, response in zip(items, requests, responses, strict=True):
@@ -242,7 +242,7 @@ def write_corpus(records: Sequence[dict[str, Any]], path: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class ParserScore:
+class _ParserScore:
     """How a parser reads the labelled corpus."""
 
     replies: int
@@ -262,7 +262,7 @@ class ParserScore:
 def measure(
     records: Sequence[dict[str, Any]],
     parse: Callable[[dict[str, Any]], str | None] | None = None,
-) -> tuple[ParserScore, list[tuple[dict[str, Any], str | None]]]:
+) -> tuple[_ParserScore, list[tuple[dict[str, Any], str | None]]]:
     """The parser's score on labelled ``records`` and the records it read wrongly (with its
     reading). ``parse`` defaults to :func:`parse_choice` told whether the prompt showed letters."""
     unlabelled = [r["source"] for r in records if "label" not in r]
@@ -280,4 +280,4 @@ def measure(
         if got != record["label"]:
             wrong.append((record, got))
     choices = sum(r["label"] is not None for r in records)
-    return ParserScore(len(records), choices, parsed, correct), wrong
+    return _ParserScore(len(records), choices, parsed, correct), wrong

@@ -71,7 +71,7 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def format_interval(estimate: float, low: float, high: float, note: str = "") -> str:
+def _format_interval(estimate: float, low: float, high: float, note: str = "") -> str:
     if pd.isna(estimate):
         return "-"
     if pd.isna(low) or pd.isna(high):
@@ -80,7 +80,7 @@ def format_interval(estimate: float, low: float, high: float, note: str = "") ->
 
 
 @dataclass
-class Block:
+class _Block:
     """One headline table across the profiles: a frame of key columns + one column each."""
 
     headline: Headline
@@ -89,10 +89,10 @@ class Block:
 
 
 @dataclass
-class Comparison:
+class _Comparison:
     profiles: list[str]
     synthetic: dict[str, bool]
-    blocks: list[Block]
+    blocks: list[_Block]
     without_intervals: list[str] = field(default_factory=list)  # named tables, no low/high
 
     def lines(self) -> list[str]:
@@ -131,7 +131,7 @@ def _cells(frame: pd.DataFrame, layout: Layout) -> pd.Series:
     }
     notes = frame[NOTE_COLUMN] if NOTE_COLUMN in frame.columns else [""] * len(frame)
     cells = [
-        format_interval(e, lo, hi, note)
+        _format_interval(e, lo, hi, note)
         for e, lo, hi, note in zip(
             number[layout.value], number[layout.low], number[layout.high], notes, strict=True
         )
@@ -157,14 +157,14 @@ def _synthetic(profile: str) -> bool:
 
 def compare_profiles(
     profiles: Sequence[str], *, tables: Sequence[str] | None = None, readme: Path | None = None
-) -> Comparison:
+) -> _Comparison:
     """The headline tables of ``profiles`` side by side (``tables``: only these stems)."""
     profiles = list(dict.fromkeys(profiles))
     synthetic = {p: _synthetic(p) for p in profiles}
     wanted = headline_tables(readme)
     if tables:
         wanted = [h for h in wanted if h.table in set(tables)]
-    comparison = Comparison(profiles, synthetic, [])
+    comparison = _Comparison(profiles, synthetic, [])
     for headline in wanted:
         frames = {p: _load(p, headline.table) for p in profiles}
         present = {p: f for p, f in frames.items() if f is not None}
@@ -175,7 +175,7 @@ def compare_profiles(
             continue
         missing = [p for p in profiles if p not in present]
         if layout is None:  # no profile made it
-            comparison.blocks.append(Block(headline, pd.DataFrame(), missing))
+            comparison.blocks.append(_Block(headline, pd.DataFrame(), missing))
             continue
         columns = {}
         for profile, frame in present.items():
@@ -187,11 +187,11 @@ def compare_profiles(
         order = list(dict.fromkeys(k for series in columns.values() for k in series.index))
         joined = pd.DataFrame({p: s.reindex(order) for p, s in columns.items()}).fillna("-")
         joined.index = pd.MultiIndex.from_tuples(order, names=list(layout.keys))
-        comparison.blocks.append(Block(headline, joined.reset_index(), missing))
+        comparison.blocks.append(_Block(headline, joined.reset_index(), missing))
     return comparison
 
 
-def comparison_html(comparison: Comparison) -> str:
+def _comparison_html(comparison: _Comparison) -> str:
     """The comparison as the body of a report page."""
     parts = [
         "<p>Estimate [95% interval] of every headline table (the claims tables of"
@@ -207,7 +207,7 @@ def comparison_html(comparison: Comparison) -> str:
     return "".join(parts)
 
 
-def write_comparison_page(comparison: Comparison, out: Path | None = None) -> Path:
+def write_comparison_page(comparison: _Comparison, out: Path | None = None) -> Path:
     """``build/report/compare-<P1>-<P2>.../index.html`` (self-contained, like ``make report``)."""
     from deliberation.io.atomic import atomic_write_text
     from deliberation.publish.pages import CSS, RunLabel, page
@@ -220,6 +220,6 @@ def write_comparison_page(comparison: Comparison, out: Path | None = None) -> Pa
     )
     label = RunLabel(" vs ".join(comparison.profiles), any(comparison.synthetic.values()), kinds)
     atomic_write_text(folder / "style.css", CSS)
-    text = page("Profiles side by side", label, comparison_html(comparison), up=None)
+    text = page("Profiles side by side", label, _comparison_html(comparison), up=None)
     atomic_write_text(folder / "index.html", text)
     return folder / "index.html"

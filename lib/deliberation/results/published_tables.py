@@ -1,26 +1,7 @@
 """Published tables are checked before anything reads them (compare, the report, replay).
 
-A table's CSV was written beside its provenance sidecar (``<stem>.provenance.json``), which
-holds the sha256 of every file of the set (:func:`deliberation.publish.provenance.provenance_record`).
-A reader that took a damaged table at its word would show a NaN accuracy as a missing row, an
-estimate without its interval, or a whole table as "no intervals", and exit 0. So each table is
-refused, naming it, when
-
-* it has no sidecar, or its sidecar does not list it, or its bytes differ from the sidecar's
-  hash (edited, cut, or written by something other than the table writer); the same for the
-  set's Markdown and LaTeX, where a reader shows or copies them (the report, replay);
-* its header repeats a column, or holds half of an interval (``low`` without ``high``, or
-  ``<kind>_low`` without ``<kind>_high``: a dropped column);
-* a number is missing or does not parse where one is required: the value column the comparison
-  reads (``estimate``, ``accuracy``, ...; :func:`deliberation.results.compare.interval_layout`),
-  every interval bound, and the counts ``n_clusters`` and ``n_rows`` (``n_calls`` must parse
-  where given: rows that name no model call have none, ``stats.bootstrap``). A bound is
-  blank only together with its partner, and the first interval (the one compared) only where
-  the small-sample rule withheld it and the ``interval`` column says why
-  (:mod:`deliberation.stats.small_samples`); that note also explains a missing value.
-
-A refused table is a :class:`DamagedTableError` (exit code ``BAD_INPUT``): rebuild it (``make
-paper``) or restore it from git.
+In full: ``docs/outputs.md``, section "Published tables are checked before they are read
+(results/published_tables.py)".
 """
 
 from __future__ import annotations
@@ -39,8 +20,8 @@ from deliberation import exit_codes
 from deliberation.publish.provenance import check_output_set
 from deliberation.stats.small_samples import NOTE_COLUMN
 
-COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
-OPTIONAL_COUNTS = ("n_calls",)  # a number where given
+_COUNT_COLUMNS = ("n_clusters", "n_rows")  # required
+_OPTIONAL_COUNTS = ("n_calls",)  # a number where given
 VALUE_COLUMNS = ("estimate", "accuracy")
 STATISTICS = frozenset({"p_value", "se", "z", "n_clusters", "n_rows", NOTE_COLUMN})
 NUMERIC_KEYS = frozenset({"budget", "item_limit", "k", "r"})
@@ -93,13 +74,13 @@ def interval_layout(frame: pd.DataFrame) -> Layout | None:
     return Layout(tuple(keys or leading), value, low, high)
 
 
-def sidecar_of(csv: Path) -> Path:
+def _sidecar_of(csv: Path) -> Path:
     return csv.with_name(f"{csv.stem}.provenance.json")
 
 
-def check_against_sidecar(csv: Path) -> None:
+def _check_against_sidecar(csv: Path) -> None:
     """Refuse a file its sidecar does not vouch for (missing, unlisted, other bytes)."""
-    sidecar = sidecar_of(csv)
+    sidecar = _sidecar_of(csv)
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -149,7 +130,7 @@ def _number(text: str) -> float | None:
     return value
 
 
-def check_columns(csv: Path, frame: pd.DataFrame) -> None:
+def _check_columns(csv: Path, frame: pd.DataFrame) -> None:
     """Refuse a table (read as text, blanks as "") whose columns break the rules above."""
     columns = [str(c) for c in frame.columns]
     try:
@@ -162,7 +143,7 @@ def check_columns(csv: Path, frame: pd.DataFrame) -> None:
     value = layout.value if layout is not None else None
     notes = frame[NOTE_COLUMN] if NOTE_COLUMN in columns else pd.Series("", index=frame.index)
     numeric = [
-        c for c in (value, *COUNT_COLUMNS, *OPTIONAL_COUNTS) if c is not None and c in columns
+        c for c in (value, *_COUNT_COLUMNS, *_OPTIONAL_COUNTS) if c is not None and c in columns
     ]
     numeric += [bound for pair in pairs for bound in pair]
     for line, (index, row) in enumerate(frame.iterrows(), start=2):
@@ -175,7 +156,7 @@ def check_columns(csv: Path, frame: pd.DataFrame) -> None:
                 raise DamagedTableError(
                     csv, f"line {line}, column {column!r}: {row[column]!r} is not a number"
                 ) from None
-        for column in (value, *COUNT_COLUMNS):
+        for column in (value, *_COUNT_COLUMNS):
             if column in cells and cells[column] is None and not explained:
                 raise DamagedTableError(
                     csv, f"line {line}, column {column!r}: blank where a number is required"
@@ -199,7 +180,7 @@ def read_published_table(csv: Path) -> pd.DataFrame:
     """A published table as text (blanks as ""), after checking it against its sidecar and its
     columns; raises :class:`DamagedTableError` naming what is wrong."""
     csv = Path(csv)
-    check_against_sidecar(csv)
+    _check_against_sidecar(csv)
     with csv.open(encoding="utf-8", newline="") as handle:
         header = next(csv_module.reader(handle), [])
     repeated = [c for c in dict.fromkeys(header) if header.count(c) > 1]
@@ -211,11 +192,11 @@ def read_published_table(csv: Path) -> pd.DataFrame:
         return pd.DataFrame()
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DamagedTableError(csv, f"not a readable CSV ({exc})") from None
-    check_columns(csv, frame)
+    _check_columns(csv, frame)
     return frame
 
 
-def check_file_set(sidecar: Path) -> None:
+def _check_file_set(sidecar: Path) -> None:
     """Refuse a set (CSV, Markdown, LaTeX) whose sidecar names a file that is missing or whose
     bytes differ from the hash it holds (:func:`deliberation.publish.provenance.check_output_set`)."""
     try:
@@ -236,7 +217,7 @@ def check_tables(files: list[Path]) -> None:
         if path.suffix == ".csv":
             read_published_table(path)
         elif path.name.endswith(".provenance.json"):
-            check_file_set(path)
+            _check_file_set(path)
 
 
 def check_table_folder(folder: Path) -> None:

@@ -34,17 +34,6 @@ def test_verify_with_composition_flags_a_partial_bank(capsys):
     assert "expected 60 main templates, found 1" in capsys.readouterr().out
 
 
-def test_old_verify_spelling_is_an_alias_that_says_so(capsys):
-    assert main(["verify", str(FIXTURES / "valid")]) == 0
-    captured = capsys.readouterr()
-    assert "now `deliberation crossprofile verify`" in captured.err
-    assert "verified 2 template files" in captured.out and "OK" in captured.out
-    paths = [str(FIXTURES / "broken" / "score_tie")]
-    assert main(["verify", "--quiet", *paths]) == main(
-        ["crossprofile", "verify", "--quiet", *paths]
-    )
-
-
 def test_verify_an_empty_folder_is_a_usage_error(tmp_path, capsys):
     assert main(["crossprofile", "verify", str(tmp_path)]) == 2
     assert "no template files" in capsys.readouterr().out

@@ -20,8 +20,9 @@ import pytest
 from toy_benchmark.benchmark import ToyFact, ToyTask
 
 from deliberation import benchmarks
-from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks import memory_benchmark
+from deliberation.benchmarks.crossprofile.sim import read_fact
+from deliberation.benchmarks.memory_benchmark import MemoryBenchmark, common_row, typed_frame
 from deliberation.experiments.memory import needs, prompts
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.pipeline import Decision
@@ -62,7 +63,7 @@ class ToyBench:
     policies = ("B4", "numbers-first")
     has_truth = False
     selects_templates = False
-    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"  # unused: RuleBackend answers
+    sim_reader = staticmethod(read_fact)  # unused: RuleBackend answers
     notebooks = {}
     smoke = {}
 

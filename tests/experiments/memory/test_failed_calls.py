@@ -13,11 +13,11 @@ from helpers.failing_server import cached_openai_client, failing_server
 from helpers.serve_sim import openai_profile
 
 from deliberation.cli import main
+from deliberation.exit_codes import CALLS_FAILED
 from deliberation.experiments.memory import run_from_profile
 from deliberation.experiments.memory.analyses.accuracy import accuracy_table, differences
 from deliberation.inference.cache import ResponseCache
 from deliberation.inference.client import CachedClient
-from deliberation.inference.failures import EXIT_FAILED_CALLS
 from deliberation.inference.openai_api import OpenAIBackend
 
 FAST = {"timeout_s": 10.0, "backoff_base_s": 0.005, "backoff_max_s": 0.02, "max_retries": 1}
@@ -156,7 +156,7 @@ def test_run_exits_3_when_every_post_fails_after_few_requests(tmp_path, capsys) 
         )  # fmt: skip
         sent = server.total_posts
     out = capsys.readouterr().out
-    assert code == EXIT_FAILED_CALLS
+    assert code == CALLS_FAILED
     # relevance, summary, then decisions of R1 (the rest depend on failed calls): each stage
     # stops after at most 15 requests.
     assert sent <= 3 * 15
@@ -225,7 +225,7 @@ def test_run_dhd_exits_3_when_calls_fail(tmp_path, capsys) -> None:
              "--no-progress"]
         )  # fmt: skip
     out = capsys.readouterr().out
-    assert code == EXIT_FAILED_CALLS
+    assert code == CALLS_FAILED
     assert "FAILED pools: 2" in out and server.base_url in out
 
 

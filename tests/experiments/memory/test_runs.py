@@ -58,7 +58,7 @@ def test_rows_columns_and_cells(tasks, tmp_path):
         "crossprofile", tasks, Grid(POLICIES), profile, client(profile, tmp_path), progress=False
     )
     frame = result.frame
-    assert list(frame.columns) == CROSSPROFILE_COLUMNS
+    assert list(frame.columns) == list(CROSSPROFILE_COLUMNS)
     # per task: 5 budgeted item policies x (3 budgets + fixed) ... B3 3 budgets, 2 references
     cells = 3 * (3 + 1) + 3 + 2 + 1 * (3 + 1)  # R1, B4, R1-rel, oracle-balance: 4 cells; B3 3
     assert len(frame) == len(tasks) * (4 * 4 + 3 + 2) * 3 == len(tasks) * (cells + 0) * 3

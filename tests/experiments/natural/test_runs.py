@@ -75,8 +75,8 @@ def test_rows_columns_counts_and_a_rerun_sends_nothing(tmp_path, tasks):
     profile = sim_profile(tmp_path, "rows")
     result, client = run(tmp_path, profile, tasks)
     rows, n_discussions = result.rows, 2 * len(tasks)
-    assert list(rows.columns) == ROW_COLUMNS
-    assert list(result.disclosure.columns) == DISCLOSURE_COLUMNS
+    assert list(rows.columns) == list(ROW_COLUMNS)
+    assert list(result.disclosure.columns) == list(DISCLOSURE_COLUMNS)
     votes = rows[rows["kind"] == "vote"]
     assert len(votes) == n_discussions * 4 * 2
     assert set(votes["stage"]) == {"initial", "final"}

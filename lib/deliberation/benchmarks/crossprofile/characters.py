@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e\u00ad")
-BIDI_CONTROLS = frozenset(
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e\u00ad")
+_BIDI_CONTROLS = frozenset(
     "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
-CONFUSABLE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+_CONFUSABLE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
 _ALLOWED_CONTROLS = frozenset("\n\t")
 _WORD = re.compile(r"[^\W\d_]+")
 _PLAIN_ASCII = re.compile(r"[\x20-\x7e\n\t]*")
@@ -37,13 +37,13 @@ def _describe(ch: str) -> str:
     return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
 
 
-def invisible_character_problems(text: str) -> list[str]:
+def _invisible_character_problems(text: str) -> list[str]:
     """Zero-width, bidi-control, other format and control characters in ``text``."""
     problems = []
     for index, ch in enumerate(text):
-        if ch in ZERO_WIDTH:
+        if ch in _ZERO_WIDTH:
             kind = "a zero-width character"
-        elif ch in BIDI_CONTROLS:
+        elif ch in _BIDI_CONTROLS:
             kind = "a bidi-control character"
         elif unicodedata.category(ch) == "Cf":
             kind = "an invisible format character"
@@ -60,7 +60,7 @@ def _script(ch: str) -> str:
     return unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
 
 
-def mixed_script_words(text: str) -> list[str]:
+def _mixed_script_words(text: str) -> list[str]:
     """Words of ``text`` (after NFKC) mixing a Latin, Cyrillic or Greek letter with a letter
     of another script: the look-alike spellings of a name."""
     found = []
@@ -68,7 +68,7 @@ def mixed_script_words(text: str) -> list[str]:
         if word.isascii():
             continue
         scripts = {_script(ch) for ch in word if unicodedata.category(ch).startswith("L")}
-        if len(scripts) > 1 and scripts & CONFUSABLE_SCRIPTS:
+        if len(scripts) > 1 and scripts & _CONFUSABLE_SCRIPTS:
             found.append(word)
     return found
 
@@ -77,8 +77,8 @@ def text_problems(text: str) -> list[str]:
     """Why ``text`` may not appear in a template (empty if it may)."""
     if _PLAIN_ASCII.fullmatch(text):  # the common case: nothing invisible, one script
         return []
-    problems = invisible_character_problems(text)
-    for word in mixed_script_words(text):
+    problems = _invisible_character_problems(text)
+    for word in _mixed_script_words(text):
         scripts = sorted({_script(ch) for ch in word if unicodedata.category(ch).startswith("L")})
         problems.append(
             f"word {word!r} mixes scripts ({', '.join(scripts)}): a look-alike (confusable) "

@@ -1,15 +1,11 @@
 """CLI: ``deliberation crossprofile verify [PATHS]``, ``deliberation crossprofile audit
-[PATHS]`` and ``deliberation tasks crossprofile --out FILE``.
-
-``deliberation verify`` is the old spelling of ``crossprofile verify``, kept as an alias that
-says so (it was easy to confuse with ``deliberation data verify``). Library imports happen
-inside the handlers, so ``deliberation --help`` stays fast.
+[PATHS]`` and ``deliberation tasks crossprofile --out FILE``. Library imports happen inside the
+handlers, so ``deliberation --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 _VERIFY_DESCRIPTION = (
@@ -48,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=_VERIFY_DESCRIPTION,
     )
     _add_verify_arguments(verify)
-    verify.set_defaults(func=run_verify)
+    verify.set_defaults(func=_run_verify)
 
     audit = sub.add_parser(
         "audit",
@@ -64,15 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     audit.add_argument(
         "--seed", type=int, default=None, help="task seed of the fact order (default: 0)"
     )
-    audit.set_defaults(func=run_audit)
-
-    old = add_command(
-        subparsers,
-        "verify",
-        description=_VERIFY_DESCRIPTION + " (Alias of `deliberation crossprofile verify`.)",
-    )
-    _add_verify_arguments(old)
-    old.set_defaults(func=run_old_verify)
+    audit.set_defaults(func=_run_audit)
 
     tasks = command_group(subparsers, "tasks").add_parser(
         "crossprofile",
@@ -89,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--templates", type=Path, default=None, help="template folder (default: the bank)"
     )
     tasks.add_argument("--no-pilot", action="store_true", help="main templates only (480 tasks)")
-    tasks.set_defaults(func=run_tasks)
+    tasks.set_defaults(func=_run_tasks)
 
 
 def _seed(args: argparse.Namespace) -> int:
@@ -98,7 +86,7 @@ def _seed(args: argparse.Namespace) -> int:
     return DEFAULT_SEED if args.seed is None else args.seed
 
 
-def run_verify(args: argparse.Namespace) -> int:
+def _run_verify(args: argparse.Namespace) -> int:
     from deliberation.benchmarks.crossprofile.loader import bank_dir
     from deliberation.benchmarks.crossprofile.verifier import format_report, verify_paths
 
@@ -111,16 +99,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def run_old_verify(args: argparse.Namespace) -> int:
-    print(
-        "note: `deliberation verify` is now `deliberation crossprofile verify` (this alias "
-        "will go); running it.",
-        file=sys.stderr,
-    )
-    return run_verify(args)
-
-
-def run_audit(args: argparse.Namespace) -> int:
+def _run_audit(args: argparse.Namespace) -> int:
     from deliberation.benchmarks.crossprofile.audit import audit, format_audit
     from deliberation.benchmarks.crossprofile.loader import bank_dir, read_template, template_files
 
@@ -143,7 +122,7 @@ def run_audit(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def run_tasks(args: argparse.Namespace) -> int:
+def _run_tasks(args: argparse.Namespace) -> int:
     from deliberation.benchmarks.crossprofile.errors import TemplateError
     from deliberation.benchmarks.crossprofile.tasks import derive_tasks, write_tasks_jsonl
     from deliberation.benchmarks.crossprofile.verifier import load_bank

@@ -31,14 +31,14 @@ from deliberation.benchmarks.crossprofile.scoring import score_options
 DECOYS_ON_X, DECOYS_ON_Y = 2, 1
 # Each bank-level share may be 1/3 +- this: an imbalance that small lets a rule built on it
 # gain at most 5 points, half the cue audit's 10-point bar.
-SHARE_TOLERANCE = 1 / 20
+_SHARE_TOLERANCE = 1 / 20
 # The option with the most / fewest irrelevant facts may be C in 1/3 +- this: a role-blind
 # reader sees these counts only through the texts, so the bar is the audit's own.
-COUNT_TOLERANCE = 1 / 10
+_COUNT_TOLERANCE = 1 / 10
 
 
 @dataclass(frozen=True)
-class OptionRoles:
+class _OptionRoles:
     """Which option is C (correct), X (two decoys) and Y (one decoy) in one template."""
 
     correct: str
@@ -49,7 +49,7 @@ class OptionRoles:
         return {self.correct: "C", self.two_decoy: "X", self.one_decoy: "Y"}[option]
 
 
-def option_roles(t: Template) -> OptionRoles | None:
+def _option_roles(t: Template) -> _OptionRoles | None:
     """C, X and Y of ``t``, or None when its decoys are not three facts placed 2 + 1 on the
     two wrong options (the key's own checks then report what is wrong)."""
     if t.correct not in t.options or len(t.options) != 3:
@@ -59,7 +59,7 @@ def option_roles(t: Template) -> OptionRoles | None:
     placed = sorted(wrong, key=lambda o: -decoys[o])
     if set(decoys) - set(wrong) or [decoys[o] for o in placed] != [DECOYS_ON_X, DECOYS_ON_Y]:
         return None
-    return OptionRoles(correct=t.correct, two_decoy=placed[0], one_decoy=placed[1])
+    return _OptionRoles(correct=t.correct, two_decoy=placed[0], one_decoy=placed[1])
 
 
 def _key_holds(t: Template) -> bool:
@@ -77,7 +77,7 @@ def check_design(t: Template, file: str) -> list[Violation]:
     key."""
     if not _key_holds(t):
         return []
-    if option_roles(t) is None:
+    if _option_roles(t) is None:
         decoys = Counter(f.option for f in t.facts if f.role == "decoy")
         found = " + ".join(f"{decoys[o]} on {o!r}" for o in t.wrong_options)
         return [
@@ -112,9 +112,9 @@ def _check_rebuttal(t: Template, file: str) -> list[Violation]:
     return out
 
 
-def irrelevant_layout(t: Template) -> tuple[int, int, int] | None:
+def _irrelevant_layout(t: Template) -> tuple[int, int, int] | None:
     """How many irrelevant facts sit on C, X and Y (None when C, X, Y are undefined)."""
-    roles = option_roles(t)
+    roles = _option_roles(t)
     if roles is None:
         return None
     on = Counter(f.option for f in t.facts if f.role == "irrelevant")
@@ -123,7 +123,7 @@ def irrelevant_layout(t: Template) -> tuple[int, int, int] | None:
 
 def layout_counts(templates: Sequence[Template]) -> dict[tuple[int, int, int], int]:
     """How many of ``templates`` use each irrelevant layout (C, X, Y)."""
-    counts = Counter(x for t in templates if (x := irrelevant_layout(t)) is not None)
+    counts = Counter(x for t in templates if (x := _irrelevant_layout(t)) is not None)
     return dict(sorted(counts.items()))
 
 
@@ -182,7 +182,7 @@ def check_bank_design(templates: Sequence[Template], where: str) -> list[Violati
     of off-topic facts says which option is correct."""
     out = []
     for name, share in bank_design_shares(templates).items():
-        tolerance = COUNT_TOLERANCE if name.startswith(("most", "fewest")) else SHARE_TOLERANCE
+        tolerance = _COUNT_TOLERANCE if name.startswith(("most", "fewest")) else _SHARE_TOLERANCE
         if abs(share - 1 / 3) > tolerance + 1e-12:
             out.append(
                 Violation(
@@ -195,12 +195,12 @@ def check_bank_design(templates: Sequence[Template], where: str) -> list[Violati
     return out
 
 
-def correct_irrelevant_tone(t: Template) -> int:
+def _correct_irrelevant_tone(t: Template) -> int:
     """Sum of the tones of the irrelevant facts on the correct option."""
     return sum(f.tone for f in t.facts if f.role == "irrelevant" and f.option == t.correct)
 
 
 def tone_sum_counts(templates: Sequence[Template]) -> dict[int, int]:
     """How many of ``templates`` have each summed irrelevant tone on the correct option."""
-    counts = Counter(correct_irrelevant_tone(t) for t in templates)
+    counts = Counter(_correct_irrelevant_tone(t) for t in templates)
     return dict(sorted(counts.items()))

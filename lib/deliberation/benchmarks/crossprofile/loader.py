@@ -20,7 +20,7 @@ from deliberation.benchmarks.crossprofile.schema import Template
 from deliberation.io import paths
 from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
-TEMPLATE_SUFFIXES = (".yaml", ".yml")
+_TEMPLATE_SUFFIXES = (".yaml", ".yml")
 
 
 def bank_dir() -> Path:
@@ -44,7 +44,7 @@ def template_files(paths_or_dirs: Iterable[Path]) -> list[Path]:
     found: dict[Path, Path] = {}
     for p in map(Path, paths_or_dirs):
         if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.suffix in TEMPLATE_SUFFIXES)
+            files = sorted(f for f in p.iterdir() if f.suffix in _TEMPLATE_SUFFIXES)
         else:
             files = [p]
         for f in files:

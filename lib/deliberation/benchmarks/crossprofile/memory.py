@@ -15,24 +15,61 @@ from deliberation.benchmarks.crossprofile.scoring import (
     net_evidence_lead,
     tone_lead,
 )
+from deliberation.benchmarks.crossprofile.sim import read_fact
 from deliberation.benchmarks.crossprofile.tasks import OptionOrder, Task
 from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks.memory_benchmark import common_row, typed_frame
 from deliberation.profiles.profile import check_limit
 
 TemplateSet = Literal["main", "pilot", "all"]
 
-CROSSPROFILE_POLICIES: tuple[str, ...] = (
+_CROSSPROFILE_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "oracle-rel", "balance", "oracle-balance",
     "all", "empty", "private-only", "shared-only",
 )  # fmt: skip
 
-CROSSPROFILE_COLUMNS = [
-    "task", "template", "domain", "pilot", "variant", "support", "decoy", "irrelevant",
-    "policy", "budget", "item_limit", "tags", "kept_facts", "kept_tokens", "budget_tokens",
-    "net_lead", "irrelevant_tone", "tone_lead", "answer", "answer_position", "n_options", "correct",
-    "chose_decoy", "valid", "error", "key",
-]  # fmt: skip
+CROSSPROFILE_COLUMNS: dict[str, str] = {  # the results frame's columns, in order, and meanings
+    "task": "task id, `<template>/<variant>`",
+    "template": "template id (the bootstrap's cluster)",
+    "domain": "decision domain of the template",
+    "pilot": "1 for the 10 pilot templates, else 0",
+    "variant": "ownership variant, e.g. `SP-DS-IP`",
+    "support": "ownership of the support facts: `shared` or `private`",
+    "decoy": "ownership of the decoy facts",
+    "irrelevant": "ownership of the irrelevant facts",
+    "policy": "memory policy (`R1`, `B4`, `Random`, `B3`, `R1-rel`, ...)",
+    "budget": "budget fraction r; empty for references and fixed-count rows",
+    "item_limit": "7 for fixed-count rows, else empty",
+    "tags": "holder-tag mode: `keep`, `remove` or `shuffle`",
+    "kept_facts": "fact ids in memory order joined by `;` (empty for B3: free text)",
+    "kept_tokens": "statement tokens kept (B3: tokens of the summary after the cut)",
+    "budget_tokens": "floor(r x all statement tokens); empty without a token budget",
+    "net_lead": "score(correct) - best competitor's score over the kept facts (empty for B3)",
+    "irrelevant_tone": (
+        "summed tone of the kept irrelevant facts, whatever option they concern (empty for B3)"
+    ),
+    "tone_lead": (
+        "tone on the correct option minus the largest tone on a competitor over the kept "
+        "irrelevant facts (signed like `net_lead`; empty for B3)"
+    ),
+    "answer": "the option chosen; empty when the answer named no single option",
+    "answer_position": (
+        "where the chosen option was listed in the prompt (1 = first); empty when the "
+        "answer named no single option"
+    ),
+    "n_options": "how many options the prompt listed (chance is 1 / `n_options`)",
+    "correct": (
+        "1 if the answer is the key, else 0 (an invalid answer counts as 0); empty for a failed row"
+    ),
+    "chose_decoy": "1 if the answer is the wrong option two decoys favour, else 0; empty if failed",
+    "valid": (
+        "1 if the answer named exactly one option, else 0; empty for a failed row (no "
+        "usable reply: the decision call failed, or a call its memory needs did, and then "
+        "the decision was not sent and `kept_*` are empty too)"
+    ),
+    "error": "why a row is invalid or failed, or what went wrong upstream (labels), or empty",
+    "key": "the decision request's cache key (empty when it was not sent)",
+}
 
 
 def decoy_option(task: Task) -> str | None:
@@ -74,7 +111,7 @@ def crossprofile_rows(decisions: Sequence[Any]) -> pd.DataFrame:
                 else int(decision.answer is not None and decision.answer == decoy_option(task)),
             }
         )
-    return typed_frame(pd.DataFrame(rows, columns=CROSSPROFILE_COLUMNS))
+    return typed_frame(pd.DataFrame(rows, columns=list(CROSSPROFILE_COLUMNS)))
 
 
 def crossprofile_tasks(
@@ -113,17 +150,17 @@ def verified_bank() -> tuple[Template, ...]:
     return _VERIFIED_BANKS[signature]
 
 
-class CrossProfile:
+class _CrossProfile:
     """The CrossProfile benchmark (``deliberation run crossprofile``)."""
 
     name = "crossprofile"
     title = "CrossProfile"
     description = "CrossProfile tasks (templates x 8 ownership variants)"
-    columns = CROSSPROFILE_COLUMNS
-    policies = CROSSPROFILE_POLICIES
+    columns = tuple(CROSSPROFILE_COLUMNS)
+    policies = _CROSSPROFILE_POLICIES
     has_truth = True
     selects_templates = True
-    sim_reader = "deliberation.benchmarks.crossprofile.sim:read_fact"
+    sim_reader = staticmethod(read_fact)
     # The paper's notebooks and the options of their memory runs.
     notebooks = {
         "03_crossprofile_h1_h3.ipynb": {"tags": ["keep"], "templates": ["main", "pilot"]},
@@ -154,4 +191,4 @@ class CrossProfile:
         return crossprofile_rows(decisions)
 
 
-CROSSPROFILE = CrossProfile()
+CROSSPROFILE = _CrossProfile()

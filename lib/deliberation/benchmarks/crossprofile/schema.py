@@ -20,7 +20,7 @@ from pydantic import (
 
 from deliberation.benchmarks.crossprofile.characters import clean_name, clean_text
 
-Domain = Literal[
+_Domain = Literal[
     "hiring",
     "procurement",
     "office-location",
@@ -35,7 +35,7 @@ Domain = Literal[
     "marketing-agency",
 ]
 # The 12 domains, in the order the bank and its reports list them.
-DOMAINS: tuple[str, ...] = get_args(Domain)
+DOMAINS: tuple[str, ...] = get_args(_Domain)
 
 # Main templates per domain (ids <domain>-01 .. <domain>-05); the verifier checks the bank has them.
 MAIN_PER_DOMAIN = 5
@@ -57,15 +57,15 @@ Role = Literal["support", "decoy", "irrelevant"]
 ROLES: tuple[str, ...] = get_args(Role)
 # Facts per role in every template (the verifier checks it).
 ROLE_COUNTS: dict[str, int] = {"support": 5, "decoy": 3, "irrelevant": 4}
-Sign = Literal[1, -1]
+_Sign = Literal[1, -1]
 
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+_NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 # Names are compared by the verifier, so they are NFKC-normalised; names and texts refuse
 # invisible and look-alike characters (see :mod:`.characters`).
-Name = Annotated[NonEmpty, AfterValidator(clean_name)]
-Text = Annotated[NonEmpty, AfterValidator(clean_text)]
+Name = Annotated[_NonEmpty, AfterValidator(clean_name)]
+Text = Annotated[_NonEmpty, AfterValidator(clean_text)]
 # YAML gives lists; the tuple itself is validated leniently (list -> tuple), its items strictly.
-NameList = Annotated[tuple[Name, ...], Field(strict=False)]
+_NameList = Annotated[tuple[Name, ...], Field(strict=False)]
 
 
 def _exact_sign(value: object) -> object:
@@ -84,11 +84,11 @@ class _Record(BaseModel):
 class EvidenceFact(_Record):
     """A support or decoy fact: bears on ``option`` along a stated ``criterion``."""
 
-    id: NonEmpty
+    id: _NonEmpty
     role: Literal["support", "decoy"]
     option: Name
     criterion: Name
-    polarity: Sign
+    polarity: _Sign
     text: Text
 
     _check_polarity = field_validator("polarity", mode="before")(_exact_sign)
@@ -97,11 +97,11 @@ class EvidenceFact(_Record):
 class IrrelevantFact(_Record):
     """A fact about ``option`` on an ``attribute`` outside the criteria; it only sounds good or bad."""
 
-    id: NonEmpty
+    id: _NonEmpty
     role: Literal["irrelevant"]
     option: Name
     attribute: Name
-    tone: Sign
+    tone: _Sign
     text: Text
 
     _check_tone = field_validator("tone", mode="before")(_exact_sign)
@@ -113,13 +113,13 @@ Fact = Annotated[EvidenceFact | IrrelevantFact, Field(discriminator="role")]
 class Template(_Record):
     """One decision scenario: three options, stated criteria, twelve facts and the answer key."""
 
-    id: NonEmpty
-    domain: Domain
+    id: _NonEmpty
+    domain: _Domain
     pilot: bool
     title: Text
     description: Text
-    criteria: NameList
-    options: NameList
+    criteria: _NameList
+    options: _NameList
     correct: Name
     facts: Annotated[tuple[Fact, ...], Field(strict=False)]
 
@@ -131,6 +131,3 @@ class Template(_Record):
     def correct_position(self) -> int | None:
         """Index of the correct option in ``options`` (None if the key is not an option)."""
         return self.options.index(self.correct) if self.correct in self.options else None
-
-    def facts_with_role(self, role: str) -> tuple[EvidenceFact | IrrelevantFact, ...]:
-        return tuple(f for f in self.facts if f.role == role)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-EVIDENCE_ROLES = frozenset({"support", "decoy"})
+_EVIDENCE_ROLES = frozenset({"support", "decoy"})
 
 
-class ScoredFact(Protocol):
+class _ScoredFact(Protocol):
     """Anything with a role and an option; evidence facts also have ``polarity``, irrelevant
     facts ``tone`` (template facts and task facts both qualify)."""
 
@@ -21,22 +21,22 @@ class ScoredFact(Protocol):
     option: str
 
 
-def evidence_value(fact: ScoredFact) -> int:
+def _evidence_value(fact: _ScoredFact) -> int:
     """What the fact adds to its option's score: its polarity if support/decoy, else 0."""
-    return int(getattr(fact, "polarity", 0)) if fact.role in EVIDENCE_ROLES else 0
+    return int(getattr(fact, "polarity", 0)) if fact.role in _EVIDENCE_ROLES else 0
 
 
 def score_options(
-    facts: Iterable[ScoredFact], options: Sequence[str] | None = None
+    facts: Iterable[_ScoredFact], options: Sequence[str] | None = None
 ) -> dict[str, int]:
     """Score of every option mentioned by ``facts`` (and every one of ``options``, at 0 if none)."""
     scores: dict[str, int] = {o: 0 for o in options or ()}
     for fact in facts:
-        scores[fact.option] = scores.get(fact.option, 0) + evidence_value(fact)
+        scores[fact.option] = scores.get(fact.option, 0) + _evidence_value(fact)
     return scores
 
 
-def net_evidence_lead(facts: Iterable[ScoredFact], correct: str, options: Sequence[str]) -> int:
+def net_evidence_lead(facts: Iterable[_ScoredFact], correct: str, options: Sequence[str]) -> int:
     """Score of the correct option minus the best competitor's score (+2 with all facts)."""
     if correct not in options:
         raise ValueError(f"correct option {correct!r} is not among {list(options)}")
@@ -46,7 +46,7 @@ def net_evidence_lead(facts: Iterable[ScoredFact], correct: str, options: Sequen
     return scores[correct] - max(scores[o] for o in options if o != correct)
 
 
-def irrelevant_tone(facts: Iterable[ScoredFact]) -> int:
+def irrelevant_tone(facts: Iterable[_ScoredFact]) -> int:
     """Sum of the tones of the irrelevant facts among ``facts`` (how good the noise sounds).
 
     Unsigned: a good-sounding fact about a competitor counts like one about the correct option,
@@ -56,7 +56,7 @@ def irrelevant_tone(facts: Iterable[ScoredFact]) -> int:
 
 
 def option_tones(
-    facts: Iterable[ScoredFact], options: Sequence[str] | None = None
+    facts: Iterable[_ScoredFact], options: Sequence[str] | None = None
 ) -> dict[str, int]:
     """Summed tone of the irrelevant facts on every option (each of ``options`` at 0 if none)."""
     tones: dict[str, int] = {o: 0 for o in options or ()}
@@ -66,7 +66,7 @@ def option_tones(
     return tones
 
 
-def tone_lead(facts: Iterable[ScoredFact], correct: str, options: Sequence[str]) -> int:
+def tone_lead(facts: Iterable[_ScoredFact], correct: str, options: Sequence[str]) -> int:
     """Tone on the correct option minus the largest tone on a competitor: the tone analogue of
     :func:`net_evidence_lead`, positive when the kept noise makes the key sound best."""
     if correct not in options:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from deliberation.benchmarks import Reading
+from deliberation.benchmarks.memory_benchmark import Reading
 
 
 def normalize(text: str) -> str:

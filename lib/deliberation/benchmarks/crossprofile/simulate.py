@@ -20,19 +20,19 @@ from deliberation.benchmarks.crossprofile.variants import GROUPS, OWNERSHIP_LEVE
 from deliberation.stats.bootstrap import CellStatistic
 
 # The ownership factors and their levels, and the variant label, are CrossProfile's own.
-OWNERSHIP_FACTORS = GROUPS
+_OWNERSHIP_FACTORS = GROUPS
 
-Accuracy = Callable[..., float]  # accuracy(policy=..., support=..., decoy=..., irrelevant=...)
+_Accuracy = Callable[..., float]  # accuracy(policy=..., support=..., decoy=..., irrelevant=...)
 
 
-def design_grid(policies: Sequence[str]) -> pd.DataFrame:
+def _design_grid(policies: Sequence[str]) -> pd.DataFrame:
     """Every policy x support x decoy x irrelevant ownership combination, one row each."""
-    rows = itertools.product(policies, *(OWNERSHIP_LEVELS,) * len(OWNERSHIP_FACTORS))
-    return pd.DataFrame(list(rows), columns=["policy", *OWNERSHIP_FACTORS])
+    rows = itertools.product(policies, *(OWNERSHIP_LEVELS,) * len(_OWNERSHIP_FACTORS))
+    return pd.DataFrame(list(rows), columns=["policy", *_OWNERSHIP_FACTORS])
 
 
 def simulate_results_frame(
-    accuracy: Accuracy,
+    accuracy: _Accuracy,
     policies: Sequence[str],
     rng: np.random.Generator,
     *,
@@ -46,7 +46,7 @@ def simulate_results_frame(
 
     Columns: template, policy, support, decoy, irrelevant, variant, budget, replicate, correct.
     """
-    grid = design_grid(policies)
+    grid = _design_grid(policies)
     base = np.array([float(accuracy(**row)) for row in grid.to_dict("records")])
     spread = template_spread + cell_spread
     if (base - spread < 0).any() or (base + spread > 1).any():
@@ -63,7 +63,7 @@ def simulate_results_frame(
     cell = np.tile(np.repeat(np.arange(n_cells), n_rep), n_templates)
     repeat = np.tile(np.arange(n_rep), n_templates * n_cells)
     variants = np.array(
-        [OwnershipVariant(*row).id for row in grid[list(OWNERSHIP_FACTORS)].to_numpy()]
+        [OwnershipVariant(*row).id for row in grid[list(_OWNERSHIP_FACTORS)].to_numpy()]
     )
     columns: dict[str, object] = {
         "template": np.array([f"T{k:03d}" for k in range(n_templates)])[template]
@@ -79,10 +79,10 @@ def simulate_results_frame(
 
 
 def population_value(
-    statistic: CellStatistic, accuracy: Accuracy, policies: Sequence[str]
+    statistic: CellStatistic, accuracy: _Accuracy, policies: Sequence[str]
 ) -> float:
     """The statistic's true value: cell means are planted accuracies averaged over the grid."""
-    grid = design_grid(policies)
+    grid = _design_grid(policies)
     grid["accuracy"] = [float(accuracy(**row)) for row in grid.to_dict("records")]
     means = []
     for cell in statistic.cells:

@@ -3,39 +3,7 @@
 A task is what a run needs: the decision (description, criteria, options in presentation
 order, the key) and the 12 facts with the agents that hold them.
 
-Facts are presented in a seeded order, never in the template's role order (support, decoy,
-irrelevant), which put the correct option first in 43 of 60 old templates. Nothing a task
-derives reads the file's order either (its first fact is on the correct option in most
-templates): every draw below starts from the facts sorted by a hash of their text
-(:func:`canonical_order`), so the same facts listed in another order, or under other ids,
-give the same task, and fact ids are never sent to a model. The order depends
-on (template id, task seed) only, not on the ownership variant: the 8 variants of a template
-read the same sequence and differ only in who holds what (a paired design, like the holders).
-
-The first and the last fact each name the correct option in exactly a third of the main
-templates, for every seed: main template ``<domain>-0k`` has the slot 5 x (domain index) + k - 1
-(0..59); a permutation of the 60 slots drawn from the seed alone gives each template a number,
-and the templates whose number is divisible by 3 (20 of 60) open with a fact on the correct
-option, the others with a fact on a wrong option. A second, independent permutation does the
-same for the closing fact (a reader that trusts the last word is as uninformed as one that
-trusts the first). A plain uniform shuffle would give a third only on average: over 60
-templates its share swings by +-6 points from seed to seed (the last fact named the key in
-46.7% of the v2 templates at seed 0), enough to fail the cue audit's 10-point bar. Which fact
-opens and which closes (among those allowed) and the order of the other ten are uniform draws
-from (template id, seed). Pilot templates (and any id outside the main scheme) open and close
-with the correct option with probability 1/3 each.
-
-Options are counterbalanced (``option_order: rotate``, the default; :func:`presented_options`):
-each task lists the template's options rotated so that the key sits at position
-(template number + variant index + seed) mod 3, where the template number is the main slot
-(0..59; a stable hash of the id for pilots) and the variant index is its place in
-``ALL_VARIANTS`` (0..7). A rotation moves every option together, so within a template each
-option is listed in each position 3, 3 and 2 times over the 8 variants (8 is not a multiple of
-3), and in every ownership variant (every cell of the design) the key is listed first, second
-and third in exactly 20 of the 60 main templates, for every seed. ``option_order: template``
-keeps the template file's order in every variant (the papers' fixed order, where a model's
-position preference can pass for an effect). Ids are ``<template id>/<variant id>``, e.g.
-``hiring-01/SP-DS-IP``.
+In full: ``docs/experiments.md``, section "CrossProfile tasks: fact order and option order".
 """
 
 from __future__ import annotations
@@ -67,7 +35,7 @@ from deliberation.seeds import stable_seed
 
 DEFAULT_SEED = 0
 OptionOrder = Literal["rotate", "template"]
-OPTION_ORDERS: tuple[str, ...] = get_args(OptionOrder)
+_OPTION_ORDERS: tuple[str, ...] = get_args(OptionOrder)
 
 
 @dataclass(frozen=True)
@@ -164,7 +132,7 @@ class Task:
         )
 
 
-def canonical_order(template: Template) -> list[int]:
+def _canonical_order(template: Template) -> list[int]:
     """Indices into ``template.facts`` sorted by a hash of each fact's text (ties by text):
     the order every draw starts from, so nothing derived depends on the file's order."""
     facts = template.facts
@@ -180,7 +148,7 @@ def assign_holders(
     """Holders of every fact (by fact id) under ``variant``: all agents for a shared group,
     one agent per fact for a private group (deterministic in template id, group and seed)."""
     holders: dict[str, tuple[str, ...]] = {}
-    ordered = [template.facts[i] for i in canonical_order(template)]
+    ordered = [template.facts[i] for i in _canonical_order(template)]
     for group in GROUPS:
         facts = [f for f in ordered if f.role == group]
         if variant.ownership(group) == "shared":
@@ -191,10 +159,10 @@ def assign_holders(
     return holders
 
 
-N_MAIN_SLOTS = MAIN_PER_DOMAIN * len(DOMAINS)
+_N_MAIN_SLOTS = MAIN_PER_DOMAIN * len(DOMAINS)
 
 
-def fact_order_rng(*parts: object) -> np.random.Generator:
+def _fact_order_rng(*parts: object) -> np.random.Generator:
     """The generator for fact order, seeded from ``parts`` (the one place its seed is derived)."""
     return np.random.default_rng(stable_seed("crossprofile-fact-order", *parts))
 
@@ -203,20 +171,20 @@ def _on_correct(template: Template, seed: int, end: str) -> bool:
     """Whether the task's ``end`` ("opens" or "closes") fact is about the correct option."""
     slot = main_slot(template.id, template.domain)
     if slot is None:
-        return bool(fact_order_rng(template.id, seed, end).random() < 1 / 3)
+        return bool(_fact_order_rng(template.id, seed, end).random() < 1 / 3)
     # the opening permutation keeps its v2 seed parts, so first facts are unchanged
     parts = ("main-slots", seed) if end == "opens" else ("main-slots", seed, end)
-    numbers = fact_order_rng(*parts).permutation(N_MAIN_SLOTS)
+    numbers = _fact_order_rng(*parts).permutation(_N_MAIN_SLOTS)
     return int(numbers[slot]) % 3 == 0
 
 
-def opens_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
+def _opens_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
     """Whether the task's first fact is about the correct option (see the module docstring:
     exactly a third of the main templates for every seed)."""
     return _on_correct(template, seed, "opens")
 
 
-def closes_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
+def _closes_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
     """Whether the task's last fact is about the correct option (a third of the main
     templates for every seed, drawn independently of the first)."""
     return _on_correct(template, seed, "closes")
@@ -225,10 +193,10 @@ def closes_with_correct(template: Template, seed: int = DEFAULT_SEED) -> bool:
 def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[int, ...]:
     """Indices into ``template.facts`` in the order a task presents them, the same for every
     ownership variant: a first and a last fact on the correct option or not
-    (:func:`opens_with_correct`, :func:`closes_with_correct`), each drawn uniformly among
+    (:func:`_opens_with_correct`, :func:`_closes_with_correct`), each drawn uniformly among
     those facts, and the other facts uniformly shuffled between them."""
-    rng = fact_order_rng(template.id, seed)
-    indices = canonical_order(template)
+    rng = _fact_order_rng(template.id, seed)
+    indices = _canonical_order(template)
 
     def pick(on_correct: bool, taken: tuple[int, ...]) -> int:
         free = [i for i in indices if i not in taken]
@@ -236,8 +204,8 @@ def presentation_order(template: Template, seed: int = DEFAULT_SEED) -> tuple[in
         allowed = allowed or free  # a template without such facts (never in a verified bank)
         return allowed[int(rng.integers(len(allowed)))]
 
-    first = pick(opens_with_correct(template, seed), ())
-    last = pick(closes_with_correct(template, seed), (first,))
+    first = pick(_opens_with_correct(template, seed), ())
+    last = pick(_closes_with_correct(template, seed), (first,))
     middle = [i for i in indices if i not in (first, last)]
     return (first, *(middle[int(i)] for i in rng.permutation(len(middle))), last)
 
@@ -258,8 +226,8 @@ def presented_options(
 ) -> tuple[str, ...]:
     """The options as the task lists them: the template's order rotated so the key sits at
     :func:`key_position` (``rotate``), or the template's order (``template``)."""
-    if option_order not in OPTION_ORDERS:
-        raise ValueError(f"option_order must be one of {OPTION_ORDERS}; got {option_order!r}")
+    if option_order not in _OPTION_ORDERS:
+        raise ValueError(f"option_order must be one of {_OPTION_ORDERS}; got {option_order!r}")
     options = tuple(template.options)
     if option_order == "template":
         return options

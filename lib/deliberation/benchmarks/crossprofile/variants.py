@@ -16,8 +16,8 @@ import numpy as np
 
 from deliberation.seeds import stable_seed
 
-Ownership = Literal["shared", "private"]
-OWNERSHIP_LEVELS: tuple[str, ...] = get_args(Ownership)
+_Ownership = Literal["shared", "private"]
+OWNERSHIP_LEVELS: tuple[str, ...] = get_args(_Ownership)
 AGENTS: tuple[str, ...] = ("A1", "A2", "A3", "A4")
 GROUPS: tuple[str, ...] = ("support", "decoy", "irrelevant")
 _LETTER = {"shared": "S", "private": "P"}
@@ -28,9 +28,9 @@ _WORD = {letter: word for word, letter in _LETTER.items()}
 class OwnershipVariant:
     """Who holds each role group: ``"shared"`` or ``"private"`` for support, decoy, irrelevant."""
 
-    support: Ownership
-    decoy: Ownership
-    irrelevant: Ownership
+    support: _Ownership
+    decoy: _Ownership
+    irrelevant: _Ownership
 
     def __post_init__(self) -> None:
         for group in GROUPS:
@@ -42,7 +42,7 @@ class OwnershipVariant:
         """``SP-DS-IP`` style: role initial, then S(hared) or P(rivate), for each group."""
         return "-".join(f"{g[0].upper()}{_LETTER[getattr(self, g)]}" for g in GROUPS)
 
-    def ownership(self, role: str) -> Ownership:
+    def ownership(self, role: str) -> _Ownership:
         return getattr(self, role)
 
     @classmethod

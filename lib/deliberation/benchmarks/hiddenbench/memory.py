@@ -8,11 +8,13 @@ from typing import Any
 
 import pandas as pd
 
+from deliberation.benchmarks.hiddenbench.sim import read_statement
 from deliberation.benchmarks.hiddenbench.tasks import HiddenBenchTask
-from deliberation.benchmarks.memory_rows import common_row, typed_frame
+from deliberation.benchmarks.memory_benchmark import common_row, typed_frame
+from deliberation.profiles.profile import check_limit
 
 # HiddenBench has no true roles, so no oracle policies.
-HIDDENBENCH_POLICIES: tuple[str, ...] = (
+_HIDDENBENCH_POLICIES: tuple[str, ...] = (
     "R1", "B4", "Random", "B3", "R1-rel", "balance", "all", "empty", "private-only",
     "shared-only",
 )  # fmt: skip
@@ -28,17 +30,17 @@ def hiddenbench_rows(decisions: Sequence[Any]) -> pd.DataFrame:
     return typed_frame(pd.DataFrame(rows, columns=HIDDENBENCH_COLUMNS))
 
 
-class HiddenBench:
+class _HiddenBench:
     """The HiddenBench benchmark (``deliberation run hiddenbench``)."""
 
     name = "hiddenbench"
     title = "HiddenBench"
     description = "HiddenBench tasks (atomic facts)"
     columns = HIDDENBENCH_COLUMNS
-    policies = HIDDENBENCH_POLICIES
+    policies = _HIDDENBENCH_POLICIES
     has_truth = False
     selects_templates = False
-    sim_reader = "deliberation.benchmarks.hiddenbench.sim:read_statement"
+    sim_reader = staticmethod(read_statement)
     notebooks = {"02_hiddenbench.ipynb": {"item_limit": 0}}  # the paper's notebook, its options
     smoke = {"limit": 4, "n_resamples": 200}
 
@@ -47,6 +49,7 @@ class HiddenBench:
     ) -> list[HiddenBenchTask]:
         from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
 
+        check_limit(limit)
         return load_hiddenbench(seed=seed, option_order=option_order)[:limit]  # type: ignore[arg-type]
 
     def truth(self, task: HiddenBenchTask) -> None:
@@ -56,4 +59,4 @@ class HiddenBench:
         return hiddenbench_rows(decisions)
 
 
-HIDDENBENCH = HiddenBench()
+HIDDENBENCH = _HiddenBench()

@@ -10,7 +10,7 @@ never with ``correct_answer``:
    a word unique to one option's name, or "Option B"); naming none or several, it bears on
    nothing.
 2. Its polarity is the sign of (favourable cues - unfavourable cues), counting the words in
-   :data:`FAVOURABLE` and :data:`UNFAVOURABLE` (whole words with plain inflections,
+   :data:`_FAVOURABLE` and :data:`_UNFAVOURABLE` (whole words with plain inflections,
    case-insensitive; a checklist ``(a) Y``/``(a) N`` mark counts as one cue). Balanced or no cues: polarity 0, tone 0.
 
 The reading is crude on purpose (a "blocked road" is bad for the option it names); tasks whose
@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from deliberation.benchmarks import Reading
+from deliberation.benchmarks.memory_benchmark import Reading
 from deliberation.inference.answer_parsing import mentioned_options
 
-UNFAVOURABLE = (
+_UNFAVOURABLE = (
     "block", "close", "closure", "collapse", "fail", "failure", "lack", "shortage", "flood",
     "fire", "damage", "unsafe", "delay", "suspend", "cancel", "cancelled", "not", "no",
     "never", "cannot", "can't", "unable", "unavailable", "stuck", "mudslide", "landslide",
@@ -39,7 +39,7 @@ UNFAVOURABLE = (
     "guilty", "outage", "shut", "halt", "expired", "violation", "error", "threat", "severe",
     "lost", "unstable", "insufficient", "incomplete", "rerouted", "collapsed", "hostile",
 )  # fmt: skip
-FAVOURABLE = (
+_FAVOURABLE = (
     "safe", "open", "clear", "cleared", "available", "stocked", "reliable", "excellent", "good",
     "great", "upgrade", "upgraded", "confirm", "operational", "ready", "accessible", "well",
     "strong", "calm", "positive", "success", "successful", "successfully", "best", "secure",
@@ -56,8 +56,8 @@ def _cue_pattern(words: Sequence[str]) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alternatives})(?:s|es|ed|d|ing|age)?\b", re.IGNORECASE)
 
 
-_UNFAVOURABLE = _cue_pattern(UNFAVOURABLE)
-_FAVOURABLE = _cue_pattern(FAVOURABLE)
+_UNFAVOURABLE = _cue_pattern(_UNFAVOURABLE)
+_FAVOURABLE = _cue_pattern(_FAVOURABLE)
 _CHECK = re.compile(r"\(\w\)\s*([YN])\b")
 
 

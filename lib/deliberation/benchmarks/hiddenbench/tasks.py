@@ -1,37 +1,7 @@
 """HiddenBench (Li et al., arXiv 2505.11556): loader for the public JSON, with atomic facts.
 
-Format and provenance: ``../shared/data/hiddenbench/SOURCE.md`` (65 tasks; fields ``id``,
-``name``, ``description``, ``shared_information``, ``hidden_information`` (one entry per agent),
-``possible_answers``, ``correct_answer``). ``make data`` fetches the file from its pinned URL
-with a sha256 check (``deliberation.benchmarks.problems.sources``).
-
-A task becomes what the scripted discussion and the memory policies need:
-
-- **Atomic facts** (:func:`split_atomic`). Memory budgets and rarity are per fact, but tasks
-  4-8 (adapted human studies) pack several facts into one entry. The rule, applied to every
-  entry of every task:
-  1. An entry with bullet lines (``- ``, ``* ``, ``•``) is a list: every bullet is one fact,
-     prefixed by the heading it sits under (``Candidate A:\\n- keeps calm`` ->
-     ``Candidate A: keeps calm``). A heading is a non-bullet line that ends with ``:`` or is
-     followed by a bullet; any other non-bullet line under a heading is one more item (the
-     source drops a dash now and then).
-  2. Otherwise the entry is prose, split into sentences: a sentence ends at ``.``, ``!`` or
-     ``?`` followed by white space and a capital letter, digit or quote, except after a
-     title or abbreviation (``Mr.``, ``Mrs.``, ``Dr.``, ``St.``, ``U.S.``, ``e.g.``, ...).
-  Whitespace is collapsed. The same text in several entries is one fact held by all of their
-  agents (task 7's checklists repeat items across agents).
-- **Holders**: a shared fact is held by every agent; a hidden entry's facts by its own agent
-  (agents ``A1``..``An``, one per hidden entry).
-- **Order**: the file lists shared facts first and puts the correct answer last in 39 of 65
-  tasks, so the facts are shuffled per task with the seed (the original protocol also
-  shuffles facts), and the options are counterbalanced (``option_order: rotate``, the
-  default): the file's order rotated so the key sits at position (task number + seed) mod
-  number of options, which spreads the key over the positions across tasks with as many
-  options (``option_order: template`` keeps the file's order). Fact ids name their origin:
-  ``s2.1`` is the first fact of shared entry 2, ``h3.2`` the second fact of agent 3's hidden
-  entry (ids are never sent to a model).
-
-HiddenBench states no separate criteria; the description says what matters.
+In full: ``docs/experiments.md``, section "HiddenBench tasks and atomic facts
+(benchmarks/hiddenbench/tasks.py)".
 """
 
 from __future__ import annotations
@@ -64,7 +34,7 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z0-9\"“‘'(])")
 
 
 @dataclass(frozen=True)
-class HiddenBenchFact:
+class _HiddenBenchFact:
     id: str
     text: str
     holders: tuple[str, ...]
@@ -81,7 +51,7 @@ class HiddenBenchTask:
     description: str
     options: tuple[str, ...]
     correct: str
-    facts: tuple[HiddenBenchFact, ...]
+    facts: tuple[_HiddenBenchFact, ...]
     agents: tuple[str, ...]
     seed: int
     criteria: tuple[str, ...] = ()
@@ -183,7 +153,7 @@ def build_task(
             texts.setdefault(text, (f"{prefix}{entry_number}.{part}", origin))
             holders.setdefault(text, set()).update(who)
     facts = [
-        HiddenBenchFact(
+        _HiddenBenchFact(
             id=fact_id,
             text=text,
             holders=tuple(a for a in agents if a in holders[text]),

@@ -38,8 +38,6 @@ __all__ = [
     "DatasetNotFoundError",
     "Grade",
     "Item",
-    "benchmark_module",
-    "default_root",
     "grade",
     "load",
     "question_text",
@@ -47,7 +45,7 @@ __all__ = [
 ]
 
 
-def benchmark_module(name: str) -> ModuleType:
+def _benchmark_module(name: str) -> ModuleType:
     """The module implementing a benchmark (names are case-insensitive; aliases accepted)."""
     key = _ALIASES.get(name.lower(), name.lower())
     if key not in BENCHMARKS:
@@ -55,17 +53,17 @@ def benchmark_module(name: str) -> ModuleType:
     return BENCHMARKS[key]
 
 
-def default_root(name: str) -> Path:
+def _default_root(name: str) -> Path:
     """``data/external/<name>``, where ``make data`` puts the files."""
-    return paths.external_data_dir() / benchmark_module(name).NAME
+    return paths.external_data_dir() / _benchmark_module(name).NAME
 
 
 def load(
     name: str, root: str | Path | None = None, subset: str | Sequence[str] | None = None
 ) -> list[Item]:
     """Every item of a benchmark (or of a subset: a subject, source, topic or file variant)."""
-    module = benchmark_module(name)
-    folder = Path(root) if root is not None else default_root(module.NAME)
+    module = _benchmark_module(name)
+    folder = Path(root) if root is not None else _default_root(module.NAME)
     if not folder.is_dir():
         raise DatasetNotFoundError(f"{module.NAME}: no data folder {folder} (run `make data`)")
     wanted = [subset] if isinstance(subset, str) else (list(subset) if subset else None)
@@ -79,12 +77,12 @@ def load(
 
 def grade(item: Item, prediction: str) -> Grade:
     """Grade a model reply: score 1.0 correct, 0.0 wrong, partial where defined; or a failure."""
-    return benchmark_module(item.benchmark).grade(item, prediction)
+    return _benchmark_module(item.benchmark).grade(item, prediction)
 
 
 def render_answer(item: Item) -> str:
     """The gold answer written as a model would end its reply (``grade`` gives it 1.0)."""
-    return benchmark_module(item.benchmark).render_answer(item)
+    return _benchmark_module(item.benchmark).render_answer(item)
 
 
 def question_text(item: Item) -> str:

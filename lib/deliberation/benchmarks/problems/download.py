@@ -23,7 +23,7 @@ from deliberation.io.fetch import (
 
 
 @dataclass(frozen=True)
-class FileStatus:
+class _FileStatus:
     benchmark: str
     path: Path
     status: Status
@@ -46,13 +46,13 @@ def fetch(
     *,
     opener: Opener | None = None,
     sources: Iterable[BenchmarkSource] | None = None,
-) -> list[FileStatus]:
+) -> list[_FileStatus]:
     """Fetch every pinned file of the named benchmarks into ``dest/<benchmark>/``.
 
     Tries every file, then raises :class:`FetchError` naming each one that failed.
     """
     chosen = list(sources) if sources is not None else _selected(names)
-    results: list[FileStatus] = []
+    results: list[_FileStatus] = []
     failures: dict[str, str] = {}
     for entry in chosen:
         for pinned in entry.files:
@@ -65,7 +65,7 @@ def fetch(
             except OSError as error:  # URLError, HTTPError and disk errors are all OSErrors
                 failures[str(target)] = f"download from {entry.url(pinned)} failed: {error}"
                 continue
-            results.append(FileStatus(entry.name, target, status))
+            results.append(_FileStatus(entry.name, target, status))
     if failures:
         raise FetchError(failures)
     return results
@@ -73,7 +73,7 @@ def fetch(
 
 def verify(
     root: Path, names: Iterable[str] | None = None, sources: Iterable[BenchmarkSource] | None = None
-) -> list[FileStatus]:
+) -> list[_FileStatus]:
     """Check the files under ``root/<benchmark>/`` against their pins without downloading."""
     chosen = list(sources) if sources is not None else _selected(names)
     results = []
@@ -84,5 +84,5 @@ def verify(
                 status: Status = "missing"
             else:
                 status = "present" if sha256_of(path) == pinned.sha256 else "mismatch"
-            results.append(FileStatus(entry.name, path, status))
+            results.append(_FileStatus(entry.name, path, status))
     return results

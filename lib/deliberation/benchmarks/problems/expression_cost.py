@@ -1,26 +1,7 @@
 """How costly a LaTeX answer is to compare, read from the expression itself (no clock).
 
-math-verify's cost is driven by a few measurable properties of the expression, so whether an
-answer is too costly is decided from them *before* any timed call, the same way on every
-machine (a grade never depends on CPU speed; :mod:`~deliberation.benchmarks.problems.symbolic`'s time limit
-is only a safety net far above what an admitted answer costs). Measured on this project's
-2-core machine under load (CPU seconds of one math-verify comparison against ``\\frac{1}{25}``):
-
-- ``digits``: the most decimal digits an exact number in it has (powers, factorials,
-  binomials, towers): ``2^{2^{24}}`` (5 million digits) 0.5 s, ``10^{10^{7}}`` 9.9 s,
-  ``9^{9^{9}}`` (370 million) runs for minutes.
-- ``depth``: the deepest nesting of groups: ``\\frac{1}{\\frac{1}{...}}`` 10 deep 0.3 s,
-  15 deep 2.6 s, 20 deep minutes (Omni-MATH golds reach 5).
-- ``symbolic_sum_power`` / ``numeric_sum_power``: the largest integer power of a sum, which sympy
-  expands: ``(x+1)^{200}`` 0.7 s, ``(x+1)^{1000}`` minutes; ``(2+\\sqrt{3})^{2023}`` 1.9 s.
-- ``terms``: the most terms of a ``\\sum`` / ``\\prod`` with numeric bounds, which sympy adds up
-  one by one: 3,000 terms of ``\\frac{1}{k}`` 0.3 s, 10,000 terms 2 s, 100,000 minutes.
-
-:data:`LIMITS` admits every realistic answer (every Omni-MATH gold, which reach 5 levels of
-nesting and an 11.6-million-digit ``\\frac{1}{2014!^{2014}}``, is admitted by the allowance a gold
-gives the replies compared with it: see :func:`too_costly`), and puts what it admits at a few
-seconds at most. The estimate is an upper bound from a tolerant scan (anything it cannot read
-counts as a symbol, which costs nothing here), linear in the expression's length.
+In full: ``docs/benchmarks.md``, section "How costly an answer is to compare
+(benchmarks/problems/expression_cost.py)".
 """
 
 from __future__ import annotations

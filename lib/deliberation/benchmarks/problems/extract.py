@@ -1,54 +1,6 @@
 """Pull the final answer out of a model's reply: shared by every grader.
 
-Precedence (one rule for every benchmark):
-
-1. Reasoning before a closing ``</think>`` is dropped.
-2. Every explicit answer statement is a *candidate*, at its position in the reply:
-   a ``\\boxed{...}`` / ``\\fbox{...}`` (adjacent boxes, ``\\boxed{A}, \\boxed{B}``, form one list);
-   an ``[ANSWER]...[/ANSWER]`` or ``<answer>...</answer>`` tag (LAB-Bench's harness format);
-   an answer line, ``Final answer:`` / ``Proposed final answer:`` / ``Answer:`` /
-   ``**Answer:**`` / ``Correct option:`` (the rest of the line), or a ``Final Answer`` heading
-   (``### Final Answer``, ``**Final Answer**``) whose answer is the next non-empty line; and an
-   answer phrase, "the (correct/final) answer/option is ...", "the answer should be ...", unless
-   it is hypothetical ("if the answer is ...") or does not start like an answer ("the answer is
-   rounded ..."); and a claim about several options or a named one, "options A, B and D are
-   correct", "both A and C are true", "option C is the correct one" (a lone "(C) is correct" is
-   how options are weighed one by one, so it counts only as a last line, step 4). Option
-   restatements ("the options are ...") are not candidates.
-3. The **latest** candidate the grader can read wins (option letters for a choice question, a
-   number for a numeric one, a non-prose span for a math expression): so a later correction
-   ("Wait, ... the answer is C") beats an earlier box or answer line, and a box followed by a
-   remark such as "the answer is rounded to two decimals" keeps the box.
-4. With no readable candidate, a short last line (``MAX_LAST_LINE_CHARS``: "**(b)**", "42 J",
-   "I'll go with B.") that is complete (ending in punctuation, markup, a number or a unit-like
-   token: not "v = 2.5 m/s and the energy", where a truncated reply stopped) and is not an
-   option with its text ("(C) The third"; "**C. Increases**" in bold is an answer) is the
-   answer; then the whole reply, only when it is short (``MAX_BARE_CHARS``) and does not just
-   restate the options. Otherwise the reply states no answer (graded 0; LAB-Bench counts it as
-   unreadable).
-
-A verdict after the reasoning is a claim too: a conclusion word, then options said to hold ("...
-so option (B) is correct, because ...", "Hence statement (B) is true", "This means option (B) is
-correct", "Option (B) is therefore correct", "All options except C are correct"); options ruled
-out ("So B is incorrect") are not chosen. For a multi-select question, an analysis that judges
-the options one by one and states no answer after it is read whole (:func:`collected_choice`:
-the options its paragraphs end up calling correct), not by its last verdict alone.
-
-Within a span, :func:`letters_in` reads option letters ("(B)", "b)", "Option B", "A, B, and D",
-"(A), (B) and (D) since ...", "ABD") in any case and with any list separator ("A B D",
-"A & D", "a, b, d", "a since ..."), an exclusion ("all except C" is every other valid letter),
-and reads the letters before a remark ("ABD (all except C)", "E (the pUC19 backbone)", "ABD —
-all except C", "ABD; C is wrong") before the remark itself ("5 (option C)" reads C); it takes the
-clause after a conclusion word ("A is wrong, so B" reads B). Letters are read against the
-item's own options (LAB-Bench has up to nine: A-I). :func:`parse_number` reads numbers with
-units, thousands separators (commas, spaces, ``{,}``), a LaTeX or thin space anywhere inside a
-number (``29\\,40`` is 2940, ``3.141\\,59`` is 3.14159: a spacing command never splits a number),
-a decimal ``{,}`` (``2{,}5``), the unicode minus, ``a \\times 10^{b}``, Python and plain-text
-powers (``3.52 * 10**-19``, ``10^(-19)``, ``10^-19``, ``2^10``), unicode superscripts
-(``10⁻¹⁹``) and closed forms (through :mod:`~deliberation.benchmarks.problems.symbolic`);
-:func:`parse_range` reads "0.85–0.89" / "0.85 to 0.89" (a range is not a single number).
-A number too large for a float reads as infinity, which equals no gold. Every scan is linear
-in the reply's length.
+In full: ``docs/benchmarks.md``, section "Reading the final answer".
 """
 
 from __future__ import annotations
@@ -58,17 +10,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-Source = Literal[
+_Source = Literal[
     "boxed", "tagged", "final_line", "answer_phrase", "verdict", "last_line", "whole", "none"
 ]
 T = TypeVar("T")
 
 # A reply that is the answer itself is short; longer unmarked text is not read as an answer.
-MAX_BARE_CHARS = 60
+_MAX_BARE_CHARS = 60
 # A last line this short that is not an option with its text ("(C) The third") may be the answer.
-MAX_LAST_LINE_CHARS = 30
+_MAX_LAST_LINE_CHARS = 30
 # Longer spans are cut before parsing (an answer is short; this bounds the work per reply).
-MAX_SPAN_CHARS = 2000
+_MAX_SPAN_CHARS = 2000
 
 _THINK_END = "</think>"
 _BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\b")
@@ -148,16 +100,11 @@ _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2012": "-", "\u2010": "
 
 
 @dataclass(frozen=True)
-class FinalAnswer:
+class _FinalAnswer:
     """An answer span and how it was found (``none`` when the reply is empty)."""
 
     text: str
-    source: Source
-
-    @property
-    def explicit(self) -> bool:
-        """True when the reply marked this answer (box, tag, answer line or answer phrase)."""
-        return self.source in ("boxed", "tagged", "final_line", "answer_phrase", "verdict")
+    source: _Source
 
 
 # ---------------------------------------------------------------- spans
@@ -218,7 +165,7 @@ def _joined_boxes(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _clean_span(span: str) -> str:
-    span = span[:MAX_SPAN_CHARS].strip().strip("*_` ")
+    span = span[:_MAX_SPAN_CHARS].strip().strip("*_` ")
     if span.startswith("$") and span.endswith("$") and len(span) > 1:
         span = span.strip("$").strip()
     for wrapper in (r"\(", r"\)", r"\[", r"\]"):
@@ -229,14 +176,14 @@ def _clean_span(span: str) -> str:
 
 def _next_line(text: str, start: int) -> str:
     """The first non-empty line at or after ``start`` (markup-only lines skipped)."""
-    for line in text[start : start + MAX_SPAN_CHARS].splitlines():
+    for line in text[start : start + _MAX_SPAN_CHARS].splitlines():
         if line.strip(" \t*_#>-`"):
             return line
     return ""
 
 
-def _candidates(reply: str) -> list[tuple[int, str, Source]]:
-    found: list[tuple[int, str, Source]] = []
+def _candidates(reply: str) -> list[tuple[int, str, _Source]]:
+    found: list[tuple[int, str, _Source]] = []
     for start, content in _joined_boxes(reply):
         found.append((start, content, "boxed"))
     for match in _TAG.finditer(reply):
@@ -311,14 +258,14 @@ def _ends_like_an_answer(line: str) -> bool:
     return 0 < len(last) <= 4 and last.lower() not in _FUNCTION_WORDS
 
 
-def candidates(reply: str) -> list[FinalAnswer]:
+def candidates(reply: str) -> list[_FinalAnswer]:
     """Every answer the reply states, latest first; then the whole reply if it is short."""
     if not reply or not reply.strip():
         return []
     if _THINK_END in reply:
         reply = reply.rsplit(_THINK_END, 1)[1]
     marked = _candidates(reply)
-    found = [FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
+    found = [_FinalAnswer(_clean_span(text), source) for _, text, source in reversed(marked)]
     found = [c for c in found if c.text]
     body = reply.rstrip()
     last_start = body.rfind("\n") + 1
@@ -330,18 +277,18 @@ def candidates(reply: str) -> list[FinalAnswer]:
     if (
         last_start > 0
         and complete
-        and 0 < len(last) <= MAX_LAST_LINE_CHARS
+        and 0 < len(last) <= _MAX_LAST_LINE_CHARS
         and (emphasised or not _OPTION_LABEL.match(last))
         and not any(start >= last_start for start, _, _ in marked)  # already a candidate
     ):
-        found.append(FinalAnswer(last, "last_line"))
+        found.append(_FinalAnswer(last, "last_line"))
     whole = _clean_span(reply)
-    if whole and len(whole) <= MAX_BARE_CHARS and not _restates_options(whole):
-        found.append(FinalAnswer(whole, "whole"))
+    if whole and len(whole) <= _MAX_BARE_CHARS and not _restates_options(whole):
+        found.append(_FinalAnswer(whole, "whole"))
     return found
 
 
-def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, FinalAnswer] | None:
+def read_answer(reply: str, reader: Callable[[str], T | None]) -> tuple[T, _FinalAnswer] | None:
     """The first candidate (latest first) that ``reader`` can read, with what it read."""
     for candidate in candidates(reply):
         value = reader(candidate.text)
@@ -365,7 +312,7 @@ _VERDICT_WORD = re.compile(
 )
 
 
-def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
+def _option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
     """The options a one-by-one analysis ends up calling correct ("(A) ... so (A) is correct.
     (B) ... (B) is false. (C) ..."): each option's own paragraph, judged by its last verdict word
     (a later paragraph on the same option overrides). None unless two or more options are judged.
@@ -394,24 +341,24 @@ def option_verdicts(reply: str, valid: str) -> frozenset[str] | None:
 
 
 def collected_choice(
-    reply: str, valid: str, found: tuple[frozenset[str], FinalAnswer] | None
-) -> tuple[frozenset[str], FinalAnswer] | None:
+    reply: str, valid: str, found: tuple[frozenset[str], _FinalAnswer] | None
+) -> tuple[frozenset[str], _FinalAnswer] | None:
     """A multi-select answer read whole: the options a one-by-one analysis calls correct, when the
     reply states nothing after it but one of those verdicts (or nothing at all); else ``found``."""
     if found is not None and found[1].source not in ("verdict", "last_line", "whole"):
         return found
-    collected = option_verdicts(reply, valid)
+    collected = _option_verdicts(reply, valid)
     if collected is None or (found is not None and not found[0] <= collected):
         return found
-    return collected, FinalAnswer(", ".join(sorted(collected)), "verdict")
+    return collected, _FinalAnswer(", ".join(sorted(collected)), "verdict")
 
 
-def final_answer(reply: str) -> FinalAnswer:
+def final_answer(reply: str) -> _FinalAnswer:
     """The latest answer a reply states, whatever its form (``none`` when it states none)."""
     found = candidates(reply)
     if found:
         return found[0]
-    return FinalAnswer(_clean_span(reply or ""), "none" if not (reply or "").strip() else "whole")
+    return _FinalAnswer(_clean_span(reply or ""), "none" if not (reply or "").strip() else "whole")
 
 
 def answer_span(reply: str) -> str | None:
@@ -576,7 +523,7 @@ def letters_in(span: str, valid: str) -> frozenset[str] | None:
 
     The clause after the last conclusion word is read first ("A is wrong, so B" reads B).
     """
-    span = _strip_latex(span[:MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
+    span = _strip_latex(span[:_MAX_SPAN_CHARS]).rstrip(".").strip().replace(")(", "), (")
     span = _BRACKETED_LIST.sub(r"\1", span)  # "(A, B, D)" -> "A, B, D"
     if not span:
         return None
@@ -666,7 +613,7 @@ def plain_powers(text: str) -> str:
 
 def normalize_numeric_text(text: str) -> str:
     """Unicode minus, superscripts, powers, LaTeX spacing and digit-group separators normalised."""
-    text = plain_powers(join_digit_groups(_superscripts(text[:MAX_SPAN_CHARS])))
+    text = plain_powers(join_digit_groups(_superscripts(text[:_MAX_SPAN_CHARS])))
     text = text.translate(_MINUS)
     for token in _DROPPED:
         text = text.replace(token, "")
@@ -710,7 +657,7 @@ def _prepared(span: str) -> str:
 
 def parse_range(span: str) -> tuple[float, float] | None:
     """The (low, high) of a range answer, "0.85–0.89" / "0.85 to 0.89", else None."""
-    text = _after_last_equals(_superscripts(join_digit_groups(span[:MAX_SPAN_CHARS])))
+    text = _after_last_equals(_superscripts(join_digit_groups(span[:_MAX_SPAN_CHARS])))
     text = text.replace("\u2212", "-").replace("$", "").strip().lstrip("( ")
     match = _RANGE.match(text)
     if not match:

@@ -69,7 +69,7 @@ class Grade:
     ``answer`` is the span read as the reply's final answer (None when it states none).
     When the grader could not decide, ``score`` is None and ``failure`` gives the reason (an
     answer too costly to compare symbolically, decided from the expression alone, or, as a last
-    resort, a comparison that passed :data:`deliberation.benchmarks.problems.symbolic.TIMEOUT_S`).
+    resort, a comparison that passed :data:`deliberation.benchmarks.problems.symbolic._TIMEOUT_S`).
 
     How callers count a failed grade: never as wrong and never dropped. Report the number of
     failures beside every accuracy, compute the accuracy over the graded replies only (failures

@@ -37,8 +37,8 @@ from deliberation.benchmarks.problems.items import (
 )
 
 NAME = "jeebench"
-FILE = "dataset.json"
-TOLERANCE = 0.01
+_FILE = "dataset.json"
+_TOLERANCE = 0.01
 _FLOAT_SLACK = 1e-9
 _TYPES = {
     "MCQ": AnswerType.MCQ_SINGLE,
@@ -51,7 +51,7 @@ _FIELDS = ("description", "index", "subject", "type", "question", "gold")
 
 
 def files(root: Path) -> list[Path]:
-    return [root / FILE]
+    return [root / _FILE]
 
 
 def _item(record: object, path: Path, position: int) -> Item:
@@ -85,7 +85,7 @@ def _item(record: object, path: Path, position: int) -> Item:
         question=question,
         gold=gold,
         answer_type=answer_type,
-        source_file=FILE,
+        source_file=_FILE,
         record=position,
         meta=make_meta({"type": kind, "paper": record["description"], "index": record["index"]}),
     )
@@ -93,7 +93,7 @@ def _item(record: object, path: Path, position: int) -> Item:
 
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """All questions, or those whose subject (phy/chem/math) or type (MCQ, Numeric, ...) is in subset."""
-    path = root / FILE
+    path = root / _FILE
     records = read_json(path)
     if not isinstance(records, list):
         raise DatasetFormatError(path, "expected a JSON list of questions")
@@ -132,7 +132,7 @@ def grade(item: Item, prediction: str) -> Grade:
     if found is None:
         return Grade(0.0)
     value, where = found
-    correct = abs(float(item.gold) - value) <= TOLERANCE + _FLOAT_SLACK
+    correct = abs(float(item.gold) - value) <= _TOLERANCE + _FLOAT_SLACK
     return Grade(1.0 if correct else 0.0, where.text)
 
 

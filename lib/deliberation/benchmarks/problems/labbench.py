@@ -1,28 +1,6 @@
 """LAB-Bench multiple choice: SeqQA (600), ProtocolQA (108), CloningScenarios (33).
 
-Each record has the correct answer text (``ideal``) and wrong ones (``distractors``), unlettered.
-As in LAB-Bench's own harness, the options are the ideal answer, the distractors and the refusal
-option "Insufficient information to answer the question", shuffled in an order fixed per item
-by a seed derived from the item id with sha256 (never Python's salted ``hash()``), and lettered
-A, B, C, ... The check is a letter match.
-
-LAB-Bench reports three numbers (see :func:`summarize`), counted as its harness counts them
-(``labbench/evaluator.py`` ``compute_metrics`` in the vendored copy, ScienceOne-AI/ScienceEval
-@ 1683e498): accuracy = correct / all, precision = correct / answered, coverage = answered / all,
-where only a reply that picks the refusal option is unanswered ("sure" is ``answer != unsure``
-there). A reply in which no option can be read is *answered and wrong*, as in the harness,
-where the parser then returns None; it is also counted apart (``unreadable``) so a figure can
-say how many there were. A refusal in other words than the option's ("there is not enough
-information") is unreadable here too. Where we read more than the harness: its parser wants a
-letter in ``[ANSWER]B[/ANSWER]``; :mod:`~deliberation.benchmarks.problems.extract` reads that and every
-other form it documents, and we also accept an option's full text, so fewer replies are
-unreadable (answered and wrong) here: accuracy and precision can only be higher, coverage is
-the same.
-
-Upstream defect, fixed here: in six SeqQA ``PCR-geneprimers-enz`` records the ideal answer is
-repeated among the distractors and one distractor appears twice; duplicates are dropped so every
-option text is distinct (``meta['dropped_distractors']`` counts them).
-Ids follow the DHD reference: ``lab-bench:<subset>:<uuid>``.
+In full: ``docs/benchmarks.md``, section "LAB-Bench (benchmarks/problems/labbench.py)".
 """
 
 from __future__ import annotations
@@ -50,16 +28,16 @@ from deliberation.benchmarks.problems.items import (
 from deliberation.seeds import stable_seed
 
 NAME = "labbench"
-SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
-OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the DHD set
+_SUBSETS = ("SeqQA", "ProtocolQA", "CloningScenarios")
+_OPTIONAL_SUBSETS = ("DbQA",)  # read when asked for and present; not part of the DHD set
 REFUSAL = "Insufficient information to answer the question"
-SHUFFLE_SALT = "deliberation.labbench.options.v1"
+_SHUFFLE_SALT = "deliberation.labbench.options.v1"
 _FIELDS = ("id", "question", "ideal", "distractors")
 
 Outcome = Literal["correct", "incorrect", "refused", "unreadable"]
 
 
-def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
+def files(root: Path, subsets: Sequence[str] = _SUBSETS) -> list[Path]:
     found = []
     for subset in subsets:
         folder = root / subset
@@ -70,12 +48,12 @@ def files(root: Path, subsets: Sequence[str] = SUBSETS) -> list[Path]:
     return found
 
 
-def option_seed(item_id: str) -> int:
+def _option_seed(item_id: str) -> int:
     """A stable 64-bit seed for an item's option order (same on every machine and run)."""
-    return stable_seed(SHUFFLE_SALT, item_id)
+    return stable_seed(_SHUFFLE_SALT, item_id)
 
 
-def shuffled_options(
+def _shuffled_options(
     item_id: str, ideal: str, distractors: Sequence[str]
 ) -> tuple[tuple[str, ...], int]:
     """(options in their fixed order, how many duplicate distractors were dropped)."""
@@ -85,7 +63,7 @@ def shuffled_options(
             candidates.append(text)
     dropped = len(distractors) - (len(candidates) - 1)
     candidates.append(REFUSAL)
-    order = np.random.default_rng(option_seed(item_id)).permutation(len(candidates))
+    order = np.random.default_rng(_option_seed(item_id)).permutation(len(candidates))
     return tuple(candidates[i] for i in order), dropped
 
 
@@ -112,7 +90,7 @@ def _item(record: object, path: Path, position: int, subset: str, root: Path) ->
     ideal = str(record["ideal"])  # kept as written: it is an option's text
     question = required_text(record["question"], path, "question", position)
     item_id = f"lab-bench:{subset}:{record['id']}"
-    options, dropped = shuffled_options(item_id, ideal, distractors)
+    options, dropped = _shuffled_options(item_id, ideal, distractors)
     return Item(
         id=item_id,
         benchmark=NAME,
@@ -152,10 +130,10 @@ def _load_file(path: Path, subset: str, root: Path) -> list[Item]:
 
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """The 741 questions of the three DHD subsets, or the subsets named (also "DbQA" if present)."""
-    chosen = tuple(subset) if subset else SUBSETS
-    unknown = set(chosen) - set(SUBSETS) - set(OPTIONAL_SUBSETS)
+    chosen = tuple(subset) if subset else _SUBSETS
+    unknown = set(chosen) - set(_SUBSETS) - set(_OPTIONAL_SUBSETS)
     if unknown:
-        raise ValueError(f"unknown LAB-Bench subset(s) {sorted(unknown)}; known: {list(SUBSETS)}")
+        raise ValueError(f"unknown LAB-Bench subset(s) {sorted(unknown)}; known: {list(_SUBSETS)}")
     items: list[Item] = []
     for name in chosen:
         for path in files(root, (name,)):
@@ -167,7 +145,7 @@ def _normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().rstrip(".").lower()
 
 
-def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
+def _chosen_letters(item: Item, span: str) -> frozenset[str] | None:
     """The options an answer span picks: a lone option letter is that letter (the form the
     prompt asks for, as in LAB-Bench's harness), even where an option's text is one letter too
     (amino-acid codes such as "E" or "C"); otherwise by an option's full text first (a sequence
@@ -183,7 +161,7 @@ def chosen_letters(item: Item, span: str) -> frozenset[str] | None:
 
 def read_choice(item: Item, prediction: str) -> tuple[Outcome, str | None]:
     """(outcome, the answer span read) for one reply."""
-    found = read_answer(prediction, lambda span: chosen_letters(item, span))
+    found = read_answer(prediction, lambda span: _chosen_letters(item, span))
     if found is None:
         return "unreadable", None
     chosen, where = found
@@ -204,7 +182,7 @@ def grade(item: Item, prediction: str) -> Grade:
 
 
 @dataclass(frozen=True)
-class LabBenchScores:
+class _LabBenchScores:
     """LAB-Bench's three headline numbers over a set of replies, counted as its harness does."""
 
     n: int
@@ -226,7 +204,7 @@ class LabBenchScores:
         return self.answered / self.n if self.n else math.nan
 
 
-def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScores:
+def summarize(items: Sequence[Item], predictions: Sequence[str]) -> _LabBenchScores:
     """Accuracy, precision (correct among answered) and coverage (answered share) of replies.
 
     As in the harness (``Evaluator.compute_metrics``: ``sure = answer != unsure``), only a reply
@@ -236,7 +214,7 @@ def summarize(items: Sequence[Item], predictions: Sequence[str]) -> LabBenchScor
         raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
     outcomes = [outcome(item, reply) for item, reply in zip(items, predictions, strict=True)]
     refused = outcomes.count("refused")
-    return LabBenchScores(
+    return _LabBenchScores(
         n=len(outcomes),
         correct=outcomes.count("correct"),
         answered=len(outcomes) - refused,

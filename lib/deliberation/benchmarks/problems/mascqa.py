@@ -47,20 +47,20 @@ from deliberation.benchmarks.problems.items import (
 logger = logging.getLogger(__name__)
 
 NAME = "mascqa"
-QUESTIONS_FILE = "mascqa-eval.json"
-ANSWERS_FILE = "all_questions.xlsx"
+_QUESTIONS_FILE = "mascqa-eval.json"
+_ANSWERS_FILE = "all_questions.xlsx"
 ANSWER_COLUMNS = ("Question Info", "Question Type", "Correct Answer")
-LETTER_TYPES = ("MCQS", "MATCH", "MCQS-NUM")
-QUESTION_TYPES = (*LETTER_TYPES, "NUM")
+_LETTER_TYPES = ("MCQS", "MATCH", "MCQS-NUM")
+_QUESTION_TYPES = (*_LETTER_TYPES, "NUM")
 _MARKS_TO_ALL = re.compile(r"^\s*marks\s+to\s+all\s*$", re.IGNORECASE)
 
 
 def files(root: Path) -> list[Path]:
-    return [root / QUESTIONS_FILE, root / ANSWERS_FILE]
+    return [root / _QUESTIONS_FILE, root / _ANSWERS_FILE]
 
 
 @dataclass(frozen=True)
-class AnswerKey:
+class _AnswerKey:
     """A parsed ``Correct Answer`` cell: accepted letter sets, accepted ranges, or marks-to-all."""
 
     letter_sets: tuple[frozenset[str], ...] = ()
@@ -68,21 +68,21 @@ class AnswerKey:
     marks_to_all: bool = False
 
 
-def parse_key(raw: object, question_type: str) -> AnswerKey:
+def _parse_key(raw: object, question_type: str) -> _AnswerKey:
     """Read a scoresheet answer cell; raises ValueError when it cannot be read."""
     text = str(raw).strip() if raw is not None else ""
     if not text:
         raise ValueError("empty answer")
     if _MARKS_TO_ALL.match(text):
-        return AnswerKey(marks_to_all=True)
+        return _AnswerKey(marks_to_all=True)
     alternatives = re.split(r"\s+OR\s+", text.upper())
-    if question_type in LETTER_TYPES:
+    if question_type in _LETTER_TYPES:
         sets = []
         for alternative in alternatives:
             if not re.fullmatch(r"[A-D](?:\s*[,;]?\s*[A-D])*", alternative.strip()):
                 raise ValueError(f"not option letters: {text!r}")
             sets.append(frozenset(re.findall(r"[A-D]", alternative)))
-        return AnswerKey(letter_sets=tuple(sets))
+        return _AnswerKey(letter_sets=tuple(sets))
     if question_type != "NUM":
         raise ValueError(f"unknown question type {question_type!r}")
     ranges = []
@@ -100,10 +100,10 @@ def parse_key(raw: object, question_type: str) -> AnswerKey:
         if len(values) != 2:
             raise ValueError(f"not a number range: {text!r}")
         ranges.append((min(values), max(values)))
-    return AnswerKey(ranges=tuple(ranges))
+    return _AnswerKey(ranges=tuple(ranges))
 
 
-def _answer_type(question_type: str, key: AnswerKey) -> AnswerType:
+def _answer_type(question_type: str, key: _AnswerKey) -> AnswerType:
     if question_type == "NUM":
         return AnswerType.NUMERIC_RANGE
     if any(len(s) > 1 for s in key.letter_sets):
@@ -146,7 +146,7 @@ def _read_answers(path: Path) -> dict[str, tuple[int, str, object]]:
 
 def read_records(root: Path) -> list[tuple[int, str, str, str, str]]:
     """Every question record of ``mascqa-eval.json`` in file order: (record, topic, qid, type, text)."""
-    path = root / QUESTIONS_FILE
+    path = root / _QUESTIONS_FILE
     data = read_json(path)
     if not isinstance(data, dict):
         raise DatasetFormatError(path, "expected an object keyed by topic")
@@ -169,32 +169,32 @@ def read_records(root: Path) -> list[tuple[int, str, str, str, str]]:
 
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """The 649 unique questions with their answers, or those whose topic or type is in subset."""
-    questions_path = root / QUESTIONS_FILE
-    answers = _read_answers(root / ANSWERS_FILE)
+    questions_path = root / _QUESTIONS_FILE
+    answers = _read_answers(root / _ANSWERS_FILE)
     items: list[Item] = []
     seen: dict[str, Item] = {}
     for record, topic, qid, question_type, text in read_records(root):
-        if question_type not in QUESTION_TYPES:
+        if question_type not in _QUESTION_TYPES:
             raise DatasetFormatError(
                 questions_path, f"unknown question type {question_type!r}", record
             )
         if qid not in answers:
             raise DatasetFormatError(
-                questions_path, f"qid {qid} has no row in {ANSWERS_FILE}", record
+                questions_path, f"qid {qid} has no row in {_ANSWERS_FILE}", record
             )
         row, answer_type_in_sheet, raw = answers[qid]
         if answer_type_in_sheet != question_type:
             raise DatasetFormatError(
-                root / ANSWERS_FILE,
-                f"qid {qid}: type {answer_type_in_sheet!r} but {QUESTIONS_FILE} says {question_type!r}",
+                root / _ANSWERS_FILE,
+                f"qid {qid}: type {answer_type_in_sheet!r} but {_QUESTIONS_FILE} says {question_type!r}",
                 row,
                 label="row",
             )
         try:
-            key = parse_key(raw, question_type)
+            key = _parse_key(raw, question_type)
         except ValueError as error:
             raise DatasetFormatError(
-                root / ANSWERS_FILE, f"qid {qid}: {error}", row, label="row"
+                root / _ANSWERS_FILE, f"qid {qid}: {error}", row, label="row"
             ) from None
         item = Item(
             id=f"{NAME}:{qid}",
@@ -203,7 +203,7 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
             question=text.strip(),
             gold=str(raw).strip(),
             answer_type=_answer_type(question_type, key),
-            source_file=QUESTIONS_FILE,
+            source_file=_QUESTIONS_FILE,
             record=record,
             meta=make_meta(
                 {
@@ -228,11 +228,11 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     return items
 
 
-def answer_key(item: Item) -> AnswerKey:
-    return parse_key(item.gold, item.meta_value("qtype"))
+def answer_key(item: Item) -> _AnswerKey:
+    return _parse_key(item.gold, item.meta_value("qtype"))
 
 
-def value_or_range(span: str) -> tuple[float, float] | None:
+def _value_or_range(span: str) -> tuple[float, float] | None:
     """A reply's numeric answer as a closed range: "0.86" -> (0.86, 0.86), "0.85–0.89" as written."""
     written = parse_range(span)
     if written is not None:
@@ -254,7 +254,7 @@ def _inside(answer: tuple[float, float], ranges: Sequence[tuple[float, float]]) 
 def grade(item: Item, prediction: str) -> Grade:
     """1.0 for the right letter set / a number (or a stated range) inside a gold range, else 0.0."""
     key = answer_key(item)
-    if item.meta_value("qtype") in LETTER_TYPES:
+    if item.meta_value("qtype") in _LETTER_TYPES:
         found = read_answer(prediction, lambda span: letters_in(span, "ABCD"))
         if item.answer_type is AnswerType.MCQ_MULTIPLE:  # an analysis option by option
             found = collected_choice(prediction, "ABCD", found)
@@ -262,7 +262,7 @@ def grade(item: Item, prediction: str) -> Grade:
             return Grade(0.0)
         chosen, where = found
         return Grade(1.0 if key.marks_to_all or chosen in key.letter_sets else 0.0, where.text)
-    found = read_answer(prediction, value_or_range)
+    found = read_answer(prediction, _value_or_range)
     if found is None:
         return Grade(0.0)
     answer, where = found
@@ -272,7 +272,7 @@ def grade(item: Item, prediction: str) -> Grade:
 def render_answer(item: Item) -> str:
     """The gold written the way a model would end its reply (a range's midpoint for NUM)."""
     key = answer_key(item)
-    if item.meta_value("qtype") in LETTER_TYPES:
+    if item.meta_value("qtype") in _LETTER_TYPES:
         letters = sorted(key.letter_sets[0]) if key.letter_sets else ["A"]
         if len(letters) == 1:
             return f"Answer: ({letters[0]})"

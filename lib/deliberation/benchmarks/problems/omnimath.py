@@ -1,34 +1,6 @@
 """Omni-MATH: Olympiad problems with LaTeX final answers (JSON Lines, no id field).
 
-Subsets (files under the benchmark root):
-
-- ``rule`` (default): ``omni_math_rule.jsonl``, the authors' 2,821-problem subset whose answers
-  can be checked by rule (KbsdJames/omni-math-rule). Equivalence is decided by math-verify
-  (HuggingFace) on the reply's final answer (read by :mod:`~deliberation.benchmarks.problems.extract`, one
-  precedence for every benchmark), run in a worker process with a hard time limit (see
-  :mod:`deliberation.benchmarks.problems.symbolic`), so a LaTeX answer equal in value but written
-  differently (``0.04`` vs ``\\frac{1}{25}``) is correct.
-
-  **Not the official checker.** Omni-MATH-Rule's own evaluation uses the Qwen2.5-Math
-  ``math_equal`` checker. The two disagree on some answers: on 44 probe cases math-verify was
-  right on 39 and ``math_equal`` on 32; ``math_equal`` accepts ``115441`` for ``115440`` and
-  ``6`` for ``6, -10/3``, both of which math-verify rejects. Scores here are therefore not directly comparable with numbers reported
-  with the official checker: expect slightly lower accuracy on near-miss numbers and partial
-  lists, and slightly higher where math-verify recognises an equivalent form ``math_equal`` does
-  not.
-- ``full``: the 4,428-problem ``Omni-MATH.jsonl`` (also accepted as ``Omni-Math.jsonl``) and
-  ``omni2``: ``Omni-MATH-2.jsonl``, read when present (neither is downloaded: no pinned public
-  copy). Their problems that also appear in the rule subset are rule-checked; the others are
-  ``MATH_JUDGE`` items, graded by a judge model: :func:`grade` raises :class:`JudgeRequired`, and
-  the DHD experiment builds the call, sends it and scores the reply
-  (:mod:`deliberation.experiments.dhd.judge`; Omni-MATH's own evaluation is a GPT-4 judge). This
-  module imports no backend: datasets load and grade.
-
-Ids: ``omnimath:<subset>:<line index>`` (or the record's own ``id`` when it has one).
-
-Upstream defect, fixed here: four rule-subset answers (records 183, 682, 710, 1469) end with a
-brace left open (``\\frac{11}{2^{20}``); :func:`repair_braces` closes it and the text as
-written is kept in ``meta['answer_as_written']``.
+In full: ``docs/benchmarks.md``, section "Omni-MATH (benchmarks/problems/omnimath.py)".
 """
 
 from __future__ import annotations
@@ -57,7 +29,7 @@ from deliberation.benchmarks.problems.items import (
 )
 
 NAME = "omnimath"
-SUBSET_FILES: dict[str, tuple[str, ...]] = {
+_SUBSET_FILES: dict[str, tuple[str, ...]] = {
     "rule": ("omni_math_rule.jsonl",),
     "full": ("Omni-MATH.jsonl", "Omni-Math.jsonl"),
     "omni2": ("Omni-MATH-2.jsonl", "omni_math_2.jsonl"),
@@ -69,17 +41,17 @@ class JudgeRequired(RuntimeError):
     """Raised by :func:`grade` for an item only a judge model can grade."""
 
 
-def subset_path(root: Path, subset: str) -> Path | None:
-    if subset not in SUBSET_FILES:
-        raise ValueError(f"unknown Omni-MATH subset {subset!r}; known: {list(SUBSET_FILES)}")
-    for name in SUBSET_FILES[subset]:
+def _subset_path(root: Path, subset: str) -> Path | None:
+    if subset not in _SUBSET_FILES:
+        raise ValueError(f"unknown Omni-MATH subset {subset!r}; known: {list(_SUBSET_FILES)}")
+    for name in _SUBSET_FILES[subset]:
         if (root / name).is_file():
             return root / name
     return None
 
 
 def files(root: Path) -> list[Path]:
-    return [root / SUBSET_FILES["rule"][0]]
+    return [root / _SUBSET_FILES["rule"][0]]
 
 
 def _records(path: Path) -> list[tuple[int, dict]]:
@@ -106,7 +78,7 @@ def _records(path: Path) -> list[tuple[int, dict]]:
     return records
 
 
-def repair_braces(latex: str) -> str:
+def _repair_braces(latex: str) -> str:
     """Close braces left open at the end of a gold answer (four rule-subset records end early)."""
     depth = 0
     for i, char in enumerate(latex):
@@ -131,16 +103,16 @@ def _normalize_problem(text: str) -> str:
 def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     """Problems of the named subsets ("rule" by default; "full", "omni2" when their file exists)."""
     chosen = tuple(subset) if subset else ("rule",)
-    rule_path = subset_path(root, "rule")
+    rule_path = _subset_path(root, "rule")
     rule_problems: set[str] = set()
     if rule_path is not None and set(chosen) - {"rule"}:
         rule_problems = {_normalize_problem(str(r["problem"])) for _, r in _records(rule_path)}
     items: list[Item] = []
     for name in chosen:
-        path = subset_path(root, name)
+        path = _subset_path(root, name)
         if path is None:
             raise DatasetNotFoundError(
-                f"Omni-MATH subset {name!r}: none of {list(SUBSET_FILES[name])} in {root}"
+                f"Omni-MATH subset {name!r}: none of {list(_SUBSET_FILES[name])} in {root}"
             )
         for position, record in _records(path):
             rule_checkable = (
@@ -148,7 +120,7 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
             )
             record_id = record.get("id")
             written = str(record["answer"]).strip()
-            gold = repair_braces(written)
+            gold = _repair_braces(written)
             items.append(
                 Item(
                     id=f"{NAME}:{name}:{record_id if record_id is not None else position}",
@@ -174,7 +146,7 @@ def load(root: Path, subset: Sequence[str] | None = None) -> list[Item]:
     return items
 
 
-def needs_judge(item: Item) -> bool:
+def _needs_judge(item: Item) -> bool:
     return item.answer_type is AnswerType.MATH_JUDGE
 
 
@@ -187,7 +159,7 @@ _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺\u2212", "012345
 _SUPERSCRIPT_RUN = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 
 
-def math_span(span: str) -> str | None:
+def _math_span(span: str) -> str | None:
     """An answer span ready for math-verify, or None when it is prose ("independent of n").
 
     Digit groups (``18 900``, ``115\\,440``, ``29\\,40``) are joined, unicode superscripts and
@@ -239,7 +211,7 @@ def grade(item: Item, prediction: str) -> Grade:
     equivalent); a reply with no answer scores 0.0 either way. A comparison that passes the
     symbolic time limit gives a failed :class:`Grade` (see :mod:`~deliberation.benchmarks.problems.symbolic`).
     """
-    found = read_answer(prediction, math_span)
+    found = read_answer(prediction, _math_span)
     if found is None:
         return Grade(0.0)
     span, where = found
@@ -248,7 +220,7 @@ def grade(item: Item, prediction: str) -> Grade:
         not _plainly_different(gold, span) and symbolic.equivalent(gold, span)
     ):
         return Grade(1.0, where.text)
-    if needs_judge(item):
+    if _needs_judge(item):
         raise JudgeRequired(
             f"{item.id}: not rule-checkable; use deliberation.experiments.dhd.judge"
         )

@@ -1,28 +1,6 @@
 """SciBench (textbook split): 580 college science problems in ten ``<source>.json`` files.
 
-Unit scaling follows the benchmark's own evaluation (``eval/eval_*.py`` with
-``post_process.py``): when the unit carries a power of ten (``$10^{-19} \\mathrm{~J}$``), the
-question tells the model the unit without it ("The unit of the answer is \\mathrm{~J}") and the
-gold becomes ``answer_number * 10^k``; a model's ``a \\times 10^{b}`` is evaluated to a number.
-We append that sentence only when the remaining unit is not empty.
-
-Correctness, as in the pinned scripts (``eval/eval_zero.py``, ``eval_few.py``,
-``eval_zeroCot.py``, ``eval_tool.py`` @ e14e0ca3, all ``equiv``): the reply's number ``a`` (read
-by :mod:`~deliberation.benchmarks.problems.extract`) is right when ``math.isclose(a, gold, rel_tol=0.05)``,
-that is ``|a - gold| <= 0.05 * max(|a|, |gold|)``, relative to the *larger* value (so 53.3 passes
-for a gold of 50.7: 4.9% of 53.3). A gold of 0 (ten items: seven in atkins, calculus
-16.7.43, fund Question 21.71, quan 7.56) therefore needs exactly 0, as ``isclose`` without
-``abs_tol`` gives. (The 2023 paper's wording and an earlier version of this module described
-other rules; the scripts are what the published numbers used.)
-
-Where we read more than the official script: it compares ``float(answer_number)``, which fails
-for four ``diff.json`` golds, so those items can never be scored correct there: ``page 61-10``
-(``89,034.79``, thousands comma), ``page61-10`` (``102,965.21``), ``page144-21`` (``−2``,
-unicode minus) and ``Page 40 28`` (``−1.642876``). We read them as the numbers they are.
-
-Ids follow the DHD reference, ``scibench:<source>:<problemid stripped>``; the three problem ids
-that occur twice in one file (quan 2.13, stat 5.8-5, stat Problem 1.1.1) get ``#<record>``
-appended to both occurrences so every id is unique.
+In full: ``docs/benchmarks.md``, section "SciBench (benchmarks/problems/scibench.py)".
 """
 
 from __future__ import annotations
@@ -62,7 +40,7 @@ SOURCES = (
     "stat",
     "thermo",
 )
-RELATIVE_TOLERANCE = 0.05
+_RELATIVE_TOLERANCE = 0.05
 _FIELDS = ("problem_text", "answer_number", "unit", "source", "problemid")
 _POWER = re.compile(r"10\s*\^\s*\{?\s*([+-]?\s*\d+)\s*\}?")
 
@@ -95,7 +73,7 @@ def prompt_unit(unit: str) -> str:
     return "" if not text.strip("$ ") else text
 
 
-def gold_value(item: Item) -> float:
+def _gold_value(item: Item) -> float:
     """The gold as a plain number in the unprefixed unit (``answer_number * 10^k``)."""
     return float(normalize_numeric_text(item.gold)) * 10.0 ** unit_exponent(item.unit)
 
@@ -167,7 +145,7 @@ def grade(item: Item, prediction: str) -> Grade:
     if found is None:
         return Grade(0.0)
     value, where = found
-    correct = math.isclose(value, gold_value(item), rel_tol=RELATIVE_TOLERANCE)
+    correct = math.isclose(value, _gold_value(item), rel_tol=_RELATIVE_TOLERANCE)
     return Grade(1.0 if correct else 0.0, where.text)
 
 

@@ -1,31 +1,6 @@
 """Symbolic equivalence and numeric evaluation of LaTeX answers through math-verify, in a worker.
 
-**A grade never depends on the machine's speed.** Whether an answer is too costly to compare is
-decided from the expression itself, before any timed call, by
-:func:`~deliberation.benchmarks.problems.expression_cost.too_costly` (the size of the numbers it spells out,
-its nesting depth, powers of sums, sums with many terms; answers over ``MAX_CHARS`` are not
-compared at all). A refused answer raises :class:`SymbolicTooCostly`, the same on every
-machine; graders turn it into a failed :class:`~deliberation.benchmarks.problems.items.Grade` (a grading
-failure with its reason, never a wrong answer). Only pathological input is refused (a power
-tower such as ``9^{9^{9}}``, ``(10^{6})!``, ``(x+1)^{1000}``): every Omni-MATH gold is admitted,
-and a reply no costlier than its item's gold always is.
-
-Everything admitted costs at most a few CPU seconds (the interval ``[0, \\frac{1}{2}]`` about
-0.3 s on a fresh worker of a loaded 2-core machine, the costliest golds under a second), so the
-time limit, ``TIMEOUT_S`` = 30 s of the worker's CPU time (read from ``/proc``; wall time where
-there is no ``/proc``, and ``WALL_TIMEOUT_S`` of wall time in any case), is only a last-resort
-safety net for what the screen missed: past it the worker is killed, a fresh one is forked, and
-the call raises :class:`SymbolicTimeout` (also a failed grade). sympy can run for minutes on a
-short answer (``9^{9^{9}}`` builds a 370-million-digit integer in C code that no signal
-interrupts) and math-verify's own ``signal.alarm`` timeouts work only in a main thread and in
-whole seconds, hence the separate worker process, reused from call to call (a call costs about a
-millisecond).
-
-Workers are forked from a ``forkserver`` that has math-verify and sympy imported, and each worker
-parses a few answers of each kind (number, fraction, interval, set, expression) before it takes
-calls, so no call pays math-verify's first-use set-up; the caller's ``__main__`` script is not
-re-run in the worker, so scripts need no ``if __name__ == "__main__"`` guard. Calls from several
-threads are serialised on one worker (safe from any thread).
+In full: ``docs/benchmarks.md``, section "Symbolic grading".
 """
 
 from __future__ import annotations
@@ -50,12 +25,12 @@ from deliberation.benchmarks.problems import expression_cost
 logger = logging.getLogger(__name__)
 
 # A safety net far above what any admitted answer costs (the cost screen decides, not the clock).
-TIMEOUT_S = 30.0  # CPU seconds per call
-WALL_TIMEOUT_S = 300.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
+_TIMEOUT_S = 30.0  # CPU seconds per call
+_WALL_TIMEOUT_S = 300.0  # backstop when the worker is starved of CPU (or CPU time is unknown)
 _POLL_S = 0.02
-STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded machine
-MAX_CHARS = 1000  # longer answers are not compared (no closed form is that long)
-MAX_NUMERIC_CHARS = 200  # a closed-form number is short; prose is not sent to sympy
+_STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded machine
+_MAX_CHARS = 1000  # longer answers are not compared (no closed form is that long)
+_MAX_NUMERIC_CHARS = 200  # a closed-form number is short; prose is not sent to sympy
 _PRELOAD = ["math_verify", "sympy", "deliberation.benchmarks.problems.symbolic"]
 
 
@@ -89,7 +64,7 @@ class SymbolicTimeout(SymbolicUndecided):
 def _parse(latex: str) -> list:
     from math_verify import parse
 
-    if len(latex) > MAX_CHARS:
+    if len(latex) > _MAX_CHARS:
         return []
     return parse(f"\\boxed{{{latex}}}", parsing_timeout=None)
 
@@ -173,9 +148,9 @@ class _Worker:
         with _main_module_hidden():
             self.process.start()
         child.close()
-        if not self.connection.poll(STARTUP_TIMEOUT_S):
+        if not self.connection.poll(_STARTUP_TIMEOUT_S):
             self.stop()
-            raise SymbolicTimeout(f"math-verify worker did not start in {STARTUP_TIMEOUT_S} s")
+            raise SymbolicTimeout(f"math-verify worker did not start in {_STARTUP_TIMEOUT_S} s")
         self.connection.recv()
 
     def cpu_seconds(self) -> float | None:
@@ -196,7 +171,7 @@ class _Worker:
                 wall = time.monotonic() - started
                 cpu = self.cpu_seconds()
                 used = wall if cpu is None or started_cpu is None else cpu - started_cpu
-                if used > timeout or wall > WALL_TIMEOUT_S:
+                if used > timeout or wall > _WALL_TIMEOUT_S:
                     raise SymbolicTimeout(
                         f"math-verify {operation} passed the {timeout} s limit "
                         f"({used:.2f} s {'wall' if cpu is None else 'CPU'}, {wall:.2f} s wall)"
@@ -247,7 +222,7 @@ def _call(operation: str, *args: Any) -> Any:
             if _worker is None or not _worker.process.is_alive():
                 _worker = _Worker()
             try:
-                return _worker.call(operation, args, TIMEOUT_S)
+                return _worker.call(operation, args, _TIMEOUT_S)
             except SymbolicTimeout:
                 logger.warning("math-verify %s timed out; worker replaced", operation)
                 _worker.stop()
@@ -275,9 +250,9 @@ def equivalent(gold_latex: str, predicted_latex: str) -> bool:
     """True when math-verify finds the two answers equal (value, set, interval, expression).
 
     Raises :class:`SymbolicTooCostly` for a predicted answer past the cost screen (the gold's own
-    cost is always allowed) and :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
+    cost is always allowed) and :class:`SymbolicTimeout` past the ``_TIMEOUT_S`` safety net.
     """
-    if len(gold_latex) > MAX_CHARS or len(predicted_latex) > MAX_CHARS:
+    if len(gold_latex) > _MAX_CHARS or len(predicted_latex) > _MAX_CHARS:
         return False
     _refuse_if_costly(predicted_latex, expression_cost.cost(gold_latex))
     return bool(_call("equivalent", gold_latex, predicted_latex))
@@ -287,9 +262,9 @@ def numeric_value(latex: str) -> float | None:
     """The real value of a closed-form LaTeX number (``\\frac{1}{2}``, ``2\\sqrt{3}``), else None.
 
     Raises :class:`SymbolicTooCostly` for an expression past the cost screen and
-    :class:`SymbolicTimeout` past the ``TIMEOUT_S`` safety net.
+    :class:`SymbolicTimeout` past the ``_TIMEOUT_S`` safety net.
     """
-    if len(latex) > MAX_NUMERIC_CHARS:
+    if len(latex) > _MAX_NUMERIC_CHARS:
         return None
     _refuse_if_costly(latex)
     return _call("numeric_value", latex)

@@ -8,47 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deliberation.benchmarks.problems import DatasetNotFoundError
+from deliberation.exit_codes import BAD_INPUT, CommandError
+from deliberation.experiments.dhd import sim
+from deliberation.experiments.dhd.masking import run_profile_masking
+from deliberation.experiments.dhd.options import DHDOptions
+from deliberation.experiments.dhd.run import STAGES, run_profile, write_results
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
-
-_HERE = "deliberation.experiments.dhd.experiment"
-STAGES = ("pool", "replay", "repeated")  # the run's parts (dhd.run.STAGES)
-
-EXPERIMENT = Experiment(
-    name="dhd",
-    summary="Diverse Hypothesis Deliberation: pools, replays, repeated replays; one row per call",
-    description=(
-        "Recruit five roles and draw five hypothesizer replies per problem (stored once as "
-        "the pool), then replay the integrator on views of each pool. The problems and sizes "
-        "come from the profile's experiments.dhd section; the options below override them. "
-        "Every request goes through the response cache; identical prompts are sent once."
-    ),
-    options="deliberation.experiments.dhd.options:DHDOptions",
-    runner=f"{_HERE}:run",
-    arguments=f"{_HERE}:add_arguments",
-    report=f"{_HERE}:report",
-    out_help="replay rows (CSV; default build/runs/<profile>/dhd_rows.csv); proposals beside it",
-    stages=("dhd.",),
-    sim_behaviours=("deliberation.experiments.dhd.sim",),
-    smoke={
-        "benchmarks": ["synthetic"],
-        "problems": 12,
-        "repeated_problems": 6,
-        "blocks": 3,
-        "n_resamples": 200,
-        "n_permutations": 200,
-        "masking_cases": 2,
-        "masking_replicates": 2,
-    },
-    notebooks={
-        "07_dhd_replay.ipynb": NotebookCall("deliberation.experiments.dhd.run:run_profile"),
-        "08_dhd_masking_selection.ipynb": NotebookCall(
-            "deliberation.experiments.dhd.masking:run_profile_masking"
-        ),
-    },
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -83,10 +52,6 @@ def run(
 ) -> Any:
     """The profile's DHD run (the comma-separated ``benchmarks``, ``limit`` and ``stages``
     override it); a missing benchmark folder is bad input, reported as such."""
-    from deliberation.benchmarks.problems import DatasetNotFoundError
-    from deliberation.exit_codes import BAD_INPUT, CommandError
-    from deliberation.experiments.dhd.run import run_profile
-
     try:
         return run_profile(
             profile,
@@ -102,8 +67,6 @@ def run(
 
 def report(results: Any, profile: Profile, args: argparse.Namespace) -> str | None:
     """Write the replay and proposal rows, print the counts and the accuracy by replay arm."""
-    from deliberation.experiments.dhd.run import write_results
-
     rows, proposals = write_results(results, args.out, profile)
     for line in results.lines():
         print(line)
@@ -118,3 +81,36 @@ def report(results: Any, profile: Profile, args: argparse.Namespace) -> str | No
         print(results.headline().to_string(index=False))
     failed_pools = results.pool_counts.failed_pools if results.pool_counts else 0
     return f"FAILED: {failed_pools} pools hold failed calls" if failed_pools else None
+
+
+EXPERIMENT = Experiment(
+    name="dhd",
+    summary="Diverse Hypothesis Deliberation: pools, replays, repeated replays; one row per call",
+    description=(
+        "Recruit five roles and draw five hypothesizer replies per problem (stored once as "
+        "the pool), then replay the integrator on views of each pool. The problems and sizes "
+        "come from the profile's experiments.dhd section; the options below override them. "
+        "Every request goes through the response cache; identical prompts are sent once."
+    ),
+    options=DHDOptions,
+    runner=run,
+    arguments=add_arguments,
+    report=report,
+    out_help="replay rows (CSV; default build/runs/<profile>/dhd_rows.csv); proposals beside it",
+    stages=("dhd.",),
+    sim_behaviours=(sim,),
+    smoke={
+        "benchmarks": ["synthetic"],
+        "problems": 12,
+        "repeated_problems": 6,
+        "blocks": 3,
+        "n_resamples": 200,
+        "n_permutations": 200,
+        "masking_cases": 2,
+        "masking_replicates": 2,
+    },
+    notebooks={
+        "07_dhd_replay.ipynb": NotebookCall(run_profile),
+        "08_dhd_masking_selection.ipynb": NotebookCall(run_profile_masking),
+    },
+)

@@ -1,28 +1,7 @@
 """From replay rows to paper 2's labels: replay effects, the six cells, helpful shares, values.
 
-Replay rows (one per integrator call; written by :mod:`deliberation.experiments.dhd.run`) have the
-columns
-
-=============  =================================================================================
-``problem``    problem id (the cluster for every interval)
-``benchmark``  benchmark name
-``arm``        ``solo``, ``single``, ``full``, ``loo``, ``drop-<i>`` (repeated removal), or a
-               masking arm
-``k``          pool size of the view's pool (0 for the no-message solver)
-``message``    the message whose effect the row measures (empty for solo/full rows)
-``replicate``  draw index of this view (the request's ``sample``)
-``block``      repeated-replay block (empty outside repeated replays)
-``correct``    1/0 from the evaluator; empty when ``valid`` is 0
-``valid``      1 when the call returned and the evaluator graded it; 0 for an operational failure
-``error``      why a row is invalid
-=============  =================================================================================
-
-Proposal rows (one per pool message) have ``problem``, ``benchmark``, ``message`` and
-``proposal_correct`` (1/0; empty when the message has no readable answer).
-
-A replay *effect* compares the integrator with and without a message: +1 *helpful* (right only
-with it), -1 *harmful* (right only without it), 0 *neutral*. An effect whose two calls are not
-both valid is not labelled (it is counted as ``unscored``, never as neutral).
+In full: ``docs/experiments.md``, section "DHD labels: replay effects, cells, helpful shares
+(experiments/dhd/labels.py)".
 """
 
 from __future__ import annotations
@@ -33,7 +12,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from deliberation.stats import max_statistic_by_problem
 
-CATEGORY = {1: "helpful", -1: "harmful", 0: "neutral"}
+_CATEGORY = {1: "helpful", -1: "harmful", 0: "neutral"}
 CATEGORIES = ("helpful", "neutral", "harmful")
 
 
@@ -57,7 +36,7 @@ def _label(effects: pd.DataFrame, shown: str, hidden: str) -> pd.DataFrame:
             for pair in zip(effects[f"key_{shown}"], effects[f"key_{hidden}"], strict=True)
         ]
     effects["category"] = effects["effect"].map(
-        lambda e: "unscored" if pd.isna(e) else CATEGORY[int(e)]
+        lambda e: "unscored" if pd.isna(e) else _CATEGORY[int(e)]
     )
     return effects
 

@@ -1,36 +1,6 @@
 """Component masking: why a message helps or harms, by hiding its answer or its reasoning.
 
-For chosen *cases* (a message of a pool, picked from the repeated-replay results by its cell:
-wrong-helpful, correct-helpful, wrong-harmful, correct-harmful) the integrator is replayed on six
-views of the whole pool, the arms of the DHD authors' pilot
-(``../shared/data/dhd_reference/data/derived/component_masking_pilot_summary.json``):
-
-==================  ============================  ============================================
-arm                 authors' condition            the case message is
-==================  ============================  ============================================
-``masking-full``    ``full``                      shown whole
-``masking-repeat``  ``byte_identical_repeat``     shown whole, another draw of the same prompt
-``masking-removal`` ``removal``                   left out
-``masking-neutral`` ``neutral_replacement``       a neutral text of about the same length, in
-                                                  the same position
-``masking-answer``  ``answer_masked``             shown with its proposed answer withheld
-``masking-reasoning`` ``reasoning_masked``        shown with its reasoning fields withheld
-==================  ============================  ============================================
-
-Every other message of the pool is shown whole in every arm. Arms are interleaved within each
-replicate (a seeded order per case and replicate), and all arms of one replicate share one draw
-index except the repeat, so arms differ only in what they show. Draw indices start at
-:data:`MASKING_SAMPLE_BASE`: masking never reuses the repeated replays' cached draws, so cases
-chosen on those draws are scored on fresh ones (no selection on the outcome).
-
-A masked field shows :data:`~deliberation.experiments.dhd.messages.MASK_PLACEHOLDER`. Masking the
-answer is only meaningful if the answer is not also written in the message's other fields: such a
-message is *flagged* (:func:`answer_leaks`, column ``answer_leak`` of the cases) and its
-answer-masked arm is not run, rather than reported as a masked answer that the integrator could
-still read.
-
-Rows are replay rows (:mod:`deliberation.experiments.dhd.labels`) with the case's ``cell`` added;
-:func:`masking_table` gives success by cell and arm with problem-clustered intervals.
+In full: ``docs/experiments.md``, section "DHD component masking (experiments/dhd/masking.py)".
 """
 
 from __future__ import annotations
@@ -61,7 +31,7 @@ ARMS: dict[str, tuple[str, str | None]] = {
     "masking-answer": ("answer_masked", "mask-answer"),
     "masking-reasoning": ("reasoning_masked", "mask-reasoning"),
 }
-CELLS = ("wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful")
+_CELLS = ("wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful")
 # First draw index of masking replays (above any repeated-replay draw index).
 MASKING_SAMPLE_BASE = 10_000
 CASE_COLUMNS = [
@@ -143,7 +113,7 @@ def choose_cases(
     )
     frame = frame[frame["cell"] != ""]
     chosen = []
-    for cell in CELLS:
+    for cell in _CELLS:
         candidates = frame[frame["cell"] == cell].assign(strength=lambda f: f["value"].abs())
         candidates = candidates.sort_values(
             ["strength", "blocks", "problem", "message"], ascending=[False, False, True, True]
@@ -262,10 +232,10 @@ def run_masking(
     cases = flag_answer_leaks(pools, cases)
     replays = masking_replays(pools, cases, replicates, seed)
     rows = run_replays(profile, client, items, pools, replays, label="dhd.integrator (masking)")
-    return with_cells(rows, cases), cases
+    return _with_cells(rows, cases), cases
 
 
-def with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+def _with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
     """Masking rows with the ``cell`` of their case."""
     cells = cases[["problem", "message", "cell"]].astype({"message": "Int64"})
     return rows.astype({"message": "Int64"}).merge(
@@ -349,7 +319,7 @@ def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:
     summary = flagged.groupby("cell").agg(
         cases=("message", "size"), flagged=("flagged", "sum"), benchmarks=("benchmark", "nunique")
     )
-    return summary.reindex([c for c in CELLS if c in summary.index]).reset_index()
+    return summary.reindex([c for c in _CELLS if c in summary.index]).reset_index()
 
 
 def run_profile_masking(profile: Profile, client: Client) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,24 +1,7 @@
 """A hypothesizer's message: its fixed, parseable format, the parser, and how the integrator sees it.
 
-A reply is seven labelled fields, one per line (a value may continue on following lines):
-
-    Role: Number theorist
-    Proposed final answer: 42
-    Reasoning direction: ...
-    Key idea: ...
-    Critical assumption: ...
-    What to check: ...
-    Confidence: medium
-
-These are the fields of the DHD authors' pool records (``role_name``, ``proposed_answer``,
-``reasoning_direction``, ``key_idea``, ``critical_assumption``, ``what_to_check``, ``confidence``;
-``../shared/data/dhd_reference/data/fixtures/smoke_pool.jsonl``). A reply that lacks a field does
-not parse: :func:`parse_hypothesis` says which fields are missing, and the pool keeps the raw
-text so that the message is still replayed as it came back.
-
-A message has two *components* that masking can hide (paper 2's component masking): the
-``answer`` (the proposed final answer) and the ``reasoning`` (direction, key idea, assumption,
-what to check). ``confidence`` and the role belong to neither.
+In full: ``docs/experiments.md``, section "The hypothesizer's message format
+(experiments/dhd/messages.py)".
 """
 
 from __future__ import annotations
@@ -78,13 +61,13 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
-class ParseResult:
+class _ParseResult:
     hypothesis: Hypothesis | None
     error: str | None  # why it did not parse (None when it did)
 
 
 @functools.lru_cache(maxsize=8192)  # a pool's replies are re-read by every replay of it
-def parse_hypothesis(text: str) -> ParseResult:
+def parse_hypothesis(text: str) -> _ParseResult:
     """Read the seven labelled fields (markdown bold, bullets and any letter case accepted; the
     first occurrence of a label wins; a value runs until the next label)."""
     matches = list(_LABEL_LINE.finditer(text))
@@ -97,8 +80,8 @@ def parse_hypothesis(text: str) -> ParseResult:
             values[name] = value
     missing = [LABELS[name] for name in LABELS if name not in values]
     if missing:
-        return ParseResult(None, "missing or empty fields: " + ", ".join(missing))
-    return ParseResult(Hypothesis(**values), None)
+        return _ParseResult(None, "missing or empty fields: " + ", ".join(missing))
+    return _ParseResult(Hypothesis(**values), None)
 
 
 def render_for_integrator(

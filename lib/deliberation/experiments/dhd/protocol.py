@@ -97,11 +97,11 @@ RECRUITER = StageSettings(
     structured=StructuredOutput(json_schema=RECRUITER_SCHEMA),
     max_tokens=RECRUITER_MAX_TOKENS,
 )
-HYPOTHESIZER = StageSettings(HYPOTHESIZER_STAGE, temperature=0.7)
+_HYPOTHESIZER = StageSettings(HYPOTHESIZER_STAGE, temperature=0.7)
 INTEGRATOR = StageSettings(INTEGRATOR_STAGE, temperature=0.0)
 
 
-def hypothesizer_seed(seed: int, problem_id: str, index: int) -> int:
+def _hypothesizer_seed(seed: int, problem_id: str, index: int) -> int:
     """The seed of hypothesizer ``index`` on a problem: one draw each, reproducible."""
     return stable_seed("dhd-hypothesizer", seed, problem_id, index)
 
@@ -110,7 +110,7 @@ def problem_text(item: Item) -> str:
     return problems.question_text(item) if item.benchmark != synthetic.BENCHMARK else item.question
 
 
-def recruiter_request(profile: Profile, item: Item) -> ChatRequest:
+def _recruiter_request(profile: Profile, item: Item) -> ChatRequest:
     """The recruiter's call for ``item`` under ``profile``."""
     return stage_request(
         profile,
@@ -120,14 +120,14 @@ def recruiter_request(profile: Profile, item: Item) -> ChatRequest:
     )
 
 
-def hypothesizer_request(profile: Profile, item: Item, index: int, role: Role) -> ChatRequest:
+def _hypothesizer_request(profile: Profile, item: Item, index: int, role: Role) -> ChatRequest:
     """Hypothesizer ``index``'s call (playing ``role``) for ``item`` under ``profile``."""
     return stage_request(
         profile,
-        HYPOTHESIZER,
+        _HYPOTHESIZER,
         HYPOTHESIZER_USER.format(problem=problem_text(item)),
         system=HYPOTHESIZER_SYSTEM.format(role=role.name, focus=role.focus),
-        seed=hypothesizer_seed(profile.seed, item.id, index),
+        seed=_hypothesizer_seed(profile.seed, item.id, index),
     )
 
 
@@ -135,16 +135,16 @@ class StalePoolError(ValueError):
     """A stored pool was drawn by other requests than this run would send."""
 
 
-def check_drawn_as_now(
+def _check_drawn_as_now(
     pool: Pool, profile: Profile, client: Client, item: Item, store: PoolStore
 ) -> None:
     """Refuse a stored pool whose recruiter or hypothesizer calls differ from the ones this run
     would send (the profile, a stage's settings or a prompt changed since it was drawn): the
     cache key is what is sent, and a pool must not outlive the requests that drew it. Pools are
     never edited, so the error names the file to delete."""
-    expected = [client.key(recruiter_request(profile, item))]
+    expected = [client.key(_recruiter_request(profile, item))]
     expected += [
-        client.key(hypothesizer_request(profile, item, m.index, m.role)) for m in pool.messages
+        client.key(_hypothesizer_request(profile, item, m.index, m.role)) for m in pool.messages
     ]
     stored = [pool.recruiter_key, *(m.key for m in pool.messages)]
     if stored != expected:
@@ -156,7 +156,7 @@ def check_drawn_as_now(
         )
 
 
-def parse_roles(response: ChatResponse) -> tuple[list[Role] | None, str | None]:
+def _parse_roles(response: ChatResponse) -> tuple[list[Role] | None, str | None]:
     """The recruiter's five roles, or why they cannot be used."""
     if not response.ok:
         return None, f"{RECRUITER_CALL_FAILED}: {response.error}"
@@ -200,19 +200,19 @@ def build_pools(
     for item in items:
         stored = store.get(item.benchmark, item.id)
         if stored is not None and not stored.failed_calls:
-            check_drawn_as_now(stored, profile, client, item, store)
+            _check_drawn_as_now(stored, profile, client, item, store)
             pools[item.id] = stored
         else:
             todo.append(item)
-    recruit_requests = [recruiter_request(profile, item) for item in todo]
+    recruit_requests = [_recruiter_request(profile, item) for item in todo]
     recruit_responses, recruit_keys = send(client, recruit_requests, RECRUITER_STAGE, counts)
     hyp_requests: list[ChatRequest] = []
     plans: list[tuple[Item, str, list[Role] | None, str | None]] = []
     for item, key, response in zip(todo, recruit_keys, recruit_responses, strict=True):
-        roles, error = parse_roles(response)
+        roles, error = _parse_roles(response)
         plans.append((item, key, roles, error))
         for index, role in enumerate(roles or [], start=1):
-            hyp_requests.append(hypothesizer_request(profile, item, index, role))
+            hyp_requests.append(_hypothesizer_request(profile, item, index, role))
     hyp_answers, hyp_keys = send(client, hyp_requests, HYPOTHESIZER_STAGE, counts)
     hyp_responses = iter(zip(hyp_keys, hyp_answers, strict=True))
     for item, recruiter_key, roles, error in plans:
@@ -239,7 +239,7 @@ def build_pools(
     return pools, counts
 
 
-def final_answer_text(reply: str) -> str:
+def _final_answer_text(reply: str) -> str:
     """The text after the last ``Final answer:`` (for display in rows; graders read the reply)."""
     matches = _FINAL_LINE.findall(reply)
     return matches[-1].strip() if matches else ""
@@ -251,7 +251,7 @@ class Outcome:
     error: str | None
 
 
-def grade_reply(item: Item, reply: str) -> Outcome:
+def _grade_reply(item: Item, reply: str) -> Outcome:
     """The benchmark's own grader; ``JudgeRequired`` is left to the caller. A grader that cannot
     decide (e.g. a timeout) is an operational failure with its reason, never a wrong answer."""
     if item.benchmark == synthetic.BENCHMARK:
@@ -291,7 +291,7 @@ def run_replays(
             grades.append(Outcome(None, f"integrator call failed: {response.error}"))
             continue
         try:
-            grades.append(grade_reply(item, response.text))
+            grades.append(_grade_reply(item, response.text))
         except problems.omnimath.JudgeRequired:
             grades.append(None)
             judge_needed.append((position, judge_request(item, response.text)))
@@ -311,7 +311,7 @@ def run_replays(
                 "arm": replay.arm,
                 "replicate": replay.replicate,
                 "block": replay.block,
-                "answer": final_answer_text(response.text) if response.ok else "",
+                "answer": _final_answer_text(response.text) if response.ok else "",
                 "correct": grade.correct,
                 "valid": int(grade.error is None),
                 "error": grade.error or "",
@@ -344,7 +344,7 @@ def proposal_rows(items: Mapping[str, Item], pools: Mapping[str, Pool]) -> pd.Da
             correct: int | None = None
             if answer is not None:
                 try:
-                    correct = grade_reply(item, f"Final answer: {answer}").correct
+                    correct = _grade_reply(item, f"Final answer: {answer}").correct
                 except problems.omnimath.JudgeRequired:
                     correct = None
             rows.append(

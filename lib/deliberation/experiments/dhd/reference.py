@@ -1,30 +1,7 @@
 """Re-analysis of the tables the DHD authors released (``dhd_reference``), with this library's code.
 
-The authors' repository (MIT; pinned in ``../shared/data/dhd_reference/SOURCE.md``) releases
-aggregated counts, not per-message replay rows. From them this module recomputes the headline
-flip figures: for each model, replay design and proposal correctness, the helpful share among
-correctness flips, helpful / (helpful + harmful), with a Wilson 95% interval, and the same by
-benchmark and by pool size K.
-
-What the released rows cannot support: they are counts pooled over messages, so the messages of
-one problem cannot be resampled together. A Wilson interval treats every flip as independent and
-is therefore narrower than the problem-clustered bootstrap this companion uses on its own rows;
-it is reported as the only interval the counts allow, and labelled as such.
-
-Component masking (:func:`masking_pilot`): the pilot's success rates by cell and arm, as released
-(rates only, rounded), with the difference from the full arm; the interval is again a Wilson
-interval on nominal event counts, labelled as such.
-
-Cross-fitted selection (:func:`selection_tables`): the authors did release one row per problem
-and held-out block, in the columns this library's :mod:`deliberation.experiments.dhd.selection`
-writes, so every policy's accuracy and the selector's gain against *every* baseline are recomputed
-with the same problem-clustered bootstrap as our own rows. The released gains differ by baseline
-(the paper's headline gain is against always-full; against the correctness heuristic it is smaller),
-so each baseline is reported.
-
-Every output made from these rows is the authors' (their models, :data:`RELEASED_MODELS`), under
-any profile: notebooks write them with :func:`released_source` so that captions and sidecars name
-the models, the repository and the commit, never this profile's backend.
+In full: ``docs/experiments.md``, section "Re-analysis of the DHD authors' released tables
+(experiments/dhd/reference.py)".
 """
 
 from __future__ import annotations
@@ -40,23 +17,25 @@ from deliberation.io import paths
 from deliberation.publish.provenance import ReleasedSource
 
 FLIP_DIRECTION = Path("figures/fig_correctness_flip_direction_source.csv")
-CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")
-LOO_BY_K = Path("figures/fig_loo_by_k_appendix_source.csv")
-EXPECTED_SUMMARIES = Path("data/manifests/expected_summaries.json")
-INTERVAL_NOTE = "Wilson 95% (flips treated as independent; the released counts cannot be clustered)"
+_CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")
+_LOO_BY_K = Path("figures/fig_loo_by_k_appendix_source.csv")
+_EXPECTED_SUMMARIES = Path("data/manifests/expected_summaries.json")
+_INTERVAL_NOTE = (
+    "Wilson 95% (flips treated as independent; the released counts cannot be clustered)"
+)
 
 
 # The released rows' model labels -> the models the authors ran (paper 2).
-RELEASED_MODELS = {"oss": "gpt-oss-120b", "gemma": "gemma-4-31B-it"}
+_RELEASED_MODELS = {"oss": "gpt-oss-120b", "gemma": "gemma-4-31B-it"}
 
 
 def model_name(label: str) -> str:
     """The model behind a released row's ``model`` label (``OSS``/``oss`` -> gpt-oss-120b)."""
     try:
-        return RELEASED_MODELS[str(label).lower()]
+        return _RELEASED_MODELS[str(label).lower()]
     except KeyError:
         raise ValueError(
-            f"released model label {label!r} is none of {sorted(RELEASED_MODELS)}"
+            f"released model label {label!r} is none of {sorted(_RELEASED_MODELS)}"
         ) from None
 
 
@@ -67,7 +46,7 @@ def released_source(*files: Path) -> ReleasedSource:
 
     pinned = source("dhd_reference")
     return ReleasedSource(
-        models=tuple(RELEASED_MODELS.values()),
+        models=tuple(_RELEASED_MODELS.values()),
         repository=pinned.repository,
         commit=pinned.commit,
         licence=pinned.licence,
@@ -79,7 +58,7 @@ class ReferenceNotFoundError(FileNotFoundError):
     """The authors' released tables are not where we looked."""
 
 
-def reference_root(root: str | Path | None = None) -> Path:
+def _reference_root(root: str | Path | None = None) -> Path:
     """The folder holding the authors' released tables: ``root`` if given, else
     ``data/external/dhd_reference`` (``make data``), else the shared test copy."""
     candidates = [Path(root)] if root is not None else []
@@ -114,14 +93,14 @@ def _with_shares(frame: pd.DataFrame) -> pd.DataFrame:
     ]
     out["share_low"] = [low for low, _ in intervals]
     out["share_high"] = [high for _, high in intervals]
-    out["interval"] = INTERVAL_NOTE
+    out["interval"] = _INTERVAL_NOTE
     return out
 
 
 def flip_direction(root: str | Path | None = None) -> pd.DataFrame:
     """Helpful share among flips per model, design (single-message, in-pool LOO) and proposal
     correctness, recomputed from the released counts, beside the share the authors reported."""
-    base = reference_root(root)
+    base = _reference_root(root)
     frame = _read(base, FLIP_DIRECTION)
     out = _with_shares(frame)
     out["reported_share"] = frame["helpful_share_among_flips_pct"] / 100
@@ -141,8 +120,8 @@ def flip_direction(root: str | Path | None = None) -> pd.DataFrame:
 def by_benchmark(root: str | Path | None = None) -> pd.DataFrame:
     """The same per benchmark, model and proposal correctness (in-pool LOO), with the authors'
     Wilson bounds beside ours."""
-    base = reference_root(root)
-    frame = _read(base, CROSS_BENCHMARK)
+    base = _reference_root(root)
+    frame = _read(base, _CROSS_BENCHMARK)
     out = _with_shares(frame)
     out["reported_low"] = frame["helpful_share_wilson95_low_pct"] / 100
     out["reported_high"] = frame["helpful_share_wilson95_high_pct"] / 100
@@ -162,8 +141,8 @@ def by_benchmark(root: str | Path | None = None) -> pd.DataFrame:
 def loo_by_k(root: str | Path | None = None) -> pd.DataFrame:
     """Rate of each signal category among eligible messages by benchmark and pool size K, with
     Wilson intervals (the released rows do not name the model)."""
-    base = reference_root(root)
-    frame = _read(base, LOO_BY_K)
+    base = _reference_root(root)
+    frame = _read(base, _LOO_BY_K)
     intervals = [
         wilson_interval(int(c), int(n))
         for c, n in zip(frame["count"], frame["eligible_count"], strict=True)
@@ -178,8 +157,8 @@ def loo_by_k(root: str | Path | None = None) -> pd.DataFrame:
 
 def expected_headline(root: str | Path | None = None) -> dict[str, float]:
     """The authors' own manifest of headline helpful shares ("OSS|wrong" -> 0.419, ...)."""
-    base = reference_root(root)
-    path = base / EXPECTED_SUMMARIES
+    base = _reference_root(root)
+    path = base / _EXPECTED_SUMMARIES
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return {k: v / 100 for k, v in manifest["helpful_share_among_flips_pct"].items()}
 
@@ -190,14 +169,14 @@ MASKING_PILOT = Path("data/derived/component_masking_pilot_summary.json")
 SELECTION_PER_FOLD = Path("data/derived/signal_labels/value_aware_one_removal_per_fold.csv")
 EXPECTED_SIGNAL_TABLES = Path("data/manifests/expected_signal_tables.json")
 # Benchmark names of the released per-fold rows -> the paper's names (as in the manifests).
-BENCHMARK_NAMES = {
+_BENCHMARK_NAMES = {
     "omni_16k": "Omni-MATH-2",
     "jeebench": "JEEBench",
     "scibench": "SciBench",
     "labbench": "LAB-Bench",
     "mascqa": "MaScQA",
 }
-MASKING_INTERVAL_NOTE = (
+_MASKING_INTERVAL_NOTE = (
     "Wilson 95% on nominal events (cases x replicates; the released rates are rounded and the "
     "per-case events are not released, so neither the counts nor a problem-clustered interval "
     "can be recovered)"
@@ -219,11 +198,11 @@ def _read_json(root: Path, relative: Path) -> dict:
 def masking_pilot(root: str | Path | None = None) -> pd.DataFrame:
     """The authors' component-masking pilot as a tidy table: one row per (cell, arm) with the
     released success rate, the difference from the full arm, and a Wilson interval on the
-    nominal events (:data:`MASKING_INTERVAL_NOTE`). Arms use this library's names
+    nominal events (:data:`_MASKING_INTERVAL_NOTE`). Arms use this library's names
     (:data:`deliberation.experiments.dhd.masking.ARMS`); ``condition`` is the authors' name."""
     from deliberation.experiments.dhd.masking import ARMS
 
-    base = reference_root(root)
+    base = _reference_root(root)
     summary = _read_json(base, MASKING_PILOT)
     path = base / MASKING_PILOT
     try:
@@ -260,7 +239,7 @@ def masking_pilot(root: str | Path | None = None) -> pd.DataFrame:
                     "high": high,
                     "minus_full": None if full is None else rate - float(full),
                     "nominal_events": events,
-                    "interval": MASKING_INTERVAL_NOTE,
+                    "interval": _MASKING_INTERVAL_NOTE,
                 }
             )
     return pd.DataFrame(rows)
@@ -272,7 +251,7 @@ def selection_per_fold(root: str | Path | None = None) -> pd.DataFrame:
     library's)."""
     from deliberation.experiments.dhd.selection import PER_FOLD_COLUMNS
 
-    base = reference_root(root)
+    base = _reference_root(root)
     frame = _read(base, SELECTION_PER_FOLD)
     missing = [c for c in PER_FOLD_COLUMNS if c not in frame.columns]
     if missing:
@@ -285,12 +264,12 @@ def selection_per_fold(root: str | Path | None = None) -> pd.DataFrame:
     return frame
 
 
-def expected_selection_gains(root: str | Path | None = None) -> pd.DataFrame:
+def _expected_selection_gains(root: str | Path | None = None) -> pd.DataFrame:
     """The authors' manifest of selector-minus-always-full gains (percentage points), per model
     and benchmark (released benchmark names) and pooled."""
-    base = reference_root(root)
+    base = _reference_root(root)
     table = _read_json(base, EXPECTED_SIGNAL_TABLES)["tab_cross_fitted_one_removal"]
-    by_paper_name = {paper: released for released, paper in BENCHMARK_NAMES.items()}
+    by_paper_name = {paper: released for released, paper in _BENCHMARK_NAMES.items()}
     rows = [
         {"model": model, "benchmark": by_paper_name.get(bench, bench), "reported_gain_pp": gain}
         for bench, by_model in table["by_benchmark"].items()
@@ -317,7 +296,7 @@ def selection_tables(
     per_fold = selection_per_fold(root)
     accuracy = policy_accuracy(per_fold, by=("model",), n_resamples=n_resamples, seed=seed)
     gains = selector_gains(per_fold, by=("model",), n_resamples=n_resamples, seed=seed)
-    reported = expected_selection_gains(root).assign(baseline="full")
+    reported = _expected_selection_gains(root).assign(baseline="full")
     gains = gains.merge(reported, on=["model", "benchmark", "baseline"], how="left")
     accuracy.insert(accuracy.columns.get_loc("model") + 1, "model_name",
                     accuracy["model"].map(model_name))  # fmt: skip

@@ -33,7 +33,7 @@ from deliberation.experiments.dhd.prompts import (
 from deliberation.inference.tokens import count_tokens
 
 # How a shown message is transformed: whole, one component masked, or a neutral stand-in.
-TRANSFORMS = ("whole", "mask-answer", "mask-reasoning", "neutral")
+_TRANSFORMS = ("whole", "mask-answer", "mask-reasoning", "neutral")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Replay:
 
     def __post_init__(self) -> None:
         for index, transform in self.shown:
-            if transform not in TRANSFORMS:
+            if transform not in _TRANSFORMS:
                 raise ValueError(f"message {index}: unknown transform {transform!r}")
 
 
@@ -139,7 +139,7 @@ def repeated_design(pool: Pool, blocks: int) -> list[Replay]:
     return replays
 
 
-def neutral_text(like: str) -> str:
+def _neutral_text(like: str) -> str:
     """A neutral stand-in for a message, about as many tokens long as ``like``."""
     target = max(1, count_tokens(like))
     words = []
@@ -164,7 +164,7 @@ def render_view(pool: Pool, shown: Sequence[tuple[int, str]]) -> str:
         role, hypothesis, raw = message.role.name, message.hypothesis, message.raw
         if transform == "neutral":
             header, _, body = render_for_integrator(position, role, hypothesis, raw).partition("\n")
-            blocks.append(f"{header}\n{neutral_text(body)}")
+            blocks.append(f"{header}\n{_neutral_text(body)}")
             continue
         mask = {"whole": (), "mask-answer": ("answer",), "mask-reasoning": ("reasoning",)}
         blocks.append(render_for_integrator(position, role, hypothesis, raw, mask[transform]))

@@ -37,7 +37,7 @@ from deliberation.publish.plots import (
 from deliberation.stats import cluster_bootstrap, mean_of
 from deliberation.stats.small_samples import MIN_CLUSTERS
 
-PROPOSALS = ("wrong", "correct")
+_PROPOSALS = ("wrong", "correct")
 
 
 def labelled_effects(rows: pd.DataFrame, proposals: pd.DataFrame) -> pd.DataFrame:
@@ -74,7 +74,7 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
     return table[[*columns, *(["n_calls"] if "n_calls" in table else [])]]
 
 
-FLIP_SHARE_COLUMNS = [
+_FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
     "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
     "n_calls",
@@ -93,7 +93,7 @@ def flip_share_table(
         cells = cells_table(by_design)
         shares = helpful_share(cells.drop(columns="design"))
         for record in shares.to_dict("records"):
-            if record["proposal"] not in PROPOSALS:
+            if record["proposal"] not in _PROPOSALS:
                 continue
             scope = by_design[by_design["proposal"] == record["proposal"]]
             if record["benchmark"] != "pooled":
@@ -131,7 +131,7 @@ def flip_share_table(
                     ),
                 }
             )
-    table = pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
+    table = pd.DataFrame(rows, columns=_FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
     if len(table) and table["n_calls"].isna().all():  # effects that name no call
         return table.drop(columns="n_calls")
     return table
@@ -144,7 +144,7 @@ def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
     writer withholds an interval below the cluster minimum) and, when the effects name their
     calls, the distinct integrator calls behind them (``n_calls``)."""
     loo = effects[(effects["design"] == "loo") & (effects["category"] != "unscored")]
-    loo = loo[loo["proposal"].isin(PROPOSALS)]
+    loo = loo[loo["proposal"].isin(_PROPOSALS)]
     pooled = loo.assign(k="pooled")
     both = pd.concat([loo.assign(k=loo["k"].astype(int).astype(str)), pooled], ignore_index=True)
     table = both.groupby(["k", "proposal", "category"]).size().unstack(fill_value=0)
@@ -240,7 +240,7 @@ def plot_flip_shares(
     designs = [d for d in ("single", "loo") if d in set(shares["design"])] or ["single", "loo"]
     fig = Figure(figsize=(5 * len(designs) + 1.6, 4.2), layout="constrained")
     axes = fig.subplots(1, len(designs), squeeze=False, sharey=True)
-    colours = dict(zip(PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
+    colours = dict(zip(_PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
     for ax, design in zip(axes[0], designs, strict=True):
         rows = shares[shares["design"] == design]
         benchmarks = [b for b in rows["benchmark"].unique() if b != "pooled"]
@@ -300,7 +300,7 @@ def plot_loo_by_k(by_k: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLU
     ks = sorted(rows["k"].astype(int).unique())
     offsets = {("wrong", "helpful"): -0.09, ("wrong", "harmful"): -0.03,
                ("correct", "helpful"): 0.03, ("correct", "harmful"): 0.09}  # fmt: skip
-    colours = dict(zip(PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
+    colours = dict(zip(_PROPOSALS, sns.color_palette("colorblind", 2), strict=True))
     tops: list[float] = []
     one_note = note_all_withheld(ax, rows.get("n_clusters"), min_clusters=min_clusters)
     for proposal, marker in (("wrong", "o"), ("correct", "s")):

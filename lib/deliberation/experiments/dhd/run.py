@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 STAGES = ("pool", "replay", "repeated")
 
 
-def stratified_sample(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
+def _stratified_sample(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
     """``limit`` items spread over subjects in proportion to their size (largest remainders),
     each subject's picks drawn at random with ``seed``; all items when ``limit`` is None or
     not smaller. The result keeps the benchmark's own order."""
@@ -80,11 +80,11 @@ def load_problems(
     check_limit(limit)
     if benchmark == synthetic.BENCHMARK:
         return synthetic.synthetic_bank(100 if limit is None else limit, seed=seed)
-    return stratified_sample(problem_sets.load(benchmark, root), limit, seed)
+    return _stratified_sample(problem_sets.load(benchmark, root), limit, seed)
 
 
 @dataclass
-class DHDResults:
+class _DHDResults:
     """What a run produced: proposal rows (one per pool message), replay rows (one per
     integrator call), and counts per stage."""
 
@@ -143,7 +143,7 @@ def run_dhd(
     repeated_limit: int | None = None,
     sizes: Sequence[int] = (2, 3, 4, 5),
     seed: int = 0,
-) -> DHDResults:
+) -> _DHDResults:
     """Run the named stages; later stages build any pool they need (the pool stage is never run
     twice for a problem, since pools are stored)."""
     unknown = set(stages) - set(STAGES)
@@ -167,7 +167,7 @@ def run_dhd(
         ]
         frames.append(run_replays(profile, client, by_id, usable, replays, counts=calls))
     if "repeated" in stages:
-        sample = stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
+        sample = _stratified_sample([by_id[k] for k in usable], repeated_limit, seed=seed + 1)
         replays = [r for item in sample for r in repeated_design(usable[item.id], blocks)]
         frames.append(
             run_replays(
@@ -182,7 +182,7 @@ def run_dhd(
         )
     filled = [f for f in frames if len(f)]
     rows = pd.concat(filled, ignore_index=True) if filled else frames[0]
-    return DHDResults(
+    return _DHDResults(
         proposals=proposals[PROPOSAL_COLUMNS],
         replays=rows,
         pool_counts=counts,
@@ -205,12 +205,11 @@ def run_profile(
     benchmarks: Sequence[str] | None = None,
     limit: int | None = None,
     data_root: str | Path | None = None,
-) -> DHDResults:
+) -> _DHDResults:
     """The run the profile's ``experiments.dhd`` section describes (``benchmarks`` and
     ``limit`` override it): every benchmark's sampled problems through the named stages."""
     options = profile.experiments.dhd
     check_distinct(benchmarks, "benchmarks")
-    check_limit(limit)
     problems: list[Item] = []
     for name in benchmarks or options.benchmarks:
         root = None if data_root is None else Path(data_root) / name
@@ -231,7 +230,7 @@ def run_profile(
 
 
 def write_results(
-    results: DHDResults, out: str | Path, profile: Profile | None = None
+    results: _DHDResults, out: str | Path, profile: Profile | None = None
 ) -> tuple[Path, Path]:
     """The replay rows to ``out`` and the proposal rows beside it (``<stem>_proposals.csv``),
     each written whole or not at all. With ``profile`` (``deliberation run dhd``), both carry

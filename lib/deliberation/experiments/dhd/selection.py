@@ -1,39 +1,7 @@
 """Cross-fitted selection: which message to drop, chosen from repeated trajectory-value evidence.
 
-Per problem there are six *actions*: 0 keeps the full pool, ``k`` drops message ``k`` (1-based;
-the authors' label ``remove_h<k-1>`` numbers hypotheses from 0). The repeated replays
-(:func:`deliberation.experiments.dhd.replay.repeated_design`) give, in every block, the outcome of
-each action: the full pool's two calls (their mean; call *A* and call *B* are the lower and the
-higher draw index) and one call per removal.
-
-The blocks are cross-fitted (:func:`deliberation.stats.cross_fit` with the block as the unit, by
-default one fold per block): for each held-out block, action values are the mean outcomes of the
-*other* blocks, and every policy is scored on the held-out block alone. Policies, side by side on
-the same folds:
-
-=========================  =====================================================================
-``selector``               the action with the highest training value (ties: full, then the
-                           lowest message)
-``selector_fullA``/``B``   the same, with the full pool valued (and scored) by call A / B only,
-                           so that it is not favoured by averaging two calls
-``full``                   always keep the full pool
-``random_all6``            a uniformly random action among all (its expected held-out value)
-``random_removal``         a uniformly random removal (its expected held-out value)
-``correctness_heuristic``  drop the first message whose proposed answer is wrong (graded against
-                           the reference, so an oracle on proposal correctness); keep the full
-                           pool when none is wrong. An unreadable answer is not known to be wrong
-``hindsight``              the best action in the held-out block itself (an upper bound, not a
-                           policy)
-=========================  =====================================================================
-
-The per-fold frame (:func:`cross_fitted_selection`) has the columns of the authors' released
-``value_aware_one_removal_per_fold.csv`` (:data:`PER_FOLD_COLUMNS`), plus ``fold``, so the two
-read side by side; :func:`policy_accuracy` and :func:`selector_gains` summarise any such frame
-(ours or the authors') with intervals from a bootstrap over problems.
-
-A held-out block is scored only when every action has its outcome there (both full calls and
-every removal valid); :func:`incomplete_blocks` lists the others, which are counted, not scored.
-Training uses every valid outcome of the other blocks.
+In full: ``docs/experiments.md``, section "DHD cross-fitted selection
+(experiments/dhd/selection.py)".
 """
 
 from __future__ import annotations
@@ -46,7 +14,7 @@ import pandas as pd
 
 from deliberation.stats import cluster_bootstrap_many, cross_fit, linear_contrast, mean_of
 
-FULL = 0
+_FULL = 0
 PER_FOLD_COLUMNS = [
     "model",
     "benchmark",
@@ -83,12 +51,12 @@ POLICY_VALUES = {
 BASELINES = ("full", "random_all6", "random_removal", "correctness_heuristic", "hindsight")
 
 
-def action_label(action: int) -> str:
+def _action_label(action: int) -> str:
     """The authors' label of an action: ``full`` or ``remove_h<k-1>``."""
-    return "full" if action == FULL else f"remove_h{action - 1}"
+    return "full" if action == _FULL else f"remove_h{action - 1}"
 
 
-def block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
+def _block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (problem, benchmark, block) of repeated replays: ``full`` (mean of the valid
     full calls), ``full_a``/``full_b`` (the calls with the lower/higher draw index), one column
     per message ``k`` (its removal call) and ``complete`` (every outcome present). Invalid calls
@@ -128,12 +96,6 @@ def block_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def incomplete_blocks(rows: pd.DataFrame) -> pd.DataFrame:
-    """The (problem, benchmark, block) units that cannot be scored as a held-out block."""
-    outcomes = block_outcomes(rows)
-    return outcomes.loc[~outcomes["complete"], ["problem", "benchmark", "block"]]
-
-
 def _best(values: np.ndarray) -> np.ndarray:
     """Index of the highest value per row; NaN never wins; ties go to the first column."""
     filled = np.where(np.isnan(values), -np.inf, values)
@@ -144,7 +106,7 @@ def _heuristic_action(proposals: Sequence[int | None], messages: Sequence[int]) 
     for message, correct in zip(messages, proposals, strict=True):
         if correct == 0:
             return message
-    return FULL
+    return _FULL
 
 
 def cross_fitted_selection(
@@ -165,7 +127,7 @@ def cross_fitted_selection(
     """
     if rows.empty:  # no replay at all (e.g. no pool could be drawn): nothing to select from
         return pd.DataFrame(columns=[*PER_FOLD_COLUMNS, "fold"])
-    outcomes = block_outcomes(rows)
+    outcomes = _block_outcomes(rows)
     if outcomes.empty:
         raise ValueError("cross-fitted selection: no repeated-replay rows (no block ids)")
     messages = [c for c in outcomes.columns if isinstance(c, int)]
@@ -208,7 +170,7 @@ def _score(
     proposal_lists: Mapping[str, list],
     model: str,
 ) -> pd.DataFrame:
-    actions = np.array([FULL, *messages])
+    actions = np.array([_FULL, *messages])
     held = test[["full", *messages]].to_numpy(dtype=float)
     held_a = test[["full_a", *messages]].to_numpy(dtype=float)
     held_b = test[["full_b", *messages]].to_numpy(dtype=float)
@@ -237,13 +199,13 @@ def _score(
             "problem_id": test["problem"].to_numpy(),
             "held_out_block": test["block"].astype(int).to_numpy(),
             "selected_action": actions[chosen],
-            "selected_action_label": [action_label(a) for a in actions[chosen]],
+            "selected_action_label": [_action_label(a) for a in actions[chosen]],
             "selector_value": held[rows, chosen],
             "full_value": held[:, 0],
             "random_all6_value": np.nanmean(held, axis=1),
             "random_removal_value": np.nanmean(removal, axis=1) if removal.shape[1] else np.nan,
             "correctness_heuristic_action": actions[heuristic_index],
-            "correctness_heuristic_label": [action_label(a) for a in actions[heuristic_index]],
+            "correctness_heuristic_label": [_action_label(a) for a in actions[heuristic_index]],
             "correctness_heuristic_value": held[rows, heuristic_index],
             "hindsight_action": actions[hindsight],
             "hindsight_value": held[rows, hindsight],

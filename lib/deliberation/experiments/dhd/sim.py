@@ -1,39 +1,6 @@
 """The sim's DHD behaviours: recruiter, hypothesizers, integrator and judge, as a mechanism model.
 
-World knowledge: the synthetic problem families of :mod:`deliberation.experiments.dhd.synthetic`.
-The sim finds the problem in the prompt text and works out its solution chain (named intermediate
-results); a statement ``name = ... = value`` in a message is *valid* when the value is the true
-one. Nothing else is known: no answer key travels with a request.
-
-Hypothesizer (stage ``dhd.hypothesizer``). First it draws whether its proposed answer is right
-(``dhd_answer_skill``); wrong answers are plausible slips of the true one. Separately, it states
-each intermediate step with probability ``dhd_step_coverage`` and states it correctly with
-probability ``dhd_step_skill_when_right`` or ``dhd_step_skill_when_wrong`` (by whether its answer
-is right), so a wrong answer can carry a valid key step. With probability ``dhd_caveat_error``
-its "what to check" line adds a wrong caveat: an invalid statement of one step, so a right answer
-can travel with a harmful claim. With probability ``dhd_format_error`` it forgets the format (a
-reply that does not parse).
-
-Integrator (stage ``dhd.integrator``). For each step it knows the value on its own with
-probability ``dhd_integrator_self_skill``; for each valid statement of a step it reads, it takes
-it up with probability ``dhd_uptake``; for each invalid statement, it is misled with probability
-``dhd_error_uptake`` (a misleading value overrides). If every step is then right it answers
-correctly; if a step is wrong it answers from the wrong chain; if steps are missing it cannot
-finish. It switches to the most common stated answer with probability ``dhd_answer_pull_per_vote``
-x (messages stating it), and falls back to that answer when it cannot finish. The draws
-use common random numbers: the integrator's own skill depends on (problem, draw) only, and its
-reading of a message on (problem, draw, message text without its answer line), so showing or
-hiding one message changes only what that message does, and masking a component changes only
-what that component does: a masked field reads ``[withheld]``, so masked reasoning states no
-step and a masked answer casts no vote. Wrong-helpful and correct-harmful messages arise from this
-mechanism; nothing assigns them.
-
-For a problem outside the synthetic families (a real benchmark item run on the sim for a smoke
-check) the answers are noise: the hypothesizer proposes a random option letter or number, the
-integrator takes the most common stated answer. Such outputs are synthetic and meaningless.
-
-Judge (stage ``dhd.judge``): compares the candidate with the reference written in the prompt
-(normalised text) and errs with probability ``dhd_judge_error``.
+In full: ``docs/sim.md``, section "DHD (experiments/dhd/sim.py)".
 """
 
 from __future__ import annotations
@@ -64,7 +31,7 @@ PARAMETERS = {
     "dhd_judge_error": 0.0,
 }
 
-ROLE_CATALOGUE = (
+_ROLE_CATALOGUE = (
     ("Decomposer", "You split the problem into named intermediate quantities."),
     ("Unit checker", "You track what every number counts and in which unit."),
     ("Estimator", "You bound the answer by rough arithmetic before computing it."),
@@ -114,9 +81,9 @@ def _problem_text(prompt: str) -> str:
 def recruit(context: SimContext) -> SimAnswer:
     """Five distinct roles from the catalogue, chosen per problem; never sees an answer."""
     picks = _rng("recruit", _problem_text(context.prompt)).choice(
-        len(ROLE_CATALOGUE), size=5, replace=False
+        len(_ROLE_CATALOGUE), size=5, replace=False
     )
-    roles = [{"name": ROLE_CATALOGUE[i][0], "focus": ROLE_CATALOGUE[i][1]} for i in picks]
+    roles = [{"name": _ROLE_CATALOGUE[i][0], "focus": _ROLE_CATALOGUE[i][1]} for i in picks]
     payload = {"roles": roles}
     return SimAnswer(text=json.dumps(payload), parsed=payload)
 

@@ -32,7 +32,7 @@ _FINAL = re.compile(rf"final answer\s*[:=]?\s*\**\s*({_NUMBER})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class Step:
+class _Step:
     """One intermediate result: its ``name`` (as messages write it), how it is computed in
     words, and its true value."""
 
@@ -47,7 +47,7 @@ class _Family:
     text: str  # str.format template over the slot names
     slots: tuple[str, ...]
     draw: Callable[[np.random.Generator], dict[str, int]]
-    chain: Callable[[Mapping[str, int]], tuple[Step, ...]]
+    chain: Callable[[Mapping[str, int]], tuple[_Step, ...]]
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -64,15 +64,15 @@ def _draw_warehouse(rng: np.random.Generator) -> dict[str, int]:
     return {"a": a, "b": b, "c": c, "d": d, "e": e}
 
 
-def _chain_warehouse(v: Mapping[str, int]) -> tuple[Step, ...]:
+def _chain_warehouse(v: Mapping[str, int]) -> tuple[_Step, ...]:
     boxes = v["a"] * v["b"]
     items = boxes * v["c"]
     kept = items - v["d"]
     return (
-        Step("boxes", f"{v['a']} x {v['b']}", boxes),
-        Step("items", f"boxes x {v['c']}", items),
-        Step("kept", f"items - {v['d']}", kept),
-        Step("cartons", f"kept / {v['e']}", kept // v["e"]),
+        _Step("boxes", f"{v['a']} x {v['b']}", boxes),
+        _Step("items", f"boxes x {v['c']}", items),
+        _Step("kept", f"items - {v['d']}", kept),
+        _Step("cartons", f"kept / {v['e']}", kept // v["e"]),
     )
 
 
@@ -82,15 +82,15 @@ def _draw_trip(rng: np.random.Generator) -> dict[str, int]:
     return {"a": a, "b": b, "c": c, "d": int(rng.integers(8, 40)), "e": int(rng.integers(50, 300))}
 
 
-def _chain_trip(v: Mapping[str, int]) -> tuple[Step, ...]:
+def _chain_trip(v: Mapping[str, int]) -> tuple[_Step, ...]:
     seats = v["a"] * v["b"]
     students = seats - v["c"]
     fares = students * v["d"]
     return (
-        Step("seats", f"{v['a']} x {v['b']}", seats),
-        Step("students", f"seats - {v['c']}", students),
-        Step("fares", f"students x {v['d']}", fares),
-        Step("total", f"fares + {v['a']} x {v['e']}", fares + v["a"] * v["e"]),
+        _Step("seats", f"{v['a']} x {v['b']}", seats),
+        _Step("students", f"seats - {v['c']}", students),
+        _Step("fares", f"students x {v['d']}", fares),
+        _Step("total", f"fares + {v['a']} x {v['e']}", fares + v["a"] * v["e"]),
     )
 
 
@@ -100,19 +100,19 @@ def _draw_garden(rng: np.random.Generator) -> dict[str, int]:
     return {"a": a, "b": b, "c": c, "d": d, "e": int(rng.integers(1, need // 2))}
 
 
-def _chain_garden(v: Mapping[str, int]) -> tuple[Step, ...]:
+def _chain_garden(v: Mapping[str, int]) -> tuple[_Step, ...]:
     rows = v["a"] * v["b"]
     plants = rows * v["c"]
     need = plants * v["d"]
     return (
-        Step("rows", f"{v['a']} x {v['b']}", rows),
-        Step("plants", f"rows x {v['c']}", plants),
-        Step("need", f"plants x {v['d']}", need),
-        Step("added", f"need - {v['e']}", need - v["e"]),
+        _Step("rows", f"{v['a']} x {v['b']}", rows),
+        _Step("plants", f"rows x {v['c']}", plants),
+        _Step("need", f"plants x {v['d']}", need),
+        _Step("added", f"need - {v['e']}", need - v["e"]),
     )
 
 
-FAMILIES: tuple[_Family, ...] = (
+_FAMILIES: tuple[_Family, ...] = (
     _Family(
         "warehouse",
         "A warehouse receives {a} crates, each holding {b} boxes of {c} items. Inspectors discard "
@@ -146,7 +146,7 @@ def synthetic_bank(n: int, seed: int = 0) -> list[Item]:
     rng = np.random.default_rng([seed, 0x5D4D])
     items = []
     for index in range(n):
-        family = FAMILIES[index % len(FAMILIES)]
+        family = _FAMILIES[index % len(_FAMILIES)]
         values = family.draw(rng)
         steps = family.chain(values)
         items.append(
@@ -163,10 +163,10 @@ def synthetic_bank(n: int, seed: int = 0) -> list[Item]:
     return items
 
 
-def solve(text: str) -> tuple[Step, ...] | None:
+def solve(text: str) -> tuple[_Step, ...] | None:
     """The solution chain of the synthetic problem stated in ``text`` (anywhere in it), or None
     when the text states no synthetic problem."""
-    for family in FAMILIES:
+    for family in _FAMILIES:
         match = family.pattern.search(text)
         if match is not None:
             return family.chain({k: int(v) for k, v in match.groupdict().items()})

@@ -28,8 +28,6 @@ from deliberation.seeds import stable_seed
 
 __all__ = [
     "TAG_MODES",
-    "DecisionTask",
-    "TagMode",
     "memory_lines",
     "mentioned_options",
     "parse_choice",
@@ -37,11 +35,11 @@ __all__ = [
     "shuffle_rng",
 ]
 
-TagMode = Literal["keep", "remove", "shuffle"]
-TAG_MODES: tuple[TagMode, ...] = ("keep", "remove", "shuffle")
+_TagMode = Literal["keep", "remove", "shuffle"]
+TAG_MODES: tuple[_TagMode, ...] = ("keep", "remove", "shuffle")
 
 
-class DecisionTask(Protocol):
+class _DecisionTask(Protocol):
     @property
     def id(self) -> str: ...
 
@@ -61,7 +59,7 @@ def shuffle_rng(task_id: str, memory: Memory, seed: int) -> np.random.Generator:
 
 
 def memory_lines(
-    memory: Memory, tag_mode: TagMode, rng: np.random.Generator | None = None
+    memory: Memory, tag_mode: _TagMode, rng: np.random.Generator | None = None
 ) -> list[str]:
     """The note lines of an item memory under ``tag_mode`` (line order never changes)."""
     if tag_mode not in TAG_MODES:
@@ -78,7 +76,7 @@ def memory_lines(
 
 
 def render_decision_prompt(
-    task: DecisionTask, memory: Memory, tag_mode: TagMode, seed: int = 0
+    task: _DecisionTask, memory: Memory, tag_mode: _TagMode, seed: int = 0
 ) -> str:
     """The decision prompt for ``task`` reading ``memory`` under ``tag_mode``."""
     if memory.summary is not None:

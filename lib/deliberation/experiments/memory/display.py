@@ -1,7 +1,7 @@
 """Views for JupyterLab and the terminal: a memory as the decision model sees it, by true role.
 
 :func:`show_memory` runs one task through the memory pipeline for one cell (through the
-response cache, so after a run it sends nothing) and returns a :class:`MemoryView`, which
+response cache, so after a run it sends nothing) and returns a :class:`_MemoryView`, which
 Jupyter renders as HTML (``_repr_html_``; no widget server) and a terminal or ``print`` as
 text (``__repr__``/``__str__``: each note line tagged with its role). Only the task and the
 policy are needed: the profile defaults to ``DELIBERATION_PROFILE`` (else ``sim``), its client
@@ -29,11 +29,11 @@ from deliberation.experiments.memory.decision import (
 from deliberation.publish.provenance import SYNTHETIC_LABEL
 
 ROLE_COLOURS = {"support": "#d9f2d9", "decoy": "#f9d6d5", "irrelevant": "#e6e6e6"}
-UNKNOWN_COLOUR = "#f4f4f4"
+_UNKNOWN_COLOUR = "#f4f4f4"
 
 
 @dataclass(frozen=True, repr=False)
-class MemoryView:
+class _MemoryView:
     """A rendered decision prompt: Jupyter shows ``html``, a terminal ``text``."""
 
     html: str
@@ -57,7 +57,7 @@ def _legend() -> str:
     return f'<div style="font-size:85%;margin:4px 0">true role: {swatches}</div>'
 
 
-def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryView:
+def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> _MemoryView:
     """The decision's prompt, line by line, with note lines coloured by true role."""
     task, memory = decision.task, decision.memory
     prompt = render_decision_prompt(task, memory, decision.tags, seed)
@@ -75,7 +75,7 @@ def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryVi
             text.append(f"{'':14}{line}")
             continue
         role = roles.get(item.fact_id)
-        colour = ROLE_COLOURS.get(role, UNKNOWN_COLOUR)
+        colour = ROLE_COLOURS.get(role, _UNKNOWN_COLOUR)
         note = f"{role or 'role unknown'}, {item.n_holders} holder{'s' * (item.n_holders != 1)}"
         text.append(f"{'[' + (role or '?') + ']':14}{line}")
         body.append(
@@ -106,7 +106,7 @@ def memory_html(decision, seed: int = 0, *, synthetic: bool = False) -> MemoryVi
         f"answer: {answer} ({verdict}; key {task.correct}){label}\n"
         "note lines are marked with their true role (not shown to the model)\n"
     )
-    return MemoryView(html=page, prompt=prompt, text=head + "\n".join(text))
+    return _MemoryView(html=page, prompt=prompt, text=head + "\n".join(text))
 
 
 _RUNS: dict[str, tuple[Any, Any]] = {}  # profile name -> (profile, client), opened once
@@ -130,11 +130,12 @@ def _profile_and_client(profile: Any, client: Any) -> tuple[Any, Any]:
 def find_task(task_id: str, seed: int = 0) -> Any:
     """A CrossProfile task by id, ``<template>/<variant>`` (``education-01/SP-DS-IP``), or a
     template id alone (its classic cell: support private, decoys shared, irrelevant private)."""
-    from deliberation.benchmarks.crossprofile import derive_task, load_bank
+    from deliberation.benchmarks.crossprofile import derive_task
+    from deliberation.benchmarks.crossprofile.memory import verified_bank
     from deliberation.benchmarks.crossprofile.variants import OwnershipVariant
 
     template_id, _, variant = task_id.partition("/")
-    for template in load_bank():
+    for template in verified_bank():
         if template.id == template_id:
             return derive_task(template, OwnershipVariant.parse(variant or "SP-DS-IP"), seed)
     raise KeyError(f"no CrossProfile template {template_id!r} (see templates/crossprofile/)")
@@ -150,7 +151,7 @@ def show_memory(
     client=None,
     item_limit: int | None = None,
     benchmark: str = "crossprofile",
-) -> MemoryView:
+) -> _MemoryView:
     """Build ``task``'s memory under ``policy`` (token budget fraction ``budget``, default the
     primary r = 0.6; or ``item_limit`` items; neither for a reference policy), send the decision
     through the cache, and show the prompt as the model saw it. ``task`` is a task of the

@@ -8,34 +8,47 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from deliberation.benchmarks import memory_benchmark, memory_benchmarks
+from deliberation.experiments.memory.analyses.notebook_runs import notebook_experiment
+from deliberation.experiments.memory.grid import parse_budgets, parse_list
+from deliberation.experiments.memory.options import MemoryGridOptions
+from deliberation.experiments.memory.runs import profile_grid, run_from_profile
+from deliberation.experiments.memory.sim import mechanism
+from deliberation.experiments.memory.summary import (
+    command_rows,
+    format_summary,
+    summary_table,
+    write_command_rows,
+)
 from deliberation.experiments.record import Experiment, NotebookCall
-from deliberation.inference.sim_registry import BehaviourPath
+from deliberation.inference.sim_registry import StageBehaviour
+from deliberation.memory_policies import PRIMARY_FRACTION
 
 if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
 
-_HERE = "deliberation.experiments.memory.experiment"
-_NOTEBOOK = "deliberation.experiments.memory.analyses.notebook_runs:notebook_experiment"
+# Its sim: each memory stage of a benchmark answered by the mechanism with the benchmark's
+# reader, seeded without the option order.
+_STEPS = {
+    "decision": mechanism.benchmark_decision,
+    "relevance": mechanism.benchmark_relevance,
+    "balance": mechanism.benchmark_balance,
+    "summary": mechanism.benchmark_summary,
+}
 
 
-_MECHANISM = "deliberation.experiments.memory.sim.mechanism"
-
-
-def benchmark_stages(benchmark: str) -> dict[str, BehaviourPath]:
-    """Its sim: each memory stage of ``benchmark`` answered by the mechanism with the
-    benchmark's reader (``<benchmark>.decision``, ``.relevance``, ``.balance``, ``.summary``)."""
-    view = f"{_MECHANISM}:order_free_request"
+def _benchmark_stages(benchmark: str) -> dict[str, StageBehaviour]:
+    """``<benchmark>.decision``, ``.relevance``, ``.balance``, ``.summary``."""
     return {
-        f"{benchmark}.{step}": BehaviourPath(f"{_MECHANISM}:benchmark_{step}", view)
-        for step in ("decision", "relevance", "balance", "summary")
+        f"{benchmark}.{step}": StageBehaviour(behaviour, mechanism.order_free_request)
+        for step, behaviour in _STEPS.items()
     }
 
 
-def memory_experiment(benchmark: str) -> Experiment:
+def _memory_experiment(benchmark: str) -> Experiment:
     """The memory experiment on the registered memory benchmark ``benchmark``."""
     found = memory_benchmark(benchmark)
     notebooks = {
-        notebook: NotebookCall(_NOTEBOOK, {"benchmark": benchmark, **options})
+        notebook: NotebookCall(notebook_experiment, {"benchmark": benchmark, **options})
         for notebook, options in found.notebooks.items()
     }
     return Experiment(
@@ -49,14 +62,14 @@ def memory_experiment(benchmark: str) -> Experiment:
             f"experiments.{benchmark} section; the options below override it. Every "
             "request goes through the response cache; identical prompts are sent once."
         ),
-        options="deliberation.experiments.memory.options:MemoryGridOptions",
-        runner=f"{_HERE}:run",
-        arguments=f"{_HERE}:add_arguments",
-        report=f"{_HERE}:report",
-        quick_try=f"{_HERE}:quick_try",
+        options=MemoryGridOptions,
+        runner=run,
+        arguments=add_arguments,
+        report=report,
+        quick_try=quick_try,
         stages=(f"{benchmark}.",),
-        sim_behaviours=(_MECHANISM,),
-        sim_stages=benchmark_stages(benchmark),
+        sim_behaviours=(mechanism,),
+        sim_stages=_benchmark_stages(benchmark),
         notebooks=notebooks,
         smoke=dict(found.smoke),
         bound={"benchmark": benchmark},
@@ -65,7 +78,7 @@ def memory_experiment(benchmark: str) -> Experiment:
 
 def memory_experiments() -> tuple[Experiment, ...]:
     """One record per registered memory benchmark (a benchmark registered later gets its own)."""
-    return tuple(memory_experiment(name) for name in memory_benchmarks())
+    return tuple(_memory_experiment(name) for name in memory_benchmarks())
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -94,9 +107,6 @@ def quick_try(
     r = .6 when the grid has it, without the fixed-item-count control) and one tag mode (keep),
     so a first try on a slow model sends tens of calls, not the grid's thousands. A flag given
     keeps its values; the returned line names what was narrowed (None when nothing was)."""
-    from deliberation.experiments.memory.runs import profile_grid
-    from deliberation.memory_policies import PRIMARY_FRACTION
-
     grid, _ = profile_grid(name, profile)
     narrowed = dict(options)
     said = []
@@ -135,9 +145,6 @@ def run(
     **options: Any,
 ) -> Any:
     """One benchmark's grid (comma-separated overrides as the CLI takes them)."""
-    from deliberation.experiments.memory.grid import parse_budgets, parse_list
-    from deliberation.experiments.memory.runs import run_from_profile
-
     return run_from_profile(
         benchmark,
         profile,
@@ -152,13 +159,6 @@ def run(
 
 def report(result: Any, profile: Profile, args: argparse.Namespace) -> str | None:
     """Write the rows and their sidecar, print the counts and the results table."""
-    from deliberation.experiments.memory.summary import (
-        command_rows,
-        format_summary,
-        summary_table,
-        write_command_rows,
-    )
-
     rows = command_rows(result.frame, profile, result.gold)
     sidecar = write_command_rows(
         rows, args.out, profile, command=f"run {args.experiment}", failed=result.report.failed

@@ -23,7 +23,7 @@ from deliberation.memory_policies.labels import read_balance, read_relevance
 
 # JSON labels for every statement of a long HiddenBench task need room; a summary may be as long
 # as its budget (up to 0.8 x all statement tokens).
-LONG_ANSWER_TOKENS = 2048
+_LONG_ANSWER_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,6 @@ def memory_needs(names: set[str] | frozenset[str]) -> list[MemoryNeed]:
     return [need for name, need in _NEEDS.items() if name in names]
 
 
-def registered_needs() -> list[str]:
-    return list(_NEEDS)
-
-
 def _statements(candidates: Sequence[MemoryCandidate]) -> list[str]:
     return [c.text for c in candidates]
 
@@ -103,7 +99,7 @@ register_need(
         ),
         read=_balance_read,
         structured=lambda task: StructuredOutput(json_schema=prompts.balance_schema(task.options)),
-        max_tokens=LONG_ANSWER_TOKENS,
+        max_tokens=_LONG_ANSWER_TOKENS,
     )
 )
 register_need(
@@ -117,7 +113,7 @@ register_need(
             limit,
         ),
         read=lambda text, task, pool: NeedReading(text),
-        max_tokens=LONG_ANSWER_TOKENS,
+        max_tokens=_LONG_ANSWER_TOKENS,
         per_budget=True,
     )
 )

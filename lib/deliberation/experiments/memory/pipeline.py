@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 # Stage suffix of the decision; the full tag is "<benchmark>.decision" (e.g.
 # "crossprofile.decision"); each need's calls are tagged "<benchmark>.<need>" (needs.py).
-DECISION = "decision"
+_DECISION = "decision"
 
 
 def stage_settings(
@@ -243,7 +243,7 @@ def decide(
     progress: bool = True,
 ) -> list[Decision]:
     """Every cell x tag mode of every task: build the memory, send the decisions, parse them."""
-    stage = f"{stage_prefix}.{DECISION}"
+    stage = f"{stage_prefix}.{_DECISION}"
     plans: list[tuple[_Prepared, Cell, str, Memory, int | None]] = []
     requests: list[ChatRequest] = []
     unsent: list[tuple[_Prepared, Decision]] = []  # inputs failed: never built, never sent

@@ -30,27 +30,27 @@ DECISION_QUESTION = (
     "Answer with the name of exactly one option."
 )
 
-RELEVANCE_QUESTION_CRITERIA = (
+_RELEVANCE_QUESTION_CRITERIA = (
     "Which statements are relevant to the decision criteria, that is, bear on how well an"
     " option meets one of the criteria? Statements about anything else are not relevant."
 )
-RELEVANCE_QUESTION_NO_CRITERIA = (
+_RELEVANCE_QUESTION_NO_CRITERIA = (
     "Which statements are relevant to the decision, that is, bear on which option should be"
     " chosen? Statements about anything else are not relevant."
 )
-RELEVANCE_FORMAT = 'Answer in JSON: {"relevant": [the numbers of the relevant statements]}.'
+_RELEVANCE_FORMAT = 'Answer in JSON: {"relevant": [the numbers of the relevant statements]}.'
 
-BALANCE_QUESTION = (
+_BALANCE_QUESTION = (
     "For every statement, say which option it bears on and whether it speaks for or against"
     " that option on the decision criteria. A statement that does not bear on the criteria is"
     ' "neither" (with option "none").'
 )
-BALANCE_FORMAT = (
+_BALANCE_FORMAT = (
     'Answer in JSON: {"labels": [{"statement": <number>, "option": "<option name or none>",'
     ' "direction": "for" | "against" | "neither"}, ...]}, one entry per statement.'
 )
 
-SUMMARY_INSTRUCTION = (
+_SUMMARY_INSTRUCTION = (
     "Summarise this discussion for the person who will make the decision. Keep the evidence"
     " that bears on the choice between the options. " + WORD_LIMIT_MARKER + " (every"
     " punctuation mark counts as a word)."
@@ -64,21 +64,6 @@ def task_header(description: str, criteria: Sequence[str], options: Sequence[str
         parts.append(f"{CRITERIA_HEADER} " + "; ".join(criteria) + ".")
     parts.append(OPTIONS_HEADER + "\n" + "\n".join(f"- {o}" for o in options))
     return "\n\n".join(parts)
-
-
-def listed_options(prompt: str) -> tuple[str, ...]:
-    """The options a prompt lists, in order: the ``- name`` lines after :data:`OPTIONS_HEADER`
-    (the inverse of :func:`task_header`); () when the prompt lists none. Reading the listing
-    from the prompt sent tells where an answer was listed, whatever order the run used."""
-    lines = prompt.splitlines()
-    if OPTIONS_HEADER not in lines:
-        return ()
-    options = []
-    for line in lines[lines.index(OPTIONS_HEADER) + 1 :]:
-        if not line.startswith("- "):
-            break
-        options.append(line[2:])
-    return tuple(options)
 
 
 def numbered(lines: Sequence[str]) -> str:
@@ -108,12 +93,12 @@ def decision_prompt(
 def relevance_prompt(
     description: str, criteria: Sequence[str], options: Sequence[str], statements: Sequence[str]
 ) -> str:
-    question = RELEVANCE_QUESTION_CRITERIA if criteria else RELEVANCE_QUESTION_NO_CRITERIA
+    question = _RELEVANCE_QUESTION_CRITERIA if criteria else _RELEVANCE_QUESTION_NO_CRITERIA
     return "\n\n".join(
         [
             task_header(description, criteria, options),
             f"{STATEMENTS_HEADER}\n{numbered(statements)}",
-            f"{question} {RELEVANCE_FORMAT}",
+            f"{question} {_RELEVANCE_FORMAT}",
         ]
     )
 
@@ -125,7 +110,7 @@ def balance_prompt(
         [
             task_header(description, criteria, options),
             f"{STATEMENTS_HEADER}\n{numbered(statements)}",
-            f"{BALANCE_QUESTION} {BALANCE_FORMAT}",
+            f"{_BALANCE_QUESTION} {_BALANCE_FORMAT}",
         ]
     )
 
@@ -143,7 +128,7 @@ def summary_prompt(
         [
             task_header(description, criteria, options),
             f"{TRANSCRIPT_HEADER}\n{transcript}",
-            SUMMARY_INSTRUCTION.format(limit=word_limit),
+            _SUMMARY_INSTRUCTION.format(limit=word_limit),
         ]
     )
 

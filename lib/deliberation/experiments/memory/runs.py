@@ -1,41 +1,7 @@
 """``deliberation run crossprofile|hiddenbench``: the library functions behind the commands.
 
-Results frames have one row per decision call. CrossProfile columns, in order:
-
-==================  ============================================================================
-``task``            task id, ``<template>/<variant>``
-``template``        template id (the bootstrap's cluster)
-``domain``          decision domain of the template
-``pilot``           1 for the 10 pilot templates, else 0
-``variant``         ownership variant, e.g. ``SP-DS-IP``
-``support``         ownership of the support facts: ``shared`` or ``private``
-``decoy``           ownership of the decoy facts
-``irrelevant``      ownership of the irrelevant facts
-``policy``          memory policy (``R1``, ``B4``, ``Random``, ``B3``, ``R1-rel``, ...)
-``budget``          budget fraction r; empty for references and fixed-count rows
-``item_limit``      7 for fixed-count rows, else empty
-``tags``            holder-tag mode: ``keep``, ``remove`` or ``shuffle``
-``kept_facts``      fact ids in memory order joined by ``;`` (empty for B3: free text)
-``kept_tokens``     statement tokens kept (B3: tokens of the summary after the cut)
-``budget_tokens``   floor(r x all statement tokens); empty without a token budget
-``net_lead``        score(correct) - best competitor's score over the kept facts (empty for B3)
-``irrelevant_tone`` summed tone of the kept irrelevant facts, whatever option they concern
-                    (empty for B3)
-``tone_lead``       tone on the correct option minus the largest tone on a competitor over
-                    the kept irrelevant facts (signed like ``net_lead``; empty for B3)
-``answer``          the option chosen; empty when the answer named no single option
-``answer_position`` where the chosen option was listed in the prompt (1 = first); empty when
-                    the answer named no single option
-``n_options``       how many options the prompt listed (chance is 1 / ``n_options``)
-``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
-                    for a failed row
-``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0; empty if failed
-``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**
-                    (no usable reply: the decision call failed, or a call its memory needs did,
-                    and then the decision was not sent and ``kept_*`` are empty too)
-``error``           why a row is invalid or failed, or what went wrong upstream (labels), or empty
-``key``             the decision request's cache key (empty when it was not sent)
-==================  ============================================================================
+Results frames have one row per decision call. CrossProfile's columns, in order, and what each
+means: :data:`deliberation.benchmarks.crossprofile.memory.CROSSPROFILE_COLUMNS`.
 
 Three outcomes, then: answered (``valid`` 1), answered but invalid (``valid`` 0, counted
 wrong as paper 1 counts it) and failed (``valid`` empty: left out of every accuracy's
@@ -58,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from deliberation.benchmarks import MemoryBenchmark, memory_benchmark
+from deliberation.benchmarks import memory_benchmark
 from deliberation.benchmarks.crossprofile.memory import (
     CROSSPROFILE_COLUMNS,
     TemplateSet,
@@ -71,13 +37,12 @@ from deliberation.benchmarks.hiddenbench.memory import (
     HIDDENBENCH_COLUMNS,
     hiddenbench_rows,
 )
-from deliberation.benchmarks.memory_rows import failed_rows
+from deliberation.benchmarks.memory_benchmark import MemoryBenchmark, failed_rows
 from deliberation.experiments.memory.grid import Grid
 from deliberation.experiments.memory.options import MemoryGridOptions
 from deliberation.experiments.memory.pipeline import RunReport, decide, prepare
 from deliberation.inference.client import Client
 from deliberation.io.atomic import atomic_path
-from deliberation.profiles.profile import check_limit
 
 
 @dataclass(frozen=True)
@@ -177,11 +142,10 @@ def run_from_profile(
     grid, selection = profile_grid(
         benchmark, profile, policies=policies, budgets=budgets, tags=tags, item_limit=item_limit
     )
-    limit = check_limit(limit if limit is not None else selection.get("limit"))
-    tasks = benchmark.tasks(
+    tasks = benchmark.tasks(  # checks the limit
         profile.seed,
         templates=templates or selection.get("templates"),
-        limit=limit,
+        limit=limit if limit is not None else selection.get("limit"),
         option_order=selection["option_order"],
     )
     if client is None:

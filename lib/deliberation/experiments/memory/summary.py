@@ -31,8 +31,6 @@ import pandas as pd
 from deliberation.io.atomic import write_file_set
 from deliberation.publish.provenance import provenance_record, sidecar_path
 
-OUTCOMES = ("answered", "invalid", "failed")
-
 
 def outcome(valid: object) -> str:
     """A row's outcome from its ``valid`` cell (empty: failed)."""

@@ -1,32 +1,7 @@
 """The natural (free) discussion: initial vote, two speaking rounds, final vote.
 
-The protocol of HiddenBench's original code (``../shared/data/hiddenbench/SOURCE.md``), run on
-CrossProfile and HiddenBench tasks alike (anything with ``id``, ``description``, ``criteria``,
-``options``, ``agents`` and ``facts`` with ``id``, ``text``, ``holders``):
-
-1. Each agent is briefed with the decision and only the facts it holds, numbered, in an order
-   shuffled per agent (seeded by task, agent and the discussion seed), with a note that the
-   order carries no meaning.
-2. **Initial vote**, structured: ``{"vote", "rationale"}``. Votes are private: no agent sees
-   another's vote.
-3. **Rounds** (two by default). Agents speak in a turn order drawn per discussion (seeded);
-   the order is the same in every round. A speaker sees its own previous message and the
-   *latest* message of every other agent who has spoken so far (from this round for those
-   before it, from the previous round for those after it).
-4. **Final vote**, structured, after reading the whole discussion (every message of every
-   round, in speaking order).
-
-Requests go through the cache one batch per step (the initial votes of every discussion; then
-each speaking position of each round; then the final votes), so identical prompts are sent
-once and a second run sends nothing. Every vote is kept: one that names no option is recorded
-with ``answer=None`` and its reason, never dropped.
-
-A call that gets no usable reply fails: a failed vote is recorded ``failed``; a failed turn
-fails its discussion (``NaturalDiscussion.failed``): every later turn, the final votes and the
-decisions read a conversation with a hole, so none of them is sent and each is recorded failed.
-The next run re-sends the failed turn and then the rest.
-
-Stage tags are ``natural.<benchmark>.vote.initial``, ``.round.<k>``, ``.vote.final``.
+In full: ``docs/experiments.md``, section "The natural discussion protocol
+(experiments/natural/discussion.py)".
 """
 
 from __future__ import annotations
@@ -45,8 +20,7 @@ from deliberation.inference.client import Client
 from deliberation.inference.generation import StageSettings, stage_request
 from deliberation.seeds import stable_seed
 
-ROUNDS = 2
-VOTE_STAGES = ("initial", "final")
+_ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -64,7 +38,7 @@ class DiscussionSpec:
 
 
 @dataclass(frozen=True)
-class Vote:
+class _Vote:
     agent: str
     stage: str  # "initial" or "final"
     answer: str | None
@@ -91,7 +65,7 @@ class NaturalDiscussion:
     order: tuple[str, ...]
     briefings: dict[str, tuple[str, ...]]
     messages: list[Message] = field(default_factory=list)
-    votes: list[Vote] = field(default_factory=list)
+    votes: list[_Vote] = field(default_factory=list)
     failed: str = ""  # why the discussion failed (a turn got no usable reply), or ""
 
     @property
@@ -114,7 +88,7 @@ def briefing(task: Any, agent: str, seed: int) -> tuple[str, ...]:
     return tuple(held[i] for i in rng.permutation(len(held)))
 
 
-def speaking_order(task: Any, seed: int) -> tuple[str, ...]:
+def _speaking_order(task: Any, seed: int) -> tuple[str, ...]:
     agents = tuple(task.agents)
     rng = np.random.default_rng(stable_seed("natural-turns", task.id, seed))
     return tuple(agents[i] for i in rng.permutation(len(agents)))
@@ -155,7 +129,7 @@ def hold_discussions(
     profile: Any,
     client: Client,
     report: Any,
-    rounds: int = ROUNDS,
+    rounds: int = _ROUNDS,
 ) -> list[NaturalDiscussion]:
     """Hold every discussion in ``specs`` (module docstring); ``report`` is the run's
     :class:`deliberation.experiments.memory.pipeline.RunReport` (stage counts are added to it)."""
@@ -166,7 +140,7 @@ def hold_discussions(
     discussions = [
         NaturalDiscussion(
             spec=s,
-            order=speaking_order(s.task, s.seed),
+            order=_speaking_order(s.task, s.seed),
             briefings={a: briefing(s.task, a, s.seed) for a in s.task.agents},
         )
         for s in specs
@@ -193,12 +167,12 @@ def hold_discussions(
             for agent in d.order:
                 if d.failed and stage != "initial":
                     error = f"input failed, not sent: {d.failed}"
-                    d.votes.append(Vote(agent, stage, None, "", error, "", failed=True))
+                    d.votes.append(_Vote(agent, stage, None, "", error, "", failed=True))
                     continue
                 response, key = next(flat)
                 answer, rationale, error = read_vote(response, tuple(d.task.options))
                 d.votes.append(
-                    Vote(agent, stage, answer, rationale, error, key, failed=not response.ok)
+                    _Vote(agent, stage, answer, rationale, error, key, failed=not response.ok)
                 )
 
     votes("initial")

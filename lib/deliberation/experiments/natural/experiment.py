@@ -8,71 +8,48 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deliberation.benchmarks import memory_benchmarks
+from deliberation.experiments.memory.grid import parse_list
+from deliberation.experiments.memory.runs import write_rows
+from deliberation.experiments.memory.sim.mechanism import order_free_request
+from deliberation.experiments.memory.summary import (
+    command_rows,
+    format_summary,
+    summary_table,
+    vote_summary,
+    write_command_rows,
+)
+from deliberation.experiments.natural import sim
+from deliberation.experiments.natural.options import NaturalOptions
+from deliberation.experiments.natural.runs import run_from_profile, run_notebook
 from deliberation.experiments.record import Experiment, NotebookCall
-from deliberation.inference.sim_registry import BehaviourPath
+from deliberation.inference.sim_registry import StageBehaviour
 
 if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
 
-_HERE = "deliberation.experiments.natural.experiment"
-
-EXPERIMENT = Experiment(
-    name="natural",
-    summary="free two-round discussions, votes, disclosure and memory on their transcripts",
-    description=(
-        "Natural discussions (initial vote, two speaking rounds, final vote) under the plain "
-        "and evidence-first prompts, then decisions reading the full transcript, every fact "
-        "or a memory policy's notes. Settings come from the profile's experiments.natural "
-        "section. Every request goes through the response cache; identical prompts are sent "
-        "once. Writes one row per (task, agent, vote stage) and per decision, and the "
-        "disclosure label of every fact beside it."
-    ),
-    options="deliberation.experiments.natural.options:NaturalOptions",
-    runner=f"{_HERE}:run",
-    arguments=f"{_HERE}:add_arguments",
-    report=f"{_HERE}:report",
-    outputs=f"{_HERE}:add_outputs",
-    stages=("natural.",),
-    sim_behaviours=("deliberation.experiments.natural.sim",),
-    smoke={"limit": 1, "n_resamples": 200},  # 1 template (8 tasks) and 1 HiddenBench task
-    notebooks={
-        "06_natural_discussion.ipynb": NotebookCall(
-            "deliberation.experiments.natural.runs:run_notebook"
-        )
-    },
-)
-
-
-_SIM = "deliberation.experiments.natural.sim"
-_STEPS = {  # step of natural.<benchmark>.<step> -> its behaviour in the sim module
-    "vote": "natural_vote",
-    "round": "natural_turn",
-    "decision": "natural_decision",
-    "relevance": "natural_relevance",
-    "balance": "natural_balance",
-    "summary": "natural_summary",
+# Its sim on each benchmark: natural.<benchmark>.vote, .round, ... (order-free seeds).
+_STEPS = {
+    "vote": sim.natural_vote,
+    "round": sim.natural_turn,
+    "decision": sim.natural_decision,
+    "relevance": sim.natural_relevance,
+    "balance": sim.natural_balance,
+    "summary": sim.natural_summary,
 }
-
-
-def natural_stages(benchmark: str) -> dict[str, BehaviourPath]:
-    """Its sim on ``benchmark``: natural.<benchmark>.vote, .round, ... (order-free seeds)."""
-    view = "deliberation.experiments.memory.sim.mechanism:order_free_request"
-    return {
-        f"natural.{benchmark}.{step}": BehaviourPath(f"{_SIM}:{behaviour}", view)
-        for step, behaviour in _STEPS.items()
-    }
 
 
 def natural_experiment() -> Experiment:
     """The record with the sim stages of every registered memory benchmark."""
-    from deliberation.benchmarks import memory_benchmarks
-
-    stages = {k: v for name in memory_benchmarks() for k, v in natural_stages(name).items()}
+    stages = {
+        f"natural.{benchmark}.{step}": StageBehaviour(behaviour, order_free_request)
+        for benchmark in memory_benchmarks()
+        for step, behaviour in _STEPS.items()
+    }
     return dataclasses.replace(EXPERIMENT, sim_stages=stages)
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    from deliberation.benchmarks import memory_benchmarks
     from deliberation.cli import positive_int
 
     parser.add_argument(
@@ -82,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--limit", type=positive_int, help="only the first N templates or tasks")
 
 
-def add_outputs(parser: argparse.ArgumentParser) -> None:
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--disclosure-out",
         type=Path,
@@ -99,9 +76,6 @@ def run(
     progress: bool = True,
 ) -> Any:
     """Every benchmark of the profile's ``experiments.natural`` (or the comma-separated ones)."""
-    from deliberation.experiments.memory.grid import parse_list
-    from deliberation.experiments.natural.runs import run_from_profile
-
     return run_from_profile(
         profile, benchmarks=parse_list(benchmarks), limit=limit, client=client, progress=progress
     )
@@ -109,15 +83,6 @@ def run(
 
 def report(result: Any, profile: Profile, args: argparse.Namespace) -> str | None:
     """Write both row files, print the counts, the decision and the vote tables."""
-    from deliberation.experiments.memory.runs import write_rows
-    from deliberation.experiments.memory.summary import (
-        command_rows,
-        format_summary,
-        summary_table,
-        vote_summary,
-        write_command_rows,
-    )
-
     disclosure_out = args.disclosure_out or args.out.with_name(f"{args.out.stem}_disclosure.csv")
     gold = {d.task.id: d.task.correct for d in result.discussions}
     rows = command_rows(result.rows, profile, gold)
@@ -137,3 +102,26 @@ def report(result: Any, profile: Profile, args: argparse.Namespace) -> str | Non
         print("")
         print(vote_summary(result.rows).to_string(index=False))
     return None  # a failed call is reported by the client's failure lines
+
+
+EXPERIMENT = Experiment(
+    name="natural",
+    summary="free two-round discussions, votes, disclosure and memory on their transcripts",
+    description=(
+        "Natural discussions (initial vote, two speaking rounds, final vote) under the plain "
+        "and evidence-first prompts, then decisions reading the full transcript, every fact "
+        "or a memory policy's notes. Settings come from the profile's experiments.natural "
+        "section. Every request goes through the response cache; identical prompts are sent "
+        "once. Writes one row per (task, agent, vote stage) and per decision, and the "
+        "disclosure label of every fact beside it."
+    ),
+    options=NaturalOptions,
+    runner=run,
+    arguments=add_arguments,
+    report=report,
+    outputs=_add_outputs,
+    stages=("natural.",),
+    sim_behaviours=(sim,),
+    smoke={"limit": 1, "n_resamples": 200},  # 1 template (8 tasks) and 1 HiddenBench task
+    notebooks={"06_natural_discussion.ipynb": NotebookCall(run_notebook)},
+)

@@ -23,26 +23,26 @@ PROMPT_VARIANTS: tuple[PromptVariant, ...] = ("plain", "evidence-first")
 
 AGENT_MARKER = "You are agent {agent}"
 FACTS_HEADER = "Your information (numbered; the order carries no meaning):"
-NO_FACTS = "You hold no information of your own."
+_NO_FACTS = "You hold no information of your own."
 MESSAGES_HEADER = "Latest messages from the other agents:"
 NO_MESSAGES = "No other agent has spoken yet."
 OWN_HEADER = "Your own earlier message:"
 DISCUSSION_HEADER = "The group's discussion:"
 
 EVIDENCE_FIRST_MARKER = "First state the evidence you hold"
-SETTING = (
+_SETTING = (
     "You are agent {agent}, one of {n} agents deciding together. Each agent holds"
     " information the others may not have."
 )
-VOTE_INITIAL = (
+_VOTE_INITIAL = (
     "Before the discussion, which option do you favour? Answer in JSON:"
     ' {"vote": "<one option name>", "rationale": "<one or two sentences>"}.'
 )
-VOTE_FINAL = (
+_VOTE_FINAL = (
     "The discussion is over. Which option do you now favour? Answer in JSON:"
     ' {"vote": "<one option name>", "rationale": "<one or two sentences>"}.'
 )
-SPEAK = {
+_SPEAK = {
     "plain": (
         "Round {round} of {rounds}. Write your message to the group: share what you think"
         " and which option you recommend. Keep it under 150 words."
@@ -54,12 +54,12 @@ SPEAK = {
         " which option you recommend. Keep it under 150 words."
     ),
 }
-TRANSCRIPT_DECISION_QUESTION = (
+_TRANSCRIPT_DECISION_QUESTION = (
     "Based only on the information above, which option should be chosen? "
     "Answer with the name of exactly one option."
 )
 
-VOTE_SCHEMA_BASE = {
+_VOTE_SCHEMA_BASE = {
     "type": "object",
     "properties": {"rationale": {"type": "string"}},
     "required": ["vote", "rationale"],
@@ -69,7 +69,7 @@ VOTE_SCHEMA_BASE = {
 
 def vote_schema(options: Sequence[str]) -> dict:
     """The structured vote: one of the options and a rationale."""
-    schema = {**VOTE_SCHEMA_BASE, "properties": dict(VOTE_SCHEMA_BASE["properties"])}
+    schema = {**_VOTE_SCHEMA_BASE, "properties": dict(_VOTE_SCHEMA_BASE["properties"])}
     schema["properties"]["vote"] = {"type": "string", "enum": list(options)}
     return schema
 
@@ -85,11 +85,11 @@ def _briefing(
     held = (
         FACTS_HEADER + "\n" + "\n".join(f"{k}. {t}" for k, t in enumerate(facts, start=1))
         if facts
-        else NO_FACTS
+        else _NO_FACTS
     )
     return "\n\n".join(
         [
-            SETTING.format(agent=agent, n=n_agents),
+            _SETTING.format(agent=agent, n=n_agents),
             task_header(description, criteria, options),
             held,
         ]
@@ -118,10 +118,10 @@ def vote_prompt(
     (every message of every round, as (agent, text) in speaking order)."""
     parts = [_briefing(description, criteria, options, agent, n_agents, facts)]
     if discussion is None:
-        parts.append(VOTE_INITIAL)
+        parts.append(_VOTE_INITIAL)
     else:
         parts.append(_messages(DISCUSSION_HEADER, discussion, NO_MESSAGES))
-        parts.append(VOTE_FINAL)
+        parts.append(_VOTE_FINAL)
     return "\n\n".join(parts)
 
 
@@ -141,13 +141,13 @@ def round_prompt(
 ) -> str:
     """One speaking turn: the briefing, the agent's own previous message, the others' latest
     messages, and the variant's speaking instruction."""
-    if variant not in SPEAK:
+    if variant not in _SPEAK:
         raise ValueError(f"unknown prompt variant {variant!r}; expected one of {PROMPT_VARIANTS}")
     parts = [_briefing(description, criteria, options, agent, n_agents, facts)]
     if own_last:
         parts.append(f"{OWN_HEADER}\n{own_last}")
     parts.append(_messages(MESSAGES_HEADER, others_latest, NO_MESSAGES))
-    parts.append(SPEAK[variant].format(round=round_number, rounds=rounds))
+    parts.append(_SPEAK[variant].format(round=round_number, rounds=rounds))
     return "\n\n".join(parts)
 
 
@@ -162,6 +162,6 @@ def transcript_decision_prompt(
         [
             task_header(description, criteria, options),
             _messages(TRANSCRIPT_HEADER, messages, "The group did not discuss."),
-            TRANSCRIPT_DECISION_QUESTION,
+            _TRANSCRIPT_DECISION_QUESTION,
         ]
     )

@@ -40,10 +40,10 @@ from deliberation.publish.plots import (
 from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
 from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
 
-DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
+_DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
-INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
-CALLS = "_calls"  # outcomes: the request keys behind each value (the tables count them)
+_INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+_CALLS = "_calls"  # outcomes: the request keys behind each value (the tables count them)
 GROUP_MEASURES = (
     "group share (initial)",
     "group share (final)",
@@ -65,20 +65,20 @@ def group_votes(rows: pd.DataFrame) -> pd.DataFrame:
     """Per discussion and vote stage: agents, invalid votes, share correct, majority correct."""
     votes = rows[rows["kind"] == "vote"]
     out = []
-    for key, group in votes.groupby([*DISCUSSION, "stage"], sort=True, dropna=False):
+    for key, group in votes.groupby([*_DISCUSSION, "stage"], sort=True, dropna=False):
         counts = group.loc[group["valid"] == 1, "answer"].value_counts()
         leads = len(counts) > 0 and (len(counts) == 1 or counts.iloc[0] > counts.iloc[1])
         leader_right = leads and group.loc[group["answer"] == counts.index[0], "correct"].max()
         majority = int(bool(leader_right))
         out.append(
-            dict(zip([*DISCUSSION, "stage"], key, strict=True))
+            dict(zip([*_DISCUSSION, "stage"], key, strict=True))
             | {
                 "agents": len(group),
                 "invalid": int((group["valid"] == 0).sum()),
                 "share_correct": float(group["correct"].mean()),
                 "majority_correct": majority,
             }
-            | ({CALLS: _keys(group)} if "key" in group else {})
+            | ({_CALLS: _keys(group)} if "key" in group else {})
         )
     return pd.DataFrame(out)
 
@@ -98,29 +98,29 @@ def outcomes(rows: pd.DataFrame, disclosure: pd.DataFrame | None = None) -> pd.D
             ("majority_correct", "group majority"),
         ):
             parts.append(
-                mine[DISCUSSION].assign(
+                mine[_DISCUSSION].assign(
                     measure=f"{name} ({stage})",
                     value=mine[column],
-                    **({CALLS: mine[CALLS]} if CALLS in mine else {}),
+                    **({_CALLS: mine[_CALLS]} if _CALLS in mine else {}),
                 )
             )
     decisions = rows[rows["kind"] == "decision"]
     parts.append(
-        decisions[DISCUSSION].assign(
+        decisions[_DISCUSSION].assign(
             measure="decision: " + decisions["policy"],
             value=decisions["correct"].astype(float),
-            **({CALLS: [_keys([k]) for k in decisions["key"]]} if "key" in decisions else {}),
+            **({_CALLS: [_keys([k]) for k in decisions["key"]]} if "key" in decisions else {}),
         )
     )
     if disclosure is not None and len(disclosure):
         private = disclosure[disclosure["private"] == 1]
-        rates = private.groupby(DISCUSSION, dropna=False)[["full", "partial"]].mean().reset_index()
+        rates = private.groupby(_DISCUSSION, dropna=False)[["full", "partial"]].mean().reset_index()
         calls = {}
         if "keys" in private:  # a discussion's rate is read from its message calls
-            keys = private.groupby(DISCUSSION, dropna=False)["keys"].first().reset_index()
-            calls = {CALLS: [_split_keys(k) for k in keys["keys"]]}
+            keys = private.groupby(_DISCUSSION, dropna=False)["keys"].first().reset_index()
+            calls = {_CALLS: [_split_keys(k) for k in keys["keys"]]}
         for measure, column in ((FULL_PRIVATE, "full"), (PARTIAL_PRIVATE, "partial")):
-            parts.append(rates[DISCUSSION].assign(measure=measure, value=rates[column], **calls))
+            parts.append(rates[_DISCUSSION].assign(measure=measure, value=rates[column], **calls))
     frame = pd.concat(parts, ignore_index=True)
     frame["value"] = frame["value"].astype(float)
     return frame
@@ -141,7 +141,7 @@ def _bootstrap_table(
     frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
 ) -> pd.DataFrame:
     """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval, and
-    (when ``frame`` says which calls each value rests on, :data:`CALLS`) ``n_rows`` and
+    (when ``frame`` says which calls each value rests on, :data:`_CALLS`) ``n_rows`` and
     ``n_calls``: identical prompts are one cached call, so rows can repeat one answer."""
     combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
     statistics = {
@@ -149,13 +149,13 @@ def _bootstrap_table(
         for i, combo in enumerate(combos.itertuples(index=False, name=None))
     }
     if not statistics:
-        return pd.DataFrame(columns=[*keys, *INTERVAL_COLUMNS])
+        return pd.DataFrame(columns=[*keys, *_INTERVAL_COLUMNS])
     results = cluster_bootstrap_many(frame, statistics, "template", n_resamples, seed=seed)
     counts = None
-    if CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
+    if _CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
         counts = {}
         for combo, part in frame.groupby(list(keys), sort=False, dropna=False):
-            calls = [c for c in part[CALLS] if isinstance(c, frozenset)]
+            calls = [c for c in part[_CALLS] if isinstance(c, frozenset)]
             counts[combo] = (len(part), len(frozenset().union(*calls)) if calls else None)
     rows = []
     for (name, result), combo in zip(
@@ -171,8 +171,8 @@ def _bootstrap_table(
         if counts is not None:
             row["n_rows"], row["n_calls"] = counts[combo]
         rows.append(row)
-    extra = ["n_rows", "n_calls"] if CALLS in frame else []
-    return pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS, *extra])
+    extra = ["n_rows", "n_calls"] if _CALLS in frame else []
+    return pd.DataFrame(rows, columns=[*keys, *_INTERVAL_COLUMNS, *extra])
 
 
 def accuracy_table(
@@ -220,7 +220,7 @@ def disclosure_table(
     )
     long["rate"] = long["rate"].astype(float)
     if "keys" in long:  # each fact's label is read from its discussion's message calls
-        long[CALLS] = [_split_keys(k) for k in long.pop("keys")]
+        long[_CALLS] = [_split_keys(k) for k in long.pop("keys")]
     return _bootstrap_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
 
 
@@ -252,12 +252,12 @@ def paired_effect(
         )
         pairs.append(diff.assign(profile=name, benchmark=benchmark, measure=measure))
         differences[(name, benchmark, measure)] = len(diff)
-        if CALLS in group:  # the calls of both prompts' values the differences read
-            read = [c for c in group.loc[both & group["prompt"].isin([a, b]), CALLS]
+        if _CALLS in group:  # the calls of both prompts' values the differences read
+            read = [c for c in group.loc[both & group["prompt"].isin([a, b]), _CALLS]
                     if isinstance(c, frozenset)]  # fmt: skip
             calls[(name, benchmark, measure)] = len(frozenset().union(*read)) if read else None
     if not pairs:
-        return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
+        return pd.DataFrame(columns=["profile", "benchmark", "measure", *_INTERVAL_COLUMNS])
     keys = ["profile", "benchmark", "measure"]
     table = _bootstrap_table(
         pd.concat(pairs, ignore_index=True), keys, "difference", n_resamples, seed
@@ -297,7 +297,7 @@ def policy_contrasts(
             calls[(name, benchmark, prompt, f"{a} - {b}")] = distinct_calls(read)
     if not parts:
         return pd.DataFrame(
-            columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
+            columns=["profile", "benchmark", "prompt", "contrast", *_INTERVAL_COLUMNS]
         )
     keys = ["profile", "benchmark", "prompt", "contrast"]
     table = _bootstrap_table(

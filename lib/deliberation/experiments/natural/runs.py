@@ -9,51 +9,8 @@ tags kept). The seed of a discussion is ``stable_seed("natural", profile seed, v
 replicate)``: the two variants get fresh, independent seeds and are paired by task and
 replicate.
 
-Rows (:data:`ROW_COLUMNS`), one per (discussion, agent, vote stage) and one per decision:
-
-==================  ============================================================================
-``profile``         the profile that ran (rates can then be compared across profiles)
-``kind``            ``vote`` or ``decision``
-``benchmark``       ``crossprofile`` or ``hiddenbench``
-``task``            task id (CrossProfile ``<template>/<variant>``; HiddenBench ``hb-<n>``)
-``template``        the bootstrap's cluster: the CrossProfile template, or the HiddenBench task
-``variant``         CrossProfile ownership variant (e.g. ``SP-DS-IP``); empty for HiddenBench
-``support``         ownership of the support facts (``shared``/``private``); empty for HiddenBench
-``decoy``           ownership of the decoy facts; empty for HiddenBench
-``irrelevant``      ownership of the irrelevant facts; empty for HiddenBench
-``prompt``          speaking-prompt variant: ``plain`` or ``evidence-first``
-``replicate``       replicate index (0-based); pairs the two variants on a task
-``seed``            the discussion's seed
-``agent``           the voting agent (vote rows); empty for decisions
-``stage``           ``initial`` or ``final`` (vote rows); empty for decisions
-``policy``          decision rows: ``transcript`` (every message verbatim), ``every-fact``
-                    (all the task's facts, untagged: the model given everything), or a memory
-                    policy (``R1``, ``B4``, ``Random``, ``B3``, ``R1-rel``, ``balance``, ``all``,
-                    ``empty``); empty for votes
-``budget``          budget fraction r of budgeted policies, else empty
-``kept_tokens``     tokens of the memory the decision read (statements or summary), else empty
-``budget_tokens``   floor(r x all statement tokens) for budgeted policies, else empty
-``statements``      memory candidates (statement groups) of the discussion (decision rows)
-``answer``          the option chosen; empty when the answer named no single option
-``answer_position`` where the chosen option was listed in the prompt (1 = first); empty when
-                    the answer named no single option
-``n_options``       how many options the prompt listed
-``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
-                    for a failed row
-``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**:
-                    no usable reply, or an input failed (a turn of its discussion, a label or
-                    summary its memory needs) and the call was not sent; never counted
-``error``           why a row is invalid or failed, or what went wrong upstream; empty when fine
-``key``             the request's cache key (empty when it was not sent)
-==================  ============================================================================
-
-Disclosure rows (:data:`DISCLOSURE_COLUMNS`), one per (discussion, fact): the discussion columns
-above, ``fact`` (id), ``role`` (CrossProfile role; HiddenBench ``shared``/``hidden``),
-``holders`` (number of agents holding it), ``private`` (1 when one agent holds it), ``label``
-(``full``/``partial``/``none``, :mod:`deliberation.discussion.disclosure`; ``failed`` when a
-turn of the discussion failed), ``full``, ``partial``, ``none`` (0/1 indicators, empty when
-failed), ``overlap`` (best sentence coverage) and ``stated_by``
-(agents, ``;``-joined).
+Rows: :data:`ROW_COLUMNS` (name -> meaning, in order), one per (discussion, agent, vote stage)
+and one per decision; disclosure rows: :data:`DISCLOSURE_COLUMNS`, one per (discussion, fact).
 """
 
 from __future__ import annotations
@@ -67,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from deliberation.benchmarks import memory_benchmark
-from deliberation.benchmarks.memory_rows import answer_position
+from deliberation.benchmarks.memory_benchmark import answer_position
 from deliberation.discussion.disclosure import disclosure
 from deliberation.discussion.statements import statement_candidates
 from deliberation.discussion.transcript import Statement, Transcript, Turn
@@ -90,24 +47,75 @@ from deliberation.inference.answer_parsing import parse_choice
 from deliberation.inference.base import ChatRequest, StructuredOutput
 from deliberation.inference.client import Client
 from deliberation.inference.generation import stage_request
-from deliberation.profiles.profile import check_distinct, check_limit
+from deliberation.profiles.profile import check_distinct
 from deliberation.seeds import stable_seed
 from deliberation.stats.small_samples import calls_note
 
-Benchmark = str  # a registered memory benchmark's name (benchmarks)
-ROW_COLUMNS = [
-    "profile", "kind", "benchmark", "task", "template", "variant", "support", "decoy", "irrelevant",
-    "prompt", "replicate", "seed", "agent", "stage", "policy", "budget", "kept_tokens",
-    "budget_tokens", "statements", "answer", "answer_position", "n_options", "correct", "valid",
-    "error", "key",
-]  # fmt: skip
-DISCUSSION_COLUMNS = ["profile", *ROW_COLUMNS[2:12]]
-DISCLOSURE_COLUMNS = [
-    *DISCUSSION_COLUMNS, "fact", "role", "holders", "private", "label", "full", "partial",
-    "none", "overlap", "stated_by", "keys",
-]  # fmt: skip
-# ``keys``: the discussion's message calls (";"-joined request keys) a fact's disclosure is read
-# from, so the disclosure tables count the distinct calls behind each rate (``n_calls``).
+_Benchmark = str  # a registered memory benchmark's name (benchmarks)
+# One row per (discussion, agent, vote stage) and one per decision: the columns, in order.
+ROW_COLUMNS: dict[str, str] = {
+    "profile": "the profile that ran (rates can then be compared across profiles)",
+    "kind": "`vote` or `decision`",
+    "benchmark": "`crossprofile` or `hiddenbench`",
+    "task": "task id (CrossProfile `<template>/<variant>`; HiddenBench `hb-<n>`)",
+    "template": "the bootstrap's cluster: the CrossProfile template, or the HiddenBench task",
+    "variant": "CrossProfile ownership variant (e.g. `SP-DS-IP`); empty for HiddenBench",
+    "support": "ownership of the support facts (`shared`/`private`); empty for HiddenBench",
+    "decoy": "ownership of the decoy facts; empty for HiddenBench",
+    "irrelevant": "ownership of the irrelevant facts; empty for HiddenBench",
+    "prompt": "speaking-prompt variant: `plain` or `evidence-first`",
+    "replicate": "replicate index (0-based); pairs the two variants on a task",
+    "seed": "the discussion's seed",
+    "agent": "the voting agent (vote rows); empty for decisions",
+    "stage": "`initial` or `final` (vote rows); empty for decisions",
+    "policy": (
+        "decision rows: `transcript` (every message verbatim), `every-fact` (all the task's "
+        "facts, untagged: the model given everything), or a memory policy (`R1`, `B4`, "
+        "`Random`, `B3`, `R1-rel`, `balance`, `all`, `empty`); empty for votes"
+    ),
+    "budget": "budget fraction r of budgeted policies, else empty",
+    "kept_tokens": "tokens of the memory the decision read (statements or summary), else empty",
+    "budget_tokens": "floor(r x all statement tokens) for budgeted policies, else empty",
+    "statements": "memory candidates (statement groups) of the discussion (decision rows)",
+    "answer": "the option chosen; empty when the answer named no single option",
+    "answer_position": (
+        "where the chosen option was listed in the prompt (1 = first); empty when the "
+        "answer named no single option"
+    ),
+    "n_options": "how many options the prompt listed",
+    "correct": (
+        "1 if the answer is the key, else 0 (an invalid answer counts as 0); empty for a failed row"
+    ),
+    "valid": (
+        "1 if the answer named exactly one option, else 0; empty for a failed row: no "
+        "usable reply, or an input failed (a turn of its discussion, a label or summary its "
+        "memory needs) and the call was not sent; never counted"
+    ),
+    "error": "why a row is invalid or failed, or what went wrong upstream; empty when fine",
+    "key": "the request's cache key (empty when it was not sent)",
+}
+_DISCUSSION_COLUMNS = ["profile", *list(ROW_COLUMNS)[2:12]]
+# One row per (discussion, fact): the discussion's columns, then these.
+DISCLOSURE_COLUMNS: dict[str, str] = {
+    **{c: ROW_COLUMNS[c] for c in _DISCUSSION_COLUMNS},
+    "fact": "fact id",
+    "role": "CrossProfile role; HiddenBench `shared`/`hidden`",
+    "holders": "number of agents holding it",
+    "private": "1 when one agent holds it",
+    "label": (
+        "`full`/`partial`/`none` (deliberation.discussion.disclosure); `failed` when a turn "
+        "of the discussion failed"
+    ),
+    "full": "0/1 indicator of the label, empty when failed",
+    "partial": "0/1 indicator of the label, empty when failed",
+    "none": "0/1 indicator of the label, empty when failed",
+    "overlap": "best sentence coverage",
+    "stated_by": "agents, `;`-joined",
+    "keys": (
+        "the discussion's message calls (`;`-joined request keys) the disclosure is read from, "
+        "so the disclosure tables count the distinct calls behind each rate (`n_calls`)"
+    ),
+}
 TRANSCRIPT, EVERY_FACT = "transcript", "every-fact"
 
 
@@ -153,12 +161,12 @@ class _Unit:
     correct: str
 
 
-def discussion_seed(profile_seed: int, variant: str, replicate: int) -> int:
+def _discussion_seed(profile_seed: int, variant: str, replicate: int) -> int:
     """Fresh per variant and replicate; a 31-bit value every engine accepts as a seed."""
     return stable_seed("natural", profile_seed, variant, replicate) % (2**31)
 
 
-def discussion_specs(
+def _discussion_specs(
     tasks: Sequence[Any], variants: Sequence[str], replicates: int, profile_seed: int
 ) -> list[DiscussionSpec]:
     for v in variants:
@@ -167,14 +175,14 @@ def discussion_specs(
                 f"unknown prompt variant {v!r}; expected some of {natural_prompts.PROMPT_VARIANTS}"
             )
     return [
-        DiscussionSpec(task, v, r, discussion_seed(profile_seed, v, r))
+        DiscussionSpec(task, v, r, _discussion_seed(profile_seed, v, r))
         for r in range(replicates)
         for v in variants
         for task in tasks
     ]
 
 
-def as_transcript(d: NaturalDiscussion) -> Transcript:
+def _as_transcript(d: NaturalDiscussion) -> Transcript:
     """The discussion as the engine's transcript (one turn per message, a statement per
     sentence); the summary prompt reads its lines."""
     from deliberation.discussion.statements import sentences
@@ -224,7 +232,7 @@ def _blank_row(context: dict) -> dict:
     return {c: None for c in ROW_COLUMNS} | context
 
 
-def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[dict]:
+def _vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[dict]:
     rows = []
     for d in discussions:
         context = _context(benchmark, d)
@@ -246,7 +254,7 @@ def vote_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> list[
     return rows
 
 
-def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> pd.DataFrame:
+def _disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) -> pd.DataFrame:
     rows = []
     for d in discussions:
         context = _context(benchmark, d)
@@ -275,7 +283,7 @@ def disclosure_rows(benchmark: str, discussions: Sequence[NaturalDiscussion]) ->
                     "stated_by": ";".join(found.stated_by),
                 }
             )
-    frame = pd.DataFrame(rows, columns=DISCLOSURE_COLUMNS)
+    frame = pd.DataFrame(rows, columns=list(DISCLOSURE_COLUMNS))
     for column in ("full", "partial", "none"):
         if frame[column].isna().any():
             frame[column] = frame[column].astype("Int64")
@@ -291,7 +299,7 @@ def _read_answer(response, options: Sequence[str]) -> tuple[str | None, str]:
     return answer, "" if answer else "answer names no single option"
 
 
-def decision_rows(
+def _decision_rows(
     benchmark: str,
     discussions: Sequence[NaturalDiscussion],
     grid: Grid,
@@ -398,7 +406,7 @@ def decision_rows(
         seed=profile.seed,
         truth=lambda unit: None,
         report=report,
-        discussion=lambda unit, seed: as_transcript(by_id[unit.id]),
+        discussion=lambda unit, seed: _as_transcript(by_id[unit.id]),
         candidates=lambda transcript: candidates[transcript.task_id],
     )
     for decision in decide(
@@ -455,8 +463,8 @@ def _decision_row(
     }
 
 
-def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(list(rows), columns=ROW_COLUMNS)
+def _typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
     for column in (
         "kept_tokens", "budget_tokens", "statements", "answer_position", "n_options", "replicate",
         "seed",
@@ -473,7 +481,7 @@ def typed_rows(rows: Sequence[dict]) -> pd.DataFrame:
 
 
 def run_natural_experiment(
-    benchmark: Benchmark,
+    benchmark: _Benchmark,
     tasks: Sequence[Any],
     profile: Any,
     client: Client,
@@ -488,7 +496,7 @@ def run_natural_experiment(
     """Discussions, votes, disclosure labels and decisions for ``tasks`` (module docstring)."""
     memory_benchmark(benchmark)  # an unknown name is an error listing the registered ones
     report = RunReport(synthetic=bool(getattr(profile, "synthetic", False)))
-    specs = discussion_specs(tasks, variants, replicates, profile.seed)
+    specs = _discussion_specs(tasks, variants, replicates, profile.seed)
     discussions = hold_discussions(
         specs,
         stage_prefix=f"natural.{benchmark}",
@@ -498,17 +506,17 @@ def run_natural_experiment(
         rounds=rounds,
     )
     grid = Grid(policies=tuple(policies), budgets=(budget,), item_limit=None, tags=("keep",))
-    rows = vote_rows(benchmark, discussions)
-    rows += decision_rows(
+    rows = _vote_rows(benchmark, discussions)
+    rows += _decision_rows(
         benchmark, discussions, grid, profile=profile, client=client, report=report,
         progress=progress,
     )  # fmt: skip
-    frame, facts = typed_rows(rows), disclosure_rows(benchmark, discussions)
+    frame, facts = _typed_rows(rows), _disclosure_rows(benchmark, discussions)
     frame["profile"] = facts["profile"] = profile.name
     return NaturalResult(frame, facts, report, discussions)
 
 
-def natural_tasks(benchmark: Benchmark, options: Any, seed: int) -> list[Any]:
+def natural_tasks(benchmark: _Benchmark, options: Any, seed: int) -> list[Any]:
     """The tasks the profile's ``experiments.natural`` section selects."""
     return memory_benchmark(benchmark).tasks(
         seed, templates=options.templates, limit=options.limit, option_order=options.option_order
@@ -542,7 +550,7 @@ def run_from_profile(
     ``experiments.natural`` section (or ``benchmarks``), rows of all of them in one frame."""
     options = profile.experiments.natural
     check_distinct(benchmarks, "benchmarks")
-    if check_limit(limit) is not None:
+    if limit is not None:  # checked where the tasks are chosen
         options = options.model_copy(update={"limit": limit})
     if client is None:
         from deliberation.inference import make_client
@@ -573,7 +581,7 @@ def combine(results: Sequence[NaturalResult]) -> NaturalResult:
         ):  # fmt: skip
             setattr(report, field, getattr(report, field) + getattr(r.report, field))
     return NaturalResult(
-        typed_rows(pd.concat([r.rows for r in results]).to_dict("records")),
+        _typed_rows(pd.concat([r.rows for r in results]).to_dict("records")),
         pd.concat([r.disclosure for r in results], ignore_index=True),
         report,
         [d for r in results for d in r.discussions],

@@ -6,27 +6,7 @@ decision maker's mechanism (:func:`deliberation.experiments.memory.sim.mechanism
 and social weights, Gumbel choice noise). Nothing here sees a task object, a role or an answer key:
 only the prompt text (``deliberation.experiments.natural.prompts``).
 
-Speaking (``natural.<b>.round.<k>``). In its first turn an agent states each fact it holds in
-full with probability ``natural_disclosure`` (raised by ``natural_evidence_first_boost``, capped
-at 1, when the prompt is the evidence-first variant); otherwise it paraphrases it with
-probability ``natural_paraphrase`` or leaves it out. A paraphrase keeps a random
-``natural_paraphrase_keep`` share of the fact's content words (at least one), in order, after
-"Roughly, from my notes:" - so the disclosure diagnostics label it *partial*, and a reader
-that needs the exact fact (CrossProfile's) cannot use it. The draws for one fact depend on
-(agent, fact text, request seed) only. A fact without end punctuation gets a full stop, so
-it stays one sentence. Later turns state no facts. Every turn ends (plain
-variant: begins) with "I recommend <option>." for the agent's current vote.
-
-Voting (``natural.<b>.vote.initial|final``, and the recommendation in each turn). The agent
-scores the facts it holds (one holder each) and every sentence of the messages it has read
-(identical sentences from several speakers are one line with that many holders) with the
-decision maker's mechanism. Then, with probability ``natural_drift``, it adopts the most common
-recommendation among the others' latest messages it has read (when one option leads
-strictly). With probability ``natural_invalid_vote`` the vote names no option (recorded invalid).
-
-Deciding (``natural.<b>.decision``): the engine's decision maker; a full-transcript prompt is
-read like the agents read a discussion (sentences, repeated ones counted as holders).
-Labelling and summary stages use the engine's behaviours.
+In full: ``docs/sim.md``, section "Natural discussions (experiments/natural/sim.py)".
 """
 
 from __future__ import annotations
@@ -39,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deliberation.benchmarks import memory_benchmarks, sim_reader
+from deliberation.benchmarks import memory_benchmark, memory_benchmarks
 from deliberation.benchmarks.crossprofile.sim import read_fact
 from deliberation.discussion.statements import normalize, sentences
 from deliberation.experiments.memory.sim.mechanism import (
@@ -65,7 +45,7 @@ PARAMETERS = {
     "natural_drift": 0.3,
     "natural_invalid_vote": 0.0,
 }
-PARAPHRASE_PREFIX = "Roughly, from my notes:"
+_PARAPHRASE_PREFIX = "Roughly, from my notes:"
 _NUMBERED = re.compile(r"^(\d+)\.\s+(.*)$")
 _SPEAKER = re.compile(r"^(A\d+):\s*(.*)$")
 _AGENT = re.compile(re.escape(text.AGENT_MARKER).replace(re.escape("{agent}"), r"(A\d+)"))
@@ -75,7 +55,7 @@ def _param(context: SimContext, name: str) -> float:
     return context.param(name, PARAMETERS[name])
 
 
-def own_facts(prompt: str) -> list[str]:
+def _own_facts(prompt: str) -> list[str]:
     lines = section(prompt, text.FACTS_HEADER) or []
     return [m.group(2) for m in map(_NUMBERED.match, lines) if m]
 
@@ -86,7 +66,7 @@ def spoken(prompt: str, header: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in map(_SPEAKER.match, lines) if m]
 
 
-def discussion_notes(messages: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
+def _discussion_notes(messages: Sequence[tuple[str, str]]) -> list[tuple[int, str]]:
     """Sentences of the messages; the same sentence (normalised) from several speakers is one
     line whose holders are those speakers."""
     speakers: dict[str, set[str]] = {}
@@ -107,7 +87,7 @@ def majority(recommendations: Sequence[str]) -> str | None:
     return counts[0][0]
 
 
-def vote(
+def _vote(
     context: SimContext,
     reader: Reader,
     options: Sequence[str],
@@ -117,7 +97,7 @@ def vote(
 ) -> str | None:
     """The agent's vote (module docstring); None for an invalid vote."""
     heard = [(a, m) for a, m in messages if a != me]  # its own words add nothing it lacks
-    notes = [(1, f) for f in facts] + discussion_notes(heard)
+    notes = [(1, f) for f in facts] + _discussion_notes(heard)
     choice = choose(context, options, notes, reader, _param(context, "natural_invalid_vote"))
     if choice is None:
         return None
@@ -135,10 +115,10 @@ def paraphrase(fact: str, keep: float, rng: np.random.Generator) -> str:
 
     words = [w for w in re.findall(r"[\w'-]+", fact) if normalize(w) not in STOPWORDS]
     if not words:
-        return f"{PARAPHRASE_PREFIX} something about it."
+        return f"{_PARAPHRASE_PREFIX} something about it."
     n = min(len(words), max(1, math.ceil(keep * len(words))))
     kept = sorted(rng.choice(len(words), size=n, replace=False))
-    return f"{PARAPHRASE_PREFIX} {' '.join(words[i] for i in kept)}."
+    return f"{_PARAPHRASE_PREFIX} {' '.join(words[i] for i in kept)}."
 
 
 def _benchmark(context: SimContext) -> str:
@@ -148,7 +128,7 @@ def _benchmark(context: SimContext) -> str:
 def _reader(context: SimContext) -> Reader:
     """The stage's benchmark's reader (CrossProfile's for a benchmark nobody registered)."""
     name = _benchmark(context)
-    return sim_reader(name) if name in memory_benchmarks() else read_fact
+    return memory_benchmark(name).sim_reader if name in memory_benchmarks() else read_fact
 
 
 def _me(prompt: str) -> str | None:
@@ -160,7 +140,7 @@ def natural_vote(context: SimContext) -> SimAnswer:
     prompt = context.prompt
     options = prompt_options(prompt)
     messages = spoken(prompt, text.DISCUSSION_HEADER)
-    choice = vote(context, _reader(context), options, own_facts(prompt), messages, _me(prompt))
+    choice = _vote(context, _reader(context), options, _own_facts(prompt), messages, _me(prompt))
     value = {
         "vote": choice if choice else "undecided",
         "rationale": "From the information I hold and what I read." if choice else "Unsure.",
@@ -172,9 +152,9 @@ def natural_turn(context: SimContext) -> SimAnswer:
     prompt = context.prompt
     options = prompt_options(prompt)
     me = _me(prompt)
-    facts = own_facts(prompt)
+    facts = _own_facts(prompt)
     messages = spoken(prompt, text.MESSAGES_HEADER)
-    choice = vote(context, _reader(context), options, facts, messages, me)
+    choice = _vote(context, _reader(context), options, facts, messages, me)
     recommend = f"I recommend {choice}." if choice else "I cannot tell which option is best."
     first_turn = section(prompt, text.OWN_HEADER) is None
     evidence_first = text.EVIDENCE_FIRST_MARKER in prompt
@@ -197,7 +177,7 @@ def natural_turn(context: SimContext) -> SimAnswer:
 
 def natural_decision(context: SimContext) -> SimAnswer:
     transcript = spoken(context.prompt, text.TRANSCRIPT_HEADER)
-    notes = discussion_notes(transcript) if transcript else None
+    notes = _discussion_notes(transcript) if transcript else None
     return decide(context, _reader(context), notes)
 
 

@@ -21,7 +21,7 @@ from deliberation.inference.serve_sim.server import (
 )
 
 
-def port_number(text: str) -> int:
+def _port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (pick a free one) to 65535."""
     try:
         port = int(text)
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser, load_profile: Callable[[str],
     """Options of ``deliberation serve-sim``; ``load_profile`` turns ``--profile`` into the
     profile whose sim parameters are served (the caller's loader: ``deliberation.profiles.profile``)."""
     parser.set_defaults(load_profile=load_profile)
-    parser.add_argument("--port", type=port_number, default=8001, help="port (0: pick a free one)")
+    parser.add_argument("--port", type=_port_number, default=8001, help="port (0: pick a free one)")
     parser.add_argument(
         "--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1, ::1, localhost)"
     )
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser, load_profile: Callable[[str],
     )
 
 
-def faults_from_args(args: argparse.Namespace) -> FaultOptions:
+def _faults_from_args(args: argparse.Namespace) -> FaultOptions:
     return FaultOptions(
         latency_ms=args.latency_ms,
         rate_429=args.fault_429,
@@ -108,7 +108,7 @@ def server_from_args(args: argparse.Namespace) -> SimServer:
     profile = args.load_profile(args.profile) if args.profile else None
     state = build_state(
         profile=profile,
-        faults=faults_from_args(args),
+        faults=_faults_from_args(args),
         served_model=args.served_model_name,
         api_key_env=args.require_key_env,
         max_body_bytes=args.max_body_bytes,

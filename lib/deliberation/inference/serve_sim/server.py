@@ -44,9 +44,9 @@ from deliberation.inference.structured import CHOICE_FIELD
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STAGE = "echo"
+_DEFAULT_STAGE = "echo"
 # A fixed ``created`` stamp keeps every response body deterministic.
-CREATED = 1_700_000_000
+_CREATED = 1_700_000_000
 # Far above any prompt the experiments send (a long DHD discussion is well under 1 MiB).
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 # Long enough for any client between two requests of a batch; idle sockets are closed after it.
@@ -55,7 +55,7 @@ DEFAULT_READ_TIMEOUT_S = 60.0
 DEFAULT_HEAD_TIMEOUT_S = 10.0
 
 
-def default_max_connections() -> int:
+def _default_max_connections() -> int:
     """256 connections at once, or a quarter of this process's file-descriptor limit if lower
     (each connection holds one descriptor and one thread)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -104,7 +104,7 @@ class SimServerState:
         self.max_body_bytes = max_body_bytes
         self.read_timeout_s = read_timeout_s
         self.head_timeout_s = head_timeout_s
-        self.max_connections = max_connections or default_max_connections()
+        self.max_connections = max_connections or _default_max_connections()
         self.served_model = served_model or backend.model
         self._api_key = api_key
         self._lock = threading.Lock()
@@ -180,7 +180,7 @@ def answer_body(state: SimServerState, body: Mapping[str, Any], stage: str) -> d
     return {
         "id": "chatcmpl-sim",
         "object": "chat.completion",
-        "created": CREATED,
+        "created": _CREATED,
         "model": state.served_model,
         "choices": [
             {
@@ -335,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
                         {
                             "id": self.state.served_model,
                             "object": "model",
-                            "created": CREATED,
+                            "created": _CREATED,
                             "owned_by": SIM_SERVER_OWNER,
                         }
                     ],
@@ -370,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self.state.key_ok(self.headers.get("Authorization")):
             raise _Refused(401, "invalid API key", "authentication_error")
-        body = parse_body(raw)
+        body = _parse_body(raw)
         prompt = last_user_text(body)
         fault = self.state.arrive(prompt)
         if fault == "hang":
@@ -399,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
                 f" (serving {self.state.served_model!r})",
                 "not_found_error",
             )
-        stage = self.headers.get(STAGE_HEADER) or DEFAULT_STAGE
+        stage = self.headers.get(STAGE_HEADER) or _DEFAULT_STAGE
         try:
             payload = answer_body(self.state, body, stage)
         except WireFormatError as exc:
@@ -424,7 +424,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
+def _parse_body(raw: bytes) -> dict[str, Any]:
     """The JSON object a request body holds; :class:`_Refused` (400) for anything else: bytes
     that are not UTF-8 JSON, ``NaN``/``Infinity``, nesting deeper than Python can decode, or
     a value that is not an object."""

@@ -20,7 +20,7 @@ from deliberation.inference.structured import (
     choice_schema,
 )
 
-DEFAULT_MAX_TOKENS = 512
+_DEFAULT_MAX_TOKENS = 512
 
 
 class WireFormatError(ValueError):
@@ -173,7 +173,7 @@ def request_from_body(body: Mapping[str, Any], stage: str) -> tuple[ChatRequest,
         raise WireFormatError(f"top_p: must be in (0, 1], got {top_p!r}")
     name = "max_tokens" if "max_tokens" in body else "max_completion_tokens"
     raw_max = body.get(name)
-    max_tokens = DEFAULT_MAX_TOKENS if raw_max is None else _integer(raw_max, name)
+    max_tokens = _DEFAULT_MAX_TOKENS if raw_max is None else _integer(raw_max, name)
     if max_tokens < 1:
         raise WireFormatError(f"{name}: must be >= 1, got {max_tokens}")
     if wrap_choice and max_tokens > CHOICE_WRAPPER_TOKENS:  # the inverse of wire_max_tokens

@@ -29,23 +29,23 @@ if TYPE_CHECKING:
     from deliberation.inference.client import Client
     from deliberation.profiles.profile import Profile
 
-H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
+_H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
 VARIANT_ORDER = (
     "SP-DP-IP", "SP-DP-IS", "SP-DS-IP", "SP-DS-IS",
     "SS-DP-IP", "SS-DP-IS", "SS-DS-IP", "SS-DS-IS",
 )  # fmt: skip
 
 
-def primary_rows(rows: pd.DataFrame, budget: float = PRIMARY_FRACTION) -> pd.DataFrame:
+def _primary_rows(rows: pd.DataFrame, budget: float = PRIMARY_FRACTION) -> pd.DataFrame:
     """Rows of the pre-specified tests: main templates, tags kept, the primary budget."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["budget"] == budget)
-    return rows[keep & rows["policy"].isin(H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
 
 
-def fixed_count_rows(rows: pd.DataFrame, item_limit: int = FIXED_ITEM_COUNT) -> pd.DataFrame:
+def _fixed_count_rows(rows: pd.DataFrame, item_limit: int = FIXED_ITEM_COUNT) -> pd.DataFrame:
     """Rows of the fixed-item-count control (main templates, tags kept)."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["item_limit"] == item_limit)
-    return rows[keep & rows["policy"].isin(H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
 
 
 def fixed_count_overlap(
@@ -55,7 +55,7 @@ def fixed_count_overlap(
     item count (same facts in the same order), per policy and over all of them: where it is,
     the fixed-count H1 re-reads the same decisions' memories and is almost the same test.
     Main templates, tags kept; rows are matched on task and policy."""
-    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(H1_POLICIES)
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(_H1_POLICIES)
     columns = ["task", "policy", "kept_facts"]
     budgeted = rows.loc[keep & (rows["budget"] == budget), columns]
     fixed = rows.loc[keep & (rows["item_limit"] == item_limit), columns]
@@ -106,26 +106,26 @@ def policy_accuracy(
     return pd.concat([table, baseline], ignore_index=True)
 
 
-def pooled_rows(rows: pd.DataFrame) -> pd.DataFrame:
+def _pooled_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows of the pooled contrasts: main templates, tags kept, every token budget."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["budget"].notna()
-    return rows[keep & rows["policy"].isin(H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
 
 
 def h1_h3_table(
     rows: pd.DataFrame, *, n_resamples: int, seed: int, budget: float = PRIMARY_FRACTION
 ) -> pd.DataFrame:
     """H1-H3 (Holm-adjusted together) and the secondary H1s, in points, from a results frame
-    (:func:`primary_rows` and :func:`fixed_count_rows` select what each test reads); failed
+    (:func:`_primary_rows` and :func:`_fixed_count_rows` select what each test reads); failed
     rows are left out.
 
     The pre-specified tests read the primary budget only; because that scope decides H3 on
-    some profiles, H2 and H3 pooled over every budget in ``rows`` (:func:`pooled_rows`) follow
+    some profiles, H2 and H3 pooled over every budget in ``rows`` (:func:`_pooled_rows`) follow
     each of them as secondary rows (no Holm p). ``budgets`` names what each row reads."""
     rows = answered(rows)
-    fixed = fixed_count_rows(rows)
+    fixed = _fixed_count_rows(rows)
     tests = preregistered_tests(
-        primary_rows(rows, budget),
+        _primary_rows(rows, budget),
         fixed_count_frame=fixed if not fixed.empty else None,
         n_resamples=n_resamples,
         seed=seed,
@@ -136,7 +136,7 @@ def h1_h3_table(
         for t in table["test"]
     ]
     table.insert(3, "budgets", scopes)
-    pooled = pooled_rows(rows)
+    pooled = _pooled_rows(rows)
     budgets = sorted(pooled["budget"].astype(float).unique())
     if len(budgets) < 2:
         return table

@@ -24,11 +24,11 @@ from deliberation.stats import (
 )
 from deliberation.stats.small_samples import distinct_calls
 
-COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
+_COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
 
 
 def copy_policy_rows(
-    rows: pd.DataFrame, budgets: Sequence[float], policies: Sequence[str] = COPY_POLICIES
+    rows: pd.DataFrame, budgets: Sequence[float], policies: Sequence[str] = _COPY_POLICIES
 ) -> pd.DataFrame:
     """Main-template rows of the copy policies at ``budgets`` with tags kept, with ``lead_bin``
     (see :func:`lead_bins`)."""
@@ -42,11 +42,11 @@ def copy_policy_rows(
     return out
 
 
-PAPER_LEAD_BINS = (-2, 4)  # paper 1 pools "-2 or less" and "+4 or more"
+_PAPER_LEAD_BINS = (-2, 4)  # paper 1 pools "-2 or less" and "+4 or more"
 
 
 def lead_bins(
-    leads: pd.Series, low: int = PAPER_LEAD_BINS[0], high: int = PAPER_LEAD_BINS[1]
+    leads: pd.Series, low: int = _PAPER_LEAD_BINS[0], high: int = _PAPER_LEAD_BINS[1]
 ) -> pd.Series:
     """Leads clipped to [low, high] (the paper's end bins). Only leads that occur get a bin, so
     a bank whose memories never reach ``high`` has no empty "or more" bin: its top bin is

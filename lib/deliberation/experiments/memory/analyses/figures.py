@@ -36,7 +36,7 @@ from deliberation.stats.small_samples import MIN_CLUSTERS
 PALETTE = sns.color_palette("colorblind", 10)
 # Each reference line gets its own colour and dash pattern, so no two look alike (a dotted
 # "all" beside a dotted "shared-only" could not be told apart); unknown references cycle.
-REFERENCE_STYLES = {
+_REFERENCE_STYLES = {
     "all": ("black", "-"),
     "empty": ("dimgrey", "--"),
     "private-only": ("tab:purple", "-."),
@@ -52,8 +52,8 @@ CELL_CODE_NOTE = (
 
 
 def _reference_style(policy: str, index: int) -> tuple[str, object]:
-    if policy in REFERENCE_STYLES:
-        return REFERENCE_STYLES[policy]
+    if policy in _REFERENCE_STYLES:
+        return _REFERENCE_STYLES[policy]
     return _MORE_STYLES[index % len(_MORE_STYLES)]
 
 

@@ -7,7 +7,7 @@ A seed given in the notebook replaces the profile's everywhere (tasks, discussio
 and is what the provenance sidecars record.
 
 The parameters arrive as papermill parsed them (``-p n_resamples 200`` an int, ``-p budgets 0.6`` a
-float, ``-p seed abc`` or any ``-r`` a string), so :func:`check_parameters` checks them on entry
+float, ``-p seed abc`` or any ``-r`` a string), so :func:`_check_parameters` checks them on entry
 (:func:`resolve` calls it first) and a wrong one is a :class:`NotebookParameterError` naming the
 parameter, what it got and what it takes, instead of a ``TypeError`` deep inside the analysis.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from deliberation.memory_policies import PRIMARY_FRACTION
 from deliberation.profiles.profile import Profile
 
-MAX_RESAMPLES = 1_000_000  # a bound like every input's: 10,000 is the papers' number
+_MAX_RESAMPLES = 1_000_000  # a bound like every input's: 10,000 is the papers' number
 
 
 class NotebookParameterError(ValueError):
@@ -44,12 +44,12 @@ def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def check_parameters(
+def _check_parameters(
     *, budgets: object = None, n_resamples: object = None, seed: object = None
 ) -> tuple[tuple[float, ...] | None, int | None, int | None]:
     """The parameters as :func:`resolve` takes them (None: the profile's), checked: ``budgets``
     a fraction r in (0, 1] or a list of distinct ones, ``n_resamples`` an integer from 2 to
-    :data:`MAX_RESAMPLES`, ``seed`` an integer. Raises :class:`NotebookParameterError`."""
+    :data:`_MAX_RESAMPLES`, ``seed`` an integer. Raises :class:`NotebookParameterError`."""
     fractions = None
     if budgets is not None:
         listed = [budgets] if _is_real(budgets) else budgets
@@ -62,10 +62,10 @@ def check_parameters(
         if len(set(fractions)) != len(fractions):
             raise NotebookParameterError("budgets", budgets, expected)
     if n_resamples is not None and not (
-        _is_integer(n_resamples) and 2 <= n_resamples <= MAX_RESAMPLES
+        _is_integer(n_resamples) and 2 <= n_resamples <= _MAX_RESAMPLES
     ):
         raise NotebookParameterError(
-            "n_resamples", n_resamples, f"an integer from 2 to {MAX_RESAMPLES:,}"
+            "n_resamples", n_resamples, f"an integer from 2 to {_MAX_RESAMPLES:,}"
         )
     if seed is not None and not _is_integer(seed):
         raise NotebookParameterError("seed", seed, "an integer")
@@ -94,8 +94,8 @@ def resolve(
 ) -> tuple[Profile, AnalysisSettings]:
     """The profile to run (with ``seed`` applied) and the analysis settings; the primary budget
     (r = 0.6) must be among the budgets, since the pre-specified tests are defined there. The
-    notebook's parameters are checked first (:func:`check_parameters`)."""
-    budgets, n_resamples, seed = check_parameters(
+    notebook's parameters are checked first (:func:`_check_parameters`)."""
+    budgets, n_resamples, seed = _check_parameters(
         budgets=budgets, n_resamples=n_resamples, seed=seed
     )
     section = getattr(profile.experiments, benchmark)
@@ -106,9 +106,9 @@ def resolve(
         raise ValueError(
             f"budgets {list(chosen)} must include the primary budget r = {PRIMARY_FRACTION}"
         )
-    resamples = int(n_resamples if n_resamples is not None else section.n_resamples)
-    if resamples < 2:
-        raise ValueError(f"n_resamples must be at least 2, got {resamples}")
+    # Checked once where it came from: the notebook's parameter above, the profile's section
+    # by its options model (at least 2).
+    resamples = n_resamples if n_resamples is not None else section.n_resamples
     return profile, AnalysisSettings(budgets=chosen, n_resamples=resamples, seed=profile.seed)
 
 

@@ -17,7 +17,7 @@ from deliberation.experiments.memory.analyses.accuracy import answered, percent_
 from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
 from deliberation.stats.small_samples import distinct_calls
 
-BY = ("tags", "support", "decoy", "irrelevant")
+_BY = ("tags", "support", "decoy", "irrelevant")
 
 
 def _gap_weights(rows: pd.DataFrame, tags: str, sign: float = 1.0) -> dict[tuple, float]:
@@ -50,12 +50,12 @@ def social_proof_table(
         raise ValueError(f"social_proof_table: no main-template rows of policy {policy!r}")
     modes = [m for m in ("keep", "remove", "shuffle") if (rows["tags"] == m).any()]
     statistics: dict[str, CellStatistic] = {
-        f"gap, tags {mode}": linear_contrast(_gap_weights(rows, mode), BY) for mode in modes
+        f"gap, tags {mode}": linear_contrast(_gap_weights(rows, mode), _BY) for mode in modes
     }
     if "keep" in modes:
         for mode in modes[1:]:
             weights = {**_gap_weights(rows, "keep"), **_gap_weights(rows, mode, -1.0)}
-            statistics[f"narrowing: gap(keep) - gap({mode})"] = linear_contrast(weights, BY)
+            statistics[f"narrowing: gap(keep) - gap({mode})"] = linear_contrast(weights, _BY)
     results = cluster_bootstrap_many(rows, statistics, "template", n_resamples, 0.95, seed)
     return pd.DataFrame(
         [

@@ -7,38 +7,7 @@ on the criteria and its tone). CrossProfile's reader is the template bank as wor
 HiddenBench's is a documented word-list reading. A statement the reader cannot match adds
 nothing. Nothing here sees a task, a role or an answer key.
 
-Parameters (``sim.parameters`` in the profile; defaults here):
-
-- ``evidence_weight`` (1.0): what a favourable (+1) or unfavourable (-1) line adds to its option.
-- ``social_weight`` (0.0): extra weight per additional holder in a line's tag, in the line's own
-  direction: a line stated by h agents weighs ``evidence_weight + social_weight x (h - 1)``
-  (:func:`line_weight`). Untagged lines and summaries count as one holder. The weight is not
-  normalised: a tag raises a line's evidence against the fixed ``choice_noise``, so removing
-  tags from a memory of shared lines lowers its signal-to-noise ratio as well as removing the
-  social cue (:func:`signal_to_noise`; notebook 04 states the size).
-- ``tone_weight`` (0.0): what the tone (+1/-1) of an irrelevant line adds to its option.
-- ``choice_noise`` (1.0): scale of the Gumbel noise added to every option's score before the
-  arg-max (logit noise: a softmax choice at temperature ``choice_noise``); 0 = arg-max with
-  ties broken at random.
-- ``invalid_rate`` (0.0): share of decisions answered with text that names no single option.
-- ``relevance_recall`` (1.0) / ``relevance_false_positive`` (0.0): probability that a relevant /
-  an irrelevant statement is labelled relevant.
-- ``balance_recall`` (1.0): probability an evidence statement gets its true option and
-  direction (otherwise "neither"); ``balance_false_positive`` (0.0): probability an irrelevant
-  statement is labelled for/against its option by its tone.
-- ``summary_overrun`` (0.0): the summarizer writes up to ``(1 + overrun) x`` the word limit, so
-  the pipeline's cut to the budget is exercised.
-
-Option order tells the sim nothing: its generator is seeded from the request with every
-option list in a canonical (sorted) order (:func:`order_free_request`, registered as each
-behaviour's seed view) and the noise is drawn option by option in that order, so a task whose
-options are listed in another order gets the same answers (profile ``option_order``).
-
-The summarizer (B3, :func:`summarize`) has one fixed rule and no parameter: it keeps statements
-verbatim in order of how many speakers said them (most widely held first, ties by first
-appearance) until the word limit. So where decoys are shared and support private it keeps the
-decoys first and drops the private support, which alone makes B3 fail in those cells; that is
-this mechanism's choice, not a finding about summaries.
+In full: ``docs/sim.md``, section "Memory experiments (experiments/memory/sim/mechanism.py)".
 """
 
 from __future__ import annotations
@@ -50,7 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from deliberation.benchmarks import Reader, sim_reader
+from deliberation.benchmarks import memory_benchmark
+from deliberation.benchmarks.memory_benchmark import Reader
 from deliberation.experiments.memory import prompts
 from deliberation.inference.base import ChatRequest, Message, StructuredOutput
 from deliberation.inference.sim_registry import SimAnswer, SimContext
@@ -141,7 +111,7 @@ def prompt_options(prompt: str) -> list[str]:
     return [line[2:].strip() for line in lines if line.startswith("- ")]
 
 
-def memory_notes(prompt: str) -> list[tuple[int, str]]:
+def _memory_notes(prompt: str) -> list[tuple[int, str]]:
     """(holders, text) for every note line or summary line of a decision prompt; a line
     without a tag counts as one holder."""
     for header in (prompts.NOTES_HEADER_TAGGED, prompts.NOTES_HEADER_PLAIN, prompts.SUMMARY_HEADER):
@@ -160,12 +130,12 @@ def memory_notes(prompt: str) -> list[tuple[int, str]]:
     return notes
 
 
-def numbered_statements(prompt: str) -> list[tuple[int, str]]:
+def _numbered_statements(prompt: str) -> list[tuple[int, str]]:
     lines = section(prompt, prompts.STATEMENTS_HEADER) or []
     return [(int(m.group(1)), m.group(2)) for m in map(_NUMBERED.match, lines) if m]
 
 
-def line_weight(context: SimContext, holders: int) -> float:
+def _line_weight(context: SimContext, holders: int) -> float:
     """What a favourable or unfavourable line held by ``holders`` agents adds to its option."""
     return param(context, "evidence_weight") + param(context, "social_weight") * (holders - 1)
 
@@ -195,7 +165,7 @@ def choose(
         if reading is None or reading.option not in scores:
             continue
         if reading.polarity:
-            scores[reading.option] += reading.polarity * line_weight(context, holders)
+            scores[reading.option] += reading.polarity * _line_weight(context, holders)
         else:
             scores[reading.option] += w_t * reading.tone
     rng = context.rng
@@ -218,7 +188,7 @@ def decide(
     options = prompt_options(prompt)
     if not options:
         return SimAnswer(text="I cannot find the options in this prompt.")
-    notes = memory_notes(prompt) if notes is None else notes
+    notes = _memory_notes(prompt) if notes is None else notes
     choice = choose(context, options, notes, reader, param(context, "invalid_rate"))
     if choice is None:
         names = sorted(options)
@@ -233,7 +203,7 @@ def label_relevance(context: SimContext, reader: Reader) -> SimAnswer:
     recall = param(context, "relevance_recall")
     false_positive = param(context, "relevance_false_positive")
     relevant = []
-    for number, text in numbered_statements(context.prompt):
+    for number, text in _numbered_statements(context.prompt):
         reading = reader(text, options)
         chance = recall if reading is not None and reading.polarity else false_positive
         if context.rng.random() < chance:
@@ -251,7 +221,7 @@ def label_balance(context: SimContext, reader: Reader) -> SimAnswer:
     false_positive = param(context, "balance_false_positive")
     words = {1: "for", -1: "against"}
     labels = []
-    for number, text in numbered_statements(context.prompt):
+    for number, text in _numbered_statements(context.prompt):
         reading = reader(text, options)
         option, direction = "none", "neither"
         if reading is not None and reading.polarity:
@@ -291,7 +261,7 @@ def summarize(context: SimContext) -> SimAnswer:
 # The memory experiment's stages of every registered benchmark, each answered with that
 # benchmark's reader (its sim): <benchmark>.decision, .relevance, .balance and .summary.
 def _reader(context: SimContext) -> Reader:
-    return sim_reader(context.request.stage.split(".")[0])
+    return memory_benchmark(context.request.stage.split(".")[0]).sim_reader
 
 
 def benchmark_decision(context: SimContext) -> SimAnswer:
