@@ -1,27 +1,45 @@
-"""Small samples said plainly: no interval from fewer than a minimum number of clusters.
+"""Small samples said plainly: below the cluster floor no inference at all.
 
-A percentile bootstrap over two templates has three possible outcomes and one template gives
-an interval of width zero: neither is a 95% interval. Every published table with ``low``,
-``high`` and ``n_clusters`` columns passes through :func:`withhold_small_intervals` (the table
-writer calls it), so a row below the minimum keeps its estimate, loses its bounds, and says why
-in its ``interval`` column ("n = 2 clusters, no interval").
+The floor is measured, not chosen: :data:`MIN_CLUSTERS` is the fewest clusters at which the
+cluster-robust t (:mod:`deliberation.stats.cluster_t`) rejects a true null at most 1.5 x alpha
+in every scenario of :mod:`deliberation.stats.calibration` (the experiments lane measures it
+again and fails if this constant disagrees); :data:`PAPER_METHOD_MIN_CLUSTERS` is the same
+for the papers' percentile bootstrap, which is shown for comparison only from there on.
+
+Below the floor a table keeps its estimate and counts and loses every interval, p-value, test
+statistic and standard error (:func:`inferential_columns`), saying why in its ``interval``
+column. The analyses apply this where they compute (:func:`withhold_inference`), so the frame a
+notebook shows is the CSV written; the table writer only checks (:func:`inference_leaks`).
 
 Rows are not observations either: at temperature 0 identical prompts are one cached call, so
 "8 rows" can be one answer copied 8 times. :func:`distinct_calls` counts the calls behind a set
-of rows (distinct request keys), which tables publish as ``n_calls`` beside ``n_rows``, and
+of rows (distinct request keys), published as ``n_calls`` beside ``n_rows``;
 :func:`calls_note` says it in words ("192 rows from 79 distinct calls").
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
-MIN_CLUSTERS = 5  # the default; a profile's `min_interval_clusters` overrides it
+# Measured by deliberation.stats.calibration.size_table (docs/reading-small-samples.md):
+# the smallest of G = 3, 5, 10, 20, 60 from which the method's false-positive rate at zero
+# effect is at most 1.5 x alpha in every scenario.
+MIN_CLUSTERS = 3  # the cluster-robust t with G - 1 degrees of freedom (the companion's method)
+PAPER_METHOD_MIN_CLUSTERS = 20  # the papers' percentile cluster bootstrap
 NOTE_COLUMN = "interval"
+CLUSTERS_COLUMN = "n_clusters"
 # Columns naming the model call behind a row, in order of preference: the request's cache key
 # (``key`` in results frames, ``request_key`` in ``deliberation run`` output), else a prompt hash.
 CALL_COLUMNS = ("key", "request_key", "cache_key", "prompt_hash")
+# A column holding a p-value, a test statistic or a standard error (bounds are found apart).
+_INFERENTIAL = re.compile(
+    r"^(p|z|t|se|df_t)$|^p[_ ]|[_ ]p$|p[_ ]?value|standard[_ ]error|(^|[_ ])se$|statistic",
+    re.IGNORECASE,
+)
 
 
 def call_column(frame: pd.DataFrame) -> str | None:
@@ -53,18 +71,21 @@ def calls_note(frame: pd.DataFrame, what: str = "rows") -> str:
 
 
 def interval_note(n_clusters: int, min_clusters: int = MIN_CLUSTERS) -> str:
-    """Why a row has no interval ("" when it has one)."""
+    """Why a row has no inference ("" when it has it)."""
     if n_clusters >= min_clusters:
         return ""
     unit = "cluster" if n_clusters == 1 else "clusters"
-    return f"n = {n_clusters} {unit}, no interval"
+    return (
+        f"n = {n_clusters} {unit}, fewer than {min_clusters}: estimate only"
+        " (no interval, p-value or test)"
+    )
 
 
 def interval_pairs(columns) -> list[tuple[str, str]]:
     """The (low, high) column pairs of a table: ``low``/``high`` and every ``<x> low``/``<x>
     high``, ``<x>_low``/``<x>_high`` or ``low_<unit>``/``high_<unit>`` (a table of several
     effects, e.g. the tag ablation, or bounds named with their unit)."""
-    columns = list(columns)
+    columns = [str(c) for c in columns]
     pairs = []
     for column in columns:
         for low, high in (("low", "high"), (" low", " high"), ("_low", "_high")):
@@ -79,25 +100,74 @@ def interval_pairs(columns) -> list[tuple[str, str]]:
     return pairs
 
 
-def withhold_small_intervals(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
-    """``frame`` with every interval (:func:`interval_pairs`) emptied where ``n_clusters`` is
-    below ``min_clusters`` and an ``interval`` column after the last bound saying so; a frame
-    without ``n_clusters`` or bounds (or with its note already) is returned unchanged."""
+def inferential_columns(columns: Iterable[object]) -> list[str]:
+    """Every column of a table that carries inference: interval bounds (:func:`interval_pairs`),
+    p-values, test statistics and standard errors."""
+    columns = [str(c) for c in columns]
+    bounds = {c for pair in interval_pairs(columns) for c in pair}
+    return [c for c in columns if c in bounds or _INFERENTIAL.search(c)]
+
+
+def _below_floor(frame: pd.DataFrame, min_clusters: int) -> pd.Series:
+    clusters = pd.to_numeric(frame[CLUSTERS_COLUMN], errors="coerce")
+    return clusters.isna() | (clusters < min_clusters)
+
+
+def withhold_inference(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
+    """``frame`` with every inferential value (:func:`inferential_columns`) emptied on the rows
+    whose ``n_clusters`` is below ``min_clusters`` (or missing), and the ``interval`` column
+    saying why (after the last bound; an existing note column is overwritten on those rows).
+    A frame with no inferential column is returned unchanged; one with such columns but no
+    ``n_clusters`` is an error, since it cannot say what its inference rests on."""
     if min_clusters < 1:
         raise ValueError(f"min_clusters must be >= 1, got {min_clusters}")
-    pairs = interval_pairs(frame.columns)
-    if "n_clusters" not in frame.columns or not pairs or NOTE_COLUMN in frame.columns:
+    columns = inferential_columns(frame.columns)
+    if not columns:
         return frame
-    clusters = pd.to_numeric(frame["n_clusters"], errors="coerce")
-    small = clusters.notna() & (clusters < min_clusters)
+    if CLUSTERS_COLUMN not in frame.columns:
+        raise ValueError(
+            f"a table with inference ({', '.join(columns)}) needs a {CLUSTERS_COLUMN!r} column"
+        )
+    small = _below_floor(frame, min_clusters)
     out = frame.copy()
-    for pair in pairs:
-        for column in pair:
-            out[column] = out[column].astype(float).where(~small, np.nan)
+    for column in columns:
+        if small.any():
+            if not pd.api.types.is_float_dtype(out[column]) and not (
+                pd.api.types.is_object_dtype(out[column])
+            ):
+                out[column] = out[column].astype(float)
+            out.loc[small, column] = np.nan
+    clusters = pd.to_numeric(frame[CLUSTERS_COLUMN], errors="coerce").fillna(0).astype(int)
     notes = [
-        interval_note(int(n), min_clusters) if is_small else ""
-        for n, is_small in zip(clusters.fillna(0), small, strict=True)
+        interval_note(int(n), min_clusters) if below else ""
+        for n, below in zip(clusters, small, strict=True)
     ]
-    after = "high" if ("low", "high") in pairs else pairs[-1][1]
+    if NOTE_COLUMN in out.columns:
+        existing = out[NOTE_COLUMN].astype(object).where(out[NOTE_COLUMN].notna(), "")
+        out[NOTE_COLUMN] = [new or str(old) for new, old in zip(notes, existing, strict=True)]
+        return out
+    pairs = interval_pairs(out.columns)
+    after = ("high" if ("low", "high") in pairs else pairs[-1][1]) if pairs else columns[-1]
     out.insert(out.columns.get_loc(after) + 1, NOTE_COLUMN, notes)
     return out
+
+
+def inference_leaks(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) -> list[str]:
+    """What in ``frame`` breaks the floor: a table with inference and no ``n_clusters``, or an
+    inferential value on a row below ``min_clusters`` clusters; [] when nothing does."""
+    columns = inferential_columns(frame.columns)
+    if not columns:
+        return []
+    if CLUSTERS_COLUMN not in frame.columns:
+        return [f"inference ({', '.join(columns)}) without a {CLUSTERS_COLUMN!r} column"]
+    small = _below_floor(frame, min_clusters)
+    leaks = []
+    for column in columns:
+        values = frame.loc[small, column]
+        shown = values.notna() & (values.astype(str).str.strip() != "")
+        for index in values.index[shown.to_numpy()]:
+            leaks.append(
+                f"row {index}: {column} = {frame.at[index, column]!r} at"
+                f" {frame.at[index, CLUSTERS_COLUMN]!r} clusters (floor {min_clusters})"
+            )
+    return leaks
