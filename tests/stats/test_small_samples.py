@@ -1,4 +1,5 @@
-"""No interval from fewer than the minimum number of clusters, in every published table."""
+"""Below the cluster floor no inference at all, in every table: the analyses withhold it where
+they compute, and the table writer refuses a table that still shows some."""
 
 from __future__ import annotations
 
@@ -7,51 +8,77 @@ import pandas as pd
 import pytest
 
 from deliberation.profiles.profile import load_profile
-from deliberation.stats.small_samples import interval_note, withhold_small_intervals
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    inference_leaks,
+    inferential_columns,
+    interval_note,
+    withhold_inference,
+)
+
+FLOOR = MIN_CLUSTERS
 
 
 def _frame(clusters: list[int]) -> pd.DataFrame:
     n = len(clusters)
     return pd.DataFrame(
         {"policy": list("ABCDE"[:n]), "estimate": [50.0] * n, "low": [0.0] * n,
-         "high": [100.0] * n, "n_clusters": clusters}
+         "high": [100.0] * n, "p_value": [0.01] * n, "n_clusters": clusters}
     )  # fmt: skip
 
 
-def test_rows_below_the_minimum_keep_the_estimate_and_say_why() -> None:
-    out = withhold_small_intervals(_frame([1, 2, 4, 5, 60]))
-    assert out["estimate"].tolist() == [50.0] * 5
-    assert out["low"].isna().tolist() == [True, True, True, False, False]
-    assert out["interval"].tolist() == [
-        "n = 1 cluster, no interval", "n = 2 clusters, no interval",
-        "n = 4 clusters, no interval", "", "",
+def test_rows_below_the_floor_keep_the_estimate_and_lose_interval_and_p_saying_why() -> None:
+    clusters = [1, FLOOR - 1, FLOOR, 60]
+    out = withhold_inference(_frame(clusters))
+    assert out["estimate"].tolist() == [50.0] * 4
+    assert out["low"].isna().tolist() == [True, True, False, False]
+    assert out["p_value"].isna().tolist() == [True, True, False, False]
+    assert out["interval"].tolist() == [interval_note(1), interval_note(FLOOR - 1), "", ""]
+    assert "no interval, p-value or test" in interval_note(1)
+    assert list(out.columns) == [
+        "policy", "estimate", "low", "high", "interval", "p_value", "n_clusters"
     ]  # fmt: skip
-    assert list(out.columns) == ["policy", "estimate", "low", "high", "interval", "n_clusters"]
+    assert inference_leaks(out) == [] and len(inference_leaks(_frame(clusters))) == 6
 
 
-def test_the_minimum_is_a_setting_and_tables_without_clusters_pass_unchanged() -> None:
-    assert withhold_small_intervals(_frame([2, 3]), min_clusters=2)["low"].notna().tolist() == [
-        True,
-        True,
-    ]
-    plain = pd.DataFrame({"estimate": [1.0], "low": [0.0], "high": [2.0]})
-    assert withhold_small_intervals(plain) is plain
-    assert interval_note(5) == "" and interval_note(0) == "n = 0 clusters, no interval"
+def test_every_kind_of_inference_is_found_and_tables_without_any_pass_unchanged() -> None:
+    columns = [
+        "term", "coef", "se", "t", "z", "p_value", "p_raw", "p_holm", "LR statistic", "df",
+        "p_LR", "Wald F statistic (cluster-robust)", "p_Wald", "paper bootstrap p",
+        "remove low", "remove high", "wilson_low", "wilson_high", "low_pp", "high_pp",
+        "n_clusters", "n_calls", "pilot", "policy", "prompt", "support",
+    ]  # fmt: skip
+    found = set(inferential_columns(columns))
+    assert found == set(columns[2:8] + columns[8:9] + columns[10:20])
+    plain = pd.DataFrame({"estimate": [1.0], "n_rows": [3]})
+    assert withhold_inference(plain) is plain and inference_leaks(plain) == []
+
+
+def test_inference_without_its_clusters_is_refused() -> None:
+    frame = pd.DataFrame({"estimate": [1.0], "low": [0.0], "high": [2.0]})
+    with pytest.raises(ValueError, match="n_clusters"):
+        withhold_inference(frame)
+    assert inference_leaks(frame) and "n_clusters" in inference_leaks(frame)[0]
     with pytest.raises(ValueError):
-        withhold_small_intervals(_frame([1]), min_clusters=0)
+        withhold_inference(_frame([1]), min_clusters=0)
 
 
-def test_the_table_writer_withholds_them_in_csv_and_markdown(tmp_path, monkeypatch) -> None:
+def test_the_table_writer_writes_the_frame_as_given_and_refuses_a_leak(
+    tmp_path, monkeypatch
+) -> None:
     from deliberation.publish import tables
 
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(tmp_path))
-    written = tables.write_table(
-        _frame([1, 9]), "t", profile=load_profile("smoke"), caption="c", notebook="00_smoke"
-    )
-    csv = pd.read_csv(written["csv"])
-    assert np.isnan(csv.loc[0, "low"]) and csv.loc[1, "low"] == 0.0
-    assert "n = 1 cluster, no interval" in written["md"].read_text(encoding="utf-8")
-    assert load_profile("smoke").min_interval_clusters == 5
+    profile = load_profile("smoke")
+    frame = withhold_inference(_frame([1, 9]))
+    written = tables.write_table(frame, "t", profile=profile, caption="c", notebook="00_smoke")
+    csv = pd.read_csv(written["csv"], keep_default_na=False)
+    assert csv["low"].tolist() == ["", "0"] and csv["interval"].tolist()[1] == ""
+    assert interval_note(1) in written["md"].read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="below the cluster floor"):
+        tables.write_table(_frame([1, 9]), "u", profile=profile, caption="c", notebook="00_smoke")
+    assert not (tmp_path / "tables" / "smoke" / "u.csv").exists()
+    assert profile.min_interval_clusters == MIN_CLUSTERS
 
 
 def test_every_interval_of_a_table_of_several_effects_is_withheld() -> None:
@@ -64,17 +91,17 @@ def test_every_interval_of_a_table_of_several_effects_is_withheld() -> None:
             "remove high": [0.0, 9.0],
             "shuffle_low": [-3.0, -2.0],
             "shuffle_high": [3.0, 2.0],
-            "n_clusters": [2, 7],
+            "n_clusters": [FLOOR - 1, 7],
         }
     )
-    out = withhold_small_intervals(frame)
+    out = withhold_inference(frame)
     assert out.loc[0, ["remove low", "remove high", "shuffle_low", "shuffle_high"]].isna().all()
     assert out.loc[1, ["remove low", "shuffle_high"]].tolist() == [-1.0, 2.0]
-    assert out.loc[0, "interval"] == "n = 2 clusters, no interval" and out.loc[1, "interval"] == ""
+    assert out.loc[0, "interval"] == interval_note(FLOOR - 1) and out.loc[1, "interval"] == ""
     assert list(out.columns).index("interval") == list(out.columns).index("shuffle_high") + 1
 
 
-def test_a_bootstrap_counts_the_rows_and_distinct_calls_its_statistic_read() -> None:
+def test_results_count_the_rows_and_distinct_calls_their_statistic_read() -> None:
     from deliberation.experiments.memory.analyses.accuracy import differences
     from deliberation.stats import cluster_bootstrap, mean_of
 
@@ -100,8 +127,14 @@ def test_a_bootstrap_counts_the_rows_and_distinct_calls_its_statistic_read() -> 
 
 def test_bounds_named_with_their_unit_are_withheld_too() -> None:
     frame = pd.DataFrame(
-        {"gain_pp": [5.0, 2.0], "low_pp": [1.0, -1.0], "high_pp": [9.0, 4.0], "n_clusters": [3, 40]}
+        {
+            "gain_pp": [5.0, 2.0],
+            "low_pp": [1.0, -1.0],
+            "high_pp": [9.0, 4.0],
+            "n_clusters": [FLOOR - 1, 40],
+        }
     )
-    out = withhold_small_intervals(frame)
+    out = withhold_inference(frame)
     assert out.loc[0, ["low_pp", "high_pp"]].isna().all() and out.loc[1, "low_pp"] == -1.0
-    assert out.loc[0, "interval"] == "n = 3 clusters, no interval"
+    assert out.loc[0, "interval"] == interval_note(FLOOR - 1)
+    assert np.isnan(out.loc[0, "low_pp"])

@@ -83,8 +83,12 @@ def scenarios() -> list[Scenario]:
             _two_sided(4, 2, 0.058, 0.2),
             np.r_[np.full(4, 1 / 4), np.full(4, -1 / 4)],
         ),
-        Scenario("unequal clusters: 1-8 rows, accuracy near 0.75", _unequal(), np.r_[1.0, -1.0],
-                 coverage=False),  # fmt: skip
+        Scenario(
+            "unequal clusters: 1-8 rows, accuracy near 0.75",
+            _unequal(),
+            np.r_[1.0, -1.0],
+            coverage=False,
+        ),  # fmt: skip
     ]
 
 
@@ -189,7 +193,9 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, object] = {"G (clusters)": int(g)}
         for method, label in ((PAPER_METHOD, "percentile bootstrap"), (METHOD, "cluster t")):
             mine = part[part["method"] == method]
-            row[f"{label}: rejection at 0 (worst)"] = round(float(mine["rejection at zero"].max()), 3)
+            row[f"{label}: rejection at 0 (worst)"] = round(
+                float(mine["rejection at zero"].max()), 3
+            )
             row[f"{label}: {coverage} (worst)"] = round(float(mine[coverage].min()), 3)
         out.append(row)
     return pd.DataFrame(out)

@@ -22,7 +22,7 @@ clusters of its own (:data:`~deliberation.stats.small_samples.PAPER_METHOD_MIN_C
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -194,8 +194,6 @@ def cluster_t_many(
 
 
 def _with_paper(result: ClusterEstimate, paper: BootstrapResult) -> ClusterEstimate:
-    from dataclasses import replace
-
     return replace(result, paper=paper)
 
 

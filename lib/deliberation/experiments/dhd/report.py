@@ -26,8 +26,9 @@ from deliberation.experiments.dhd.labels import (
     with_proposals,
 )
 from deliberation.publish.plots import interval_errors, mark_small_samples
-from deliberation.stats import cluster_bootstrap, mean_of
-from deliberation.stats.small_samples import MIN_CLUSTERS
+from deliberation.stats import mean_of
+from deliberation.stats.cluster_t import cluster_t
+from deliberation.stats.small_samples import MIN_CLUSTERS, withhold_inference
 
 PROPOSALS = ("wrong", "correct")
 
@@ -77,9 +78,12 @@ def flip_share_table(
     effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
 ) -> pd.DataFrame:
     """Helpful share among flips per design, benchmark (and pooled) and proposal correctness:
-    counts, the share, a problem-cluster bootstrap interval and a Wilson interval, and the
-    problems the flips come from (``n_clusters``: the table writer withholds both intervals
-    below the cluster minimum, as for every other table)."""
+    counts, the share, a problem-clustered interval (the cluster-robust t, in the columns
+    ``bootstrap_low``/``bootstrap_high`` the table has always had) and a Wilson interval, and
+    the problems the flips come from (``n_clusters``: both intervals are withheld below the
+    cluster floor, as in every other table). ``n_resamples`` and ``seed`` are unused since the
+    cluster t replaced the bootstrap (kept for the notebook's call)."""
+    del n_resamples, seed
     rows = []
     for design, by_design in effects.groupby("design", sort=False):
         cells = cells_table(by_design)
@@ -92,13 +96,11 @@ def flip_share_table(
                 scope = scope[scope["benchmark"] == record["benchmark"]]
             flips = scope[scope["category"].isin(["helpful", "harmful"])]
             low = high = float("nan")
-            if len(flips) and flips["problem"].nunique() > 1:
-                result = cluster_bootstrap(
+            if len(flips):
+                result = cluster_t(
                     flips.assign(helpful=(flips["category"] == "helpful").astype(float)),
                     mean_of("helpful"),
                     cluster="problem",
-                    n_resamples=n_resamples,
-                    seed=seed,
                 )
                 low, high = result.low, result.high
             rows.append(
@@ -125,8 +127,8 @@ def flip_share_table(
             )
     table = pd.DataFrame(rows, columns=FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
     if len(table) and table["n_calls"].isna().all():  # effects that name no call
-        return table.drop(columns="n_calls")
-    return table
+        table = table.drop(columns="n_calls")
+    return withhold_inference(table)
 
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
@@ -264,7 +266,7 @@ def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
         ]
         out[f"{category}_low"] = [low for low, _ in bounds]
         out[f"{category}_high"] = [high for _, high in bounds]
-    return out
+    return withhold_inference(out)
 
 
 def plot_loo_by_k(by_k: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS) -> Figure:

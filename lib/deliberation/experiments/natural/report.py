@@ -1,7 +1,8 @@
 """Tables and figures of the natural-discussion experiment (notebook 06), from its rows.
 
-Every interval is a 95% percentile cluster bootstrap (:mod:`deliberation.stats`) resampling
-templates (CrossProfile) or tasks (HiddenBench), the ``template`` column, never rows. Invalid
+Every interval is a 95% cluster-robust t interval (:mod:`deliberation.stats.cluster_t`, G - 1
+df) over templates (CrossProfile) or tasks (HiddenBench), the ``template`` column, never rows;
+none below the cluster floor. Invalid
 votes and answers stay in every mean as wrong (``correct = 0``) and are counted in
 :func:`invalid_table`.
 
@@ -31,12 +32,13 @@ from deliberation.publish.plots import (
     mark_small_samples,
     note_all_withheld,
 )
-from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
+from deliberation.stats import mean_of, paired_differences
+from deliberation.stats.cluster_t import cluster_t_many
 from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
 
 DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
-INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+INTERVAL_COLUMNS = ["estimate", "low", "high", "interval", "n_clusters"]
 CALLS = "_calls"  # outcomes: the request keys behind each value (the tables count them)
 GROUP_MEASURES = (
     "group share (initial)",
@@ -134,7 +136,8 @@ def _keys(keys: Sequence[object] | pd.DataFrame) -> frozenset[str]:
 def _bootstrap_table(
     frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
 ) -> pd.DataFrame:
-    """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval, and
+    """Mean of ``value`` per combination of ``keys`` with its cluster-robust t interval (none
+    below the cluster floor: ``interval`` says why), and
     (when ``frame`` says which calls each value rests on, :data:`CALLS`) ``n_rows`` and
     ``n_calls``: identical prompts are one cached call, so rows can repeat one answer."""
     combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
@@ -144,7 +147,8 @@ def _bootstrap_table(
     }
     if not statistics:
         return pd.DataFrame(columns=[*keys, *INTERVAL_COLUMNS])
-    results = cluster_bootstrap_many(frame, statistics, "template", n_resamples, seed=seed)
+    del n_resamples, seed  # the cluster t draws nothing (kept for the notebook's calls)
+    results = cluster_t_many(frame, statistics, "template")
     counts = None
     if CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
         counts = {}
@@ -160,6 +164,7 @@ def _bootstrap_table(
             "estimate": result.estimate,
             "low": result.low,
             "high": result.high,
+            "interval": result.note,
             "n_clusters": result.n_clusters,
         }
         if counts is not None:
@@ -312,6 +317,8 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     table["invalid_share"] = table["invalid"] / table["rows"]
+    clusters = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True)["template"]
+    table["n_clusters"] = clusters.nunique().to_numpy()
     if "key" in frame:  # rows repeat a call where identical prompts were one cached call
         calls = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True).apply(
             distinct_calls, include_groups=False

@@ -1,4 +1,5 @@
-"""Accuracy tables and policy differences with cluster-bootstrap intervals.
+"""Accuracy tables and policy differences with cluster-robust t intervals (G - 1 df; none
+below the cluster floor: :mod:`deliberation.stats.cluster_t`).
 
 A results frame (:mod:`deliberation.experiments.memory.runs`) has a ``budget`` (fraction r) or an
 ``item_limit`` (fixed count) or neither (references); :func:`with_capacity` names the three in
@@ -12,31 +13,41 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from deliberation.stats import (
-    BootstrapResult,
-    cluster_bootstrap_many,
-    difference_statistic,
-    mean_of,
-)
+from deliberation.stats import difference_statistic, mean_of
+from deliberation.stats.cluster_t import ClusterEstimate, cluster_t_many
+from deliberation.stats.preregistered import PAPER_COLUMNS
 from deliberation.stats.small_samples import (
     MIN_CLUSTERS,
     call_column,
     distinct_calls,
-    withhold_small_intervals,
+    withhold_inference,
 )
 
 REFERENCE = "reference"
 
 
 def percent_interval(
-    result: BootstrapResult,
-    columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
+    result: ClusterEstimate,
+    columns: Sequence[str] = ("estimate", "low", "high", "interval", "p_value", "n_clusters"),
+    *,
+    paper: bool = False,
 ) -> dict[str, object]:
-    """A bootstrap result as table columns, proportions in percentage points, with the
-    distinct model calls behind it (``n_calls``) when its rows name their calls."""
+    """A result as table columns, proportions in percentage points, with the distinct model
+    calls behind it (``n_calls``) when its rows name their calls, the calls both sides of a
+    contrast read (``shared_calls``), and with ``paper`` the papers' percentile bootstrap
+    (empty below its floor of clusters)."""
     row = result.as_row(scale=100)
-    calls = {} if result.n_calls is None else {"n_calls": result.n_calls}
-    return {column: row[column] for column in columns} | calls
+    out = {column: row[column] for column in columns}
+    if result.n_calls is not None:
+        out["n_calls"] = result.n_calls
+    if result.shared_calls is not None:
+        out["shared_calls"] = result.shared_calls
+    if paper:
+        bootstrap = result.paper
+        out[PAPER_COLUMNS[0]] = 100 * bootstrap.low if bootstrap else float("nan")
+        out[PAPER_COLUMNS[1]] = 100 * bootstrap.high if bootstrap else float("nan")
+        out[PAPER_COLUMNS[2]] = bootstrap.p_value if bootstrap else float("nan")
+    return out
 
 
 def answered(rows: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +89,9 @@ def accuracy_table(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
-    with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
+    over its distinct calls, with a 95% cluster-robust t interval (none below the cluster
+    floor, ``interval`` says why; ``n_resamples`` and ``seed`` are unused since the cluster t
+    replaced the bootstrap here, kept for the notebooks' calls); invalid answers count as
     wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
     neither numerator nor denominator; when there are any, a ``failed`` column counts them.
     ``n_calls`` counts the distinct model calls behind ``n_rows`` (identical prompts are one
@@ -97,7 +110,7 @@ def accuracy_table(
         str(i): mean_of("correct", dict(zip(by, combo, strict=True)))
         for i, combo in enumerate(combos)
     }
-    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    results = cluster_t_many(rows, statistics, cluster)
     grouped = rows.groupby(by, sort=False, dropna=False)
     sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
     calls = None
@@ -120,6 +133,7 @@ def accuracy_table(
                 "accuracy": 100 * result.estimate,
                 "low": 100 * result.low,
                 "high": 100 * result.high,
+                "interval": result.note,
                 "n_rows": int(sizes[key]),
                 **({} if calls is None else {"n_calls": calls[key]}),
                 "n_clusters": result.n_clusters,
@@ -144,20 +158,21 @@ def differences(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Policy a minus policy b (points) for each pair, on ``rows`` (averaged with equal weight
-    over the cells of ``average_over``), bootstrapped together over ``cluster``; failed rows
-    are left out."""
+    over the cells of ``average_over``), with its cluster-robust t interval and p over
+    ``cluster`` and the papers' percentile bootstrap beside it (``n_resamples``, ``seed``;
+    from its floor of clusters); failed rows are left out."""
     rows = answered(rows)
     statistics = {
         f"{a} - {b}": difference_statistic(rows, a, b, average_over=average_over)
         for a, b in comparisons
     }
-    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    results = cluster_t_many(rows, statistics, cluster, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(
         [
             {
                 "comparison": name,
                 "where": label,
-                **percent_interval(r),
+                **percent_interval(r, paper=True),
             }
             for name, r in results.items()
         ]
@@ -232,28 +247,35 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
 
 def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
-    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` where the interval rests on
-    fewer than ``min_clusters`` clusters (for reading, not re-analysis: the long table has the
-    data)."""
-    shown = withhold_small_intervals(table, min_clusters)
-    clusters = shown["n_clusters"] if "n_clusters" in shown else [None] * len(shown)
+    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, and
+    the clusters and distinct calls of each policy (``n_clusters``, ``n_calls``: the largest
+    over its capacities; for reading, not re-analysis: the long table has the data). No
+    interval from fewer than ``min_clusters`` clusters (:func:`withhold_inference`)."""
+    if "n_clusters" in table:
+        table = withhold_inference(table, min_clusters)
+
+    clusters = table["n_clusters"] if "n_clusters" in table else [None] * len(table)
 
     def entry(a: float, lo: float, hi: float, n: object) -> str:
         if pd.notna(lo) and pd.notna(hi):
             return f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
-        if n is None or pd.isna(n):
+        if n is None or pd.isna(n) or int(n) >= min_clusters:
             return f"{a:.1f}"
         return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
 
-    cells = shown.assign(
+    cells = table.assign(
         entry=[
             entry(a, lo, hi, n)
             for a, lo, hi, n in zip(
-                shown["accuracy"], shown["low"], shown["high"], clusters, strict=True
+                table["accuracy"], table["low"], table["high"], clusters, strict=True
             )
         ]
     )
     wide = cells.pivot(index="policy", columns="capacity", values="entry")
     columns = list(dict.fromkeys(cells["capacity"]))
-    wide = wide.loc[list(dict.fromkeys(cells["policy"])), columns].fillna("")
+    policies = list(dict.fromkeys(cells["policy"]))
+    wide = wide.loc[policies, columns].fillna("")
+    counts = [c for c in ("n_clusters", "n_calls") if c in cells]
+    if counts:
+        wide = wide.join(cells.groupby("policy")[counts].max().loc[policies])
     return wide.reset_index()
