@@ -11,6 +11,7 @@ from matplotlib.container import ErrorbarContainer
 from deliberation.experiments.memory.analyses import figures
 from deliberation.experiments.natural import report
 from deliberation.publish.plots import chance_level, interval_errors
+from deliberation.stats.small_samples import MIN_CLUSTERS
 
 
 def _drawn_bars(ax) -> int:
@@ -103,7 +104,7 @@ def test_tag_effects_withhold_every_effects_interval_below_the_minimum():
     ax = figures.tag_effects(table, "t").axes[0]
     # Every bar withheld: one note for the axes, not a label on each bar.
     assert _drawn_bars(ax) == 0
-    assert _texts(ax) == ["no intervals: n = 2 clusters each, fewer than 5"]
+    assert _texts(ax) == [f"no intervals: n = 2 clusters each, fewer than {MIN_CLUSTERS}"]
     assert _drawn_bars(figures.tag_effects(table.assign(n_clusters=6), "t").axes[0]) == 4
 
 
@@ -124,7 +125,7 @@ def test_natural_measures_withhold_one_template_bars_and_draw_chance():
     fig = report.plot_measures(table, ["decision: transcript", "decision: empty"], "t")
     ax = fig.axes[0]
     assert _drawn_bars(ax) == 0
-    assert _texts(ax) == ["no intervals: n = 1 cluster each, fewer than 5"]
+    assert _texts(ax) == [f"no intervals: n = 1 cluster each, fewer than {MIN_CLUSTERS}"]
     assert _chance_lines(ax) == pytest.approx([100 / 3])
     assert chance_level(table.drop(columns="chance")) is None
 
@@ -162,7 +163,7 @@ def test_the_natural_accuracy_table_counts_calls_and_carries_chance():
 
 def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     from deliberation.experiments.dhd import report as dhd
-    from deliberation.stats.small_samples import withhold_small_intervals
+    from deliberation.stats.small_samples import withhold_inference
 
     shares = pd.DataFrame(
         {
@@ -180,7 +181,7 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     ax = dhd.plot_flip_shares(shares, "t").axes[0]
     assert _drawn_bars(ax) == 1 and _texts(ax) == ["n = 2 clusters"]
     # The table writer withholds both of its intervals there (bootstrap and Wilson).
-    written = withhold_small_intervals(shares)
+    written = withhold_inference(shares)
     assert written.loc[0, ["bootstrap_low", "wilson_high"]].isna().all()
     assert written.loc[1, "bootstrap_low"] == 0.6
 

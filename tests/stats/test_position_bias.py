@@ -6,10 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deliberation.stats.small_samples import interval_note
-
 from deliberation.stats.position_bias import position_bias_table, position_summary
-from deliberation.stats.small_samples import calls_note, distinct_calls
+from deliberation.stats.small_samples import calls_note, distinct_calls, interval_note
 
 
 def _rows(positions_by_template: dict[str, list[int | None]], policy: str = "R1") -> pd.DataFrame:
