@@ -41,3 +41,14 @@ def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(in_smoke_buil
     sidecar = json.loads((tables / "03_h1_h3.provenance.json").read_text())
     assert sidecar["synthetic"] and "synthetic (sim backend)" in sidecar["caption"]
     assert "H1-H3 at r=0.6" in sidecar["caption"] and "0.4/0.6/0.8 pooled" in sidecar["caption"]
+
+
+def test_no_table_of_the_smoke_build_shows_inference_below_the_floor(in_smoke_build):
+    """The scan of every table the smoke build writes (one template or problem a cell here:
+    every interval, p-value and test withheld, the estimate and counts kept)."""
+    from deliberation.stats.small_samples import scan_tables
+
+    assert in_smoke_build["result"].ok, in_smoke_build["text"]
+    tables = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"]) / "tables" / "smoke"
+    assert len(list(tables.glob("*.csv"))) > 30
+    assert scan_tables(tables) == {}

@@ -45,6 +45,10 @@ def default_effects(
         if design.name in overrides:
             effects[design.name] = (overrides[design.name], "--effect")
             continue
+        if design.headline is None and design.reported_effect is not None:
+            value, source = design.reported_effect
+            effects[design.name] = (abs(value), source)
+            continue
         if design.headline is None:
             effects[design.name] = (
                 float(design.assumed_effect or 0.0),
@@ -131,6 +135,7 @@ def power_frame(rows: Sequence, costs: Sequence[tuple[int | None, str]]):
                 "recommended": recommended,
                 "calls": calls,
                 "cost": cost,
+                "assumptions": f"effect: {row.effect_source}; SD: {row.spread_source}",
             }
         )
     return pd.DataFrame(records, columns=CSV_COLUMNS)

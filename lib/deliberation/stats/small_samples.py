@@ -171,3 +171,29 @@ def inference_leaks(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) -> li
                 f" {frame.at[index, CLUSTERS_COLUMN]!r} clusters (floor {min_clusters})"
             )
     return leaks
+
+
+def scan_tables(folder) -> dict[str, list[str]]:
+    """Every published table of ``folder`` (``*.csv`` beside a sidecar, rows for re-analysis
+    ``*_rows.csv`` aside) checked for the floor: {table: what breaks it}; a table of model
+    answers must also state its clusters and distinct calls when it has inference. Empty when
+    every table keeps the rule."""
+    import json
+    from pathlib import Path
+
+    problems: dict[str, list[str]] = {}
+    for csv in sorted(Path(folder).glob("*.csv")):
+        if csv.stem.endswith("_rows"):
+            continue
+        frame = pd.read_csv(csv, keep_default_na=False, na_values=[""])
+        found = inference_leaks(frame, MIN_CLUSTERS)
+        sidecar = csv.with_name(csv.stem + ".provenance.json")
+        uses_model = True
+        if sidecar.is_file():
+            record = json.loads(sidecar.read_text(encoding="utf-8"))
+            uses_model = bool(record.get("uses_model", True)) and "source" not in record
+        if uses_model and inferential_columns(frame.columns) and "n_calls" not in frame:
+            found.append("inference without 'n_calls' (the distinct calls behind it)")
+        if found:
+            problems[csv.name] = found
+    return problems
