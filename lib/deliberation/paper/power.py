@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from deliberation.stats.small_samples import MIN_CLUSTERS as FLOOR
+
 logger = logging.getLogger(__name__)
 
 # Which reported model is "closest" to a profile: the first key its model name contains.
@@ -227,12 +229,12 @@ def run_power(
             f"- {row.design.name}: {row.effect_points:.2f} points from {row.effect_source};"
             f" at {row.n} {row.design.dimension}; SDs {row.spread_source}"
         )
-    few = [r.design.name for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
+    few = [r.design.name for r in rows if 0 < r.n < FLOOR and r.design.kind == "bootstrap"]
     if few:
         lines.append(
-            "fewer than 5 clusters at this grid (" + ", ".join(few) + "): there the cluster"
-            " bootstrap rejects a true null far more often than alpha, so a high power is not"
-            " evidence; recommendations start at 5"
+            f"fewer than {FLOOR} clusters at this grid (" + ", ".join(few) + "): there the"
+            " notebooks show no test at all (the measured floor), so no power; recommendations"
+            f" start at {FLOOR}"
         )
     short = [r for r in rows if r.bank_short]
     benchmark = {"templates": "CrossProfile has", "tasks": "HiddenBench has"}
@@ -317,15 +319,15 @@ def power_summary(rows: Sequence, target: float = 0.8) -> str:
     target at this grid, the power of the others (lowest first), which rows run at fewer than 5
     clusters (their power is no evidence, so they never count as reaching the target) and which
     need more clusters than the bank has."""
-    few = [r for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
+    few = [r for r in rows if 0 < r.n < FLOOR and r.design.kind == "bootstrap"]
     known = [r for r in rows if r.power == r.power]  # not NaN
     reached = [r for r in known if r.power >= target and r not in few]
     others = sorted((r for r in known if r not in reached), key=lambda r: r.power)
     text = f"At this grid {len(reached)} of the {len(known)} tests reach {target:.0%} power"
     if few:
         text += (
-            f" ({len(few)} run at fewer than 5 clusters and count as not reaching it, whatever"
-            " their stated power)"
+            f" ({len(few)} run at fewer than {FLOOR} clusters, where the notebooks show no test,"
+            " and count as not reaching it)"
         )
     if others:
         listed = ", ".join(f"{r.design.name} {r.power:.2f}" for r in others)
@@ -333,9 +335,8 @@ def power_summary(rows: Sequence, target: float = 0.8) -> str:
     text += "."
     if few:
         text += (
-            f" At fewer than 5 clusters ({', '.join(r.design.name for r in few)}) the cluster"
-            " bootstrap rejects a true null far more often than alpha, so the power stated there"
-            " is inflated by false positives and is no evidence."
+            f" Below the floor of {FLOOR} clusters ({', '.join(r.design.name for r in few)}) no"
+            " interval or test is shown, so no power either."
         )
     short = [r for r in rows if r.bank_short]
     if short:

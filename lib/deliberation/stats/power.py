@@ -250,9 +250,9 @@ def spread_for(
     """The papers' interval for a CrossProfile difference of two policies (not the interactions,
     whose SD the papers' H1 interval would give, nor the tag tests), unless ``worst_case``;
     else the rows' or the assumed SDs at p = .5 (below)."""
-    if not worst_case and design.dimension == "templates" and design.family == "H1-H3":
-        if not design.interaction:
-            return paper_spread()
+    paper = design.dimension == "templates" and design.family == "H1-H3"
+    if paper and not worst_case and not design.interaction:
+        return paper_spread()
     return _row_spread(design, tables, sim_tables)
 
 

@@ -216,7 +216,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
     table = audit(templates, seed=seed).table
     thresholded = table[table["thresholded"]]
     best = thresholded.loc[thresholded["accuracy"].idxmax()]
-    return pd.DataFrame(
+    baseline = pd.DataFrame(
         [
             {
                 "policy": f"cue baseline: {best['heuristic']}",
@@ -231,6 +231,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
             }
         ]
     )
+    return withhold_inference(baseline)
 
 
 def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
