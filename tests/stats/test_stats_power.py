@@ -135,16 +135,16 @@ def test_spread_falls_back_to_the_sim_rows_then_to_assumed_and_says_so(tmp_path)
     published, sim = tmp_path / "tables" / "profile", tmp_path / "tables" / "sim"
     write_rows(published, h3.rows_file, 3, rng)  # too few clusters to estimate
     write_rows(sim, h3.rows_file, 30, rng)
-    found = P.spread_for(h3, published, sim)
+    found = P.spread_for(h3, published, sim, worst_case=True)
     assert found.kind == "sim" and "synthetic (sim backend)" in found.source
     assert str(sim) in found.source and 0.1 < found.level < 0.3
     write_rows(published, h3.rows_file, 30, rng)
-    assert P.spread_for(h3, published, sim).kind == "published"
-    assumed = P.spread_for(h3, None, None)
+    assert P.spread_for(h3, published, sim, worst_case=True).kind == "published"
+    assumed = P.spread_for(h3, None, None, worst_case=True)
     assert assumed.kind == "assumed" and assumed.level == P.ASSUMED_SD["level"]
     (sim / h3.rows_file).unlink()
     write_rows(published, h3.rows_file, 3, rng)
-    few = P.spread_for(h3, published, sim)
+    few = P.spread_for(h3, published, sim, worst_case=True)
     assert few.kind == "assumed" and "fewer than 5 clusters" in few.source
 
 
