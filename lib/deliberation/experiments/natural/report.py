@@ -263,8 +263,8 @@ def paired_effect(
     )
     combos = [tuple(k) for k in table[keys].itertuples(index=False)]
     table["n_rows"] = [differences[k] for k in combos]  # paired differences, one per task
-    if calls:
-        table["n_calls"] = [calls.get(k) for k in combos]
+    # the calls both prompts' values read (empty where the rows name none)
+    table["n_calls"] = [calls.get(k) for k in combos]
     return table.assign(contrast=f"{a} - {b}")
 
 
