@@ -184,7 +184,7 @@ def run_power(
     none; ``compact``: without the per-test sources (``deliberation plan`` prints it so)."""
     from deliberation.io.paths import output_root
     from deliberation.profiles.profile import load_profile
-    from deliberation.stats.power import power_table
+    from deliberation.stats.power import MIN_CLUSTERS_TO_ESTIMATE, power_table
 
     profile = load_profile(profile_name) if isinstance(profile_name, str) else profile_name
     chosen = default_effects(profile.model or profile.name, effects)
@@ -247,8 +247,9 @@ def run_power(
         )
     if any(r.spread_kind == "sim" for r in rows):
         lines.append(
-            f"variance components from the sim's rows ({sim}: synthetic (sim backend)) where"
-            " the profile has no published rows with 5 or more clusters"
+            "variance components from the sim's rows (tables/sim: synthetic (sim backend))"
+            " where the profile has no published rows with"
+            f" {MIN_CLUSTERS_TO_ESTIMATE} or more clusters"
         )
     if any(r.design.dimension == "tasks" and not r.n for r in rows):
         lines.extend(missing)
@@ -262,6 +263,7 @@ def run_power(
 # The sizes every curve of the report is simulated at (besides the search's own).
 CURVE_SIZES = (5, 10, 20, 40, 80, 160, 320)
 SPREAD_KINDS = {
+    "paper": "variance: paper 1's H3 interval",
     "published": "variance: the profile's rows",
     "sim": "variance: sim rows [synthetic (sim backend)]",
     "assumed": "variance: assumed SDs",
@@ -316,8 +318,8 @@ def docs_markers(profile: str) -> tuple[str, str]:
 
 def power_summary(rows: Sequence, target: float = 0.8) -> str:
     """The numbers a reader of the table asks for, as a sentence: how many tests reach the
-    target at this grid, the power of the others (lowest first), which rows run at fewer than 5
-    clusters (their power is no evidence, so they never count as reaching the target) and which
+    target at this grid, the power of the others (lowest first), which rows run below the
+    cluster floor (no test is shown there, so they never count as reaching the target) and which
     need more clusters than the bank has."""
     few = [r for r in rows if 0 < r.n < FLOOR and r.design.kind == "bootstrap"]
     known = [r for r in rows if r.power == r.power]  # not NaN

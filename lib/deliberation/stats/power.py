@@ -273,8 +273,11 @@ def _row_spread(design: Design, tables: Path | None, sim_tables: Path | None = N
         found = estimate_spread(rows, design.cluster_column)
         if found is not None:
             label = " [synthetic (sim backend)]" if kind == "sim" else ""
-            return replace(found, source=f"{path} ({found.source}){label}", kind=kind)
-        tried.append(f"{path} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters")
+            shown = "/".join(path.parts[-3:])  # tables/<profile>/<file>, not this machine's path
+            return replace(found, source=f"{shown} ({found.source}){label}", kind=kind)
+        tried.append(
+            f"{'/'.join(path.parts[-3:])} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters"
+        )
     why = "; ".join(tried) or ("no published rows" if design.rows_file else "no rows file")
     return Spread(ASSUMED_SD["level"], ASSUMED_SD["contrast"], f"assumed: {why}")
 
