@@ -171,8 +171,8 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
             "benchmark": ["omnimath", "omnimath"],
             "proposal": ["wrong", "correct"],
             "helpful_share": [0.5, 0.8],
-            "bootstrap_low": [0.2, 0.6],
-            "bootstrap_high": [0.7, 0.9],
+            "cluster_low": [0.2, 0.6],
+            "cluster_high": [0.7, 0.9],
             "wilson_low": [0.3, 0.5],
             "wilson_high": [0.7, 0.95],
             "n_clusters": [2, 8],
@@ -180,10 +180,10 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     )
     ax = dhd.plot_flip_shares(shares, "t").axes[0]
     assert _drawn_bars(ax) == 1 and _texts(ax) == ["n = 2 clusters"]
-    # The table writer withholds both of its intervals there (bootstrap and Wilson).
+    # The table writer withholds both of its intervals there (cluster t and Wilson).
     written = withhold_inference(shares)
-    assert written.loc[0, ["bootstrap_low", "wilson_high"]].isna().all()
-    assert written.loc[1, "bootstrap_low"] == 0.6
+    assert written.loc[0, ["cluster_low", "wilson_high"]].isna().all()
+    assert written.loc[1, "cluster_low"] == 0.6
 
 
 def test_natural_policy_contrasts_count_the_calls_both_policies_read():

@@ -84,6 +84,10 @@ def test_two_arms_reading_the_same_calls_are_equal_by_construction_not_tested() 
     assert "same" in result.note and result.shared_calls == result.n_calls
     partly = cluster_t(frame, difference_statistic(frame, "A", "B"))
     assert partly.shared_calls == 0 and partly.note == ""
+    # below the floor too: the reason says both, so the 0 is never read as a finding
+    few = same[same["template"].isin(["t0", "t1"])]
+    result = cluster_t(few, difference_statistic(few, "A", "B"))
+    assert result.note.startswith("n = 2 clusters") and "equal by construction" in result.note
 
 
 def test_clusters_that_agree_exactly_give_no_test() -> None:

@@ -27,6 +27,22 @@ def test_no_published_smollm2_table_shows_inference_below_the_floor() -> None:
     assert len(small) and small[["low", "high", "p_raw", "p_holm"]].isna().all().all()
 
 
+def test_published_captions_name_the_method_the_tables_use() -> None:
+    """The intervals are the cluster-robust t; a caption may name the papers' bootstrap only
+    as the column shown beside it (03_h1_h3), never as the tables' own method."""
+    captions = {
+        p.name: p.read_text(encoding="utf-8").splitlines()[0] for p in PUBLISHED.glob("*.md")
+    }
+    assert len(captions) > 30
+    wrong = {
+        name: caption
+        for name, caption in captions.items()
+        if "bootstrap" in caption.replace("the papers' percentile bootstrap", "")
+    }
+    assert wrong == {}
+    assert any("cluster-robust t" in caption for caption in captions.values())
+
+
 @pytest.mark.skipif(
     not (ROOT / "tables" / "sim").is_dir(), reason="no sim build (make paper writes tables/sim)"
 )

@@ -138,3 +138,48 @@ def test_bounds_named_with_their_unit_are_withheld_too() -> None:
     assert out.loc[0, ["low_pp", "high_pp"]].isna().all() and out.loc[1, "low_pp"] == -1.0
     assert out.loc[0, "interval"] == interval_note(FLOOR - 1)
     assert np.isnan(out.loc[0, "low_pp"])
+
+
+def test_rows_that_read_the_very_same_calls_name_the_first_of_them() -> None:
+    from deliberation.stats.small_samples import SAME_CALLS_COLUMN, with_same_calls
+
+    table = pd.DataFrame(
+        {"policy": ["R1", "R1", "R1-rel", "B4"], "capacity": ["r=0.6", "7 items", "r=0.6", "r=0.6"],
+         "accuracy": [50.0, 50.0, 50.0, 50.0], "n_calls": [2, 2, 2, 2]}
+    )  # fmt: skip
+    same = frozenset({"k1", "k2"})
+    # B4 has the same accuracy from other calls: equal numbers are not the same calls
+    calls = [same, same, same, frozenset({"k3", "k4"})]
+    out = with_same_calls(table, calls, ("policy", "capacity"))
+    assert out[SAME_CALLS_COLUMN].tolist() == ["", "R1, r=0.6", "R1, r=0.6", ""]
+    assert list(out.columns).index(SAME_CALLS_COLUMN) == list(out.columns).index("n_calls") + 1
+    # rows naming no call compare with nothing; a frame of such rows is left as it is
+    assert with_same_calls(table, [None] * 4, ("policy",)) is table
+    partly = with_same_calls(table, [same, frozenset(), same, None], ("policy", "capacity"))
+    assert partly[SAME_CALLS_COLUMN].tolist() == ["", "", "R1, r=0.6", ""]
+    with pytest.raises(ValueError, match="3 call sets for 4 rows"):
+        with_same_calls(table, calls[:3], ("policy",))
+
+
+def test_a_reading_below_the_floor_gives_estimate_n_and_why_and_no_inference() -> None:
+    from deliberation.stats.small_samples import reading
+
+    row = pd.Series(
+        {"coef": 0.8852, "se": 0.21, "p_value": 0.001, "low": 0.4, "high": 1.3,
+         "n_clusters": FLOOR - 1, "n_rows": 64, "n_calls": 44, "interval": ""}
+    )  # fmt: skip
+    below = reading(row, "tone lead", "coef")
+    assert below.startswith("tone lead: +0.885 (n = ")
+    assert interval_note(FLOOR - 1) in below and "64 rows from 44 distinct calls" in below
+    for inference in ("SE", "p =", "[", "nan"):
+        assert inference not in below
+    above = reading(pd.Series({**row, "n_clusters": 60}), "tone lead", "coef")
+    assert above == (
+        "tone lead: +0.885 (cluster-robust SE 0.210, 95% interval [+0.400, +1.300], p = 0.001;"
+        " 60 clusters, 64 rows from 44 distinct calls)"
+    )
+    # the row's own reason wins (no variation, arms reading the same calls), whatever its n
+    agreed = pd.Series({**row, "n_clusters": 60, "interval": "the 60 clusters agree exactly"})
+    assert reading(agreed, "x", "coef") == (
+        "x: +0.885 (the 60 clusters agree exactly; 64 rows from 44 distinct calls)"
+    )

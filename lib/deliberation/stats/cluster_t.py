@@ -137,8 +137,9 @@ def _estimate(
     note = interval_note(g, min_clusters)
     if sides is not None and sides[0] and sides[1]:
         shared = len(sides[0] & sides[1])
-        if not note and sides[0] == sides[1]:
-            note = f"both sides read the same {len(sides[0])} calls: equal by construction, no test"
+        if sides[0] == sides[1]:  # said at any number of clusters: 0 is no finding
+            same = f"both sides read the same {len(sides[0])} calls: equal by construction"
+            note = f"{note}; {same}" if note else f"{same}, no test"
     if not note and not np.isfinite(se):
         note = f"the {g} clusters agree exactly: no variation to test against"
     if note:

@@ -4,7 +4,7 @@ A small model may answer by position rather than by content (SmolLM2-135M picked
 listed option in most CrossProfile decisions when the options kept the template's order). Where
 two conditions' keys sit in different positions, such a preference passes for an effect; so
 every profile publishes, per group of decisions, the share choosing each listed position and
-the "first listed" share with its cluster-bootstrap interval, beside chance (the mean of
+the "first listed" share with its cluster-robust t interval, beside chance (the mean of
 1 / number of options). Rows need ``answer_position`` (1 = first listed, empty when the answer
 named no single option) and ``n_options``; only decisions with a position are counted (an
 invalid answer chose no position). Rows are not observations: ``n_calls`` counts the distinct
@@ -20,7 +20,13 @@ import pandas as pd
 
 from deliberation.stats.bootstrap import mean_of, require_columns
 from deliberation.stats.cluster_t import cluster_t_many
-from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls, withhold_inference
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_set,
+    distinct_calls,
+    with_same_calls,
+    withhold_inference,
+)
 
 POSITION = "answer_position"
 N_OPTIONS = "n_options"
@@ -46,7 +52,8 @@ def position_bias_table(
     ``n_options`` (the largest listing), ``position k %`` for every listed position, ``first
     listed %`` with ``low``/``high`` (95% cluster-robust t over ``cluster``; withheld below
     ``min_clusters`` clusters, ``interval`` says why), ``n_clusters`` and ``chance %`` (mean of
-    1/n_options). Every share's denominator is the group's decisions with a position
+    1/n_options), and ``same_calls_as`` where a group's decisions are the very same calls as an
+    earlier row's. Every share's denominator is the group's decisions with a position
     (``n_resamples`` and ``seed`` are unused since the cluster t replaced the bootstrap)."""
     del n_resamples, seed
     by = list(by)
@@ -96,7 +103,8 @@ def position_bias_table(
                 "chance %": 100 * float(np.mean(1 / part[N_OPTIONS])),
             }
         )
-    return withhold_inference(pd.DataFrame(out), min_clusters)
+    table = withhold_inference(pd.DataFrame(out), min_clusters)
+    return with_same_calls(table, [call_set(part) for _, part in groups], by) if by else table
 
 
 def position_summary(table: pd.DataFrame) -> str:

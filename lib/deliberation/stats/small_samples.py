@@ -14,13 +14,15 @@ notebook shows is the CSV written; the table writer only checks (:func:`inferenc
 Rows are not observations either: at temperature 0 identical prompts are one cached call, so
 "8 rows" can be one answer copied 8 times. :func:`distinct_calls` counts the calls behind a set
 of rows (distinct request keys), published as ``n_calls`` beside ``n_rows``;
-:func:`calls_note` says it in words ("192 rows from 79 distinct calls").
+:func:`calls_note` says it in words ("192 rows from 79 distinct calls"). Two rows of a table
+can even be the very same calls (R1 at r = .6 and at 7 items); :func:`with_same_calls` says so
+in a ``same_calls_as`` column, so they are not read as independent evidence.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,7 @@ MIN_CLUSTERS = 3  # the cluster-robust t with G - 1 degrees of freedom (the comp
 PAPER_METHOD_MIN_CLUSTERS = 20  # the papers' percentile cluster bootstrap
 NOTE_COLUMN = "interval"
 CLUSTERS_COLUMN = "n_clusters"
+SAME_CALLS_COLUMN = "same_calls_as"  # the earlier row that read exactly the same calls
 # Columns naming the model call behind a row, in order of preference: the request's cache key
 # (``key`` in results frames, ``request_key`` in ``deliberation run`` output), else a prompt hash.
 CALL_COLUMNS = ("key", "request_key", "cache_key", "prompt_hash")
@@ -51,12 +54,52 @@ def distinct_calls(frame: pd.DataFrame, column: str | None = None) -> int | None
     """How many distinct model calls the rows of ``frame`` rest on: distinct non-empty values
     of ``column`` (default: :func:`call_column`); None when the frame names no call. A row
     whose call was never sent (empty key) adds none."""
+    keys = call_set(frame, column)
+    return None if keys is None else len(keys)
+
+
+def call_set(frame: pd.DataFrame, column: str | None = None) -> frozenset | None:
+    """The distinct non-empty call keys of ``frame``'s rows (see :func:`distinct_calls`);
+    None when the frame names no call."""
     column = column or call_column(frame)
     if column is None:
         return None
     keys = frame[column]
-    keys = keys[keys.notna() & (keys.astype(str) != "")]
-    return int(keys.nunique())
+    return frozenset(keys[keys.notna() & (keys.astype(str) != "")])
+
+
+def with_same_calls(
+    table: pd.DataFrame, calls: Sequence[frozenset | None], by: Sequence[str]
+) -> pd.DataFrame:
+    """``table`` with a :data:`SAME_CALLS_COLUMN` column naming, for each row, the first earlier
+    row that read exactly the same calls (``calls``: each row's call set), "" when none.
+
+    Such rows are one observation shown twice, not two pieces of evidence: R1 at r = .6 and
+    at 7 items when the budget keeps 7 items anyway, R1-rel and R1 when the labeller keeps
+    every fact (a mean of the calls' outcomes is then equal by construction). The earlier row
+    is named by its ``by`` values that vary in the table. Unchanged when no row names its
+    calls."""
+    if len(calls) != len(table):
+        raise ValueError(f"with_same_calls: {len(calls)} call sets for {len(table)} rows")
+    if all(c is None for c in calls):
+        return table
+    varying = [c for c in by if table[c].astype(str).nunique() > 1] or list(by)
+    labels = [
+        ", ".join(str(v) for v in values)
+        for values in table[varying].itertuples(index=False, name=None)
+    ]
+    first: dict[frozenset, str] = {}
+    same = []
+    for label, keys in zip(labels, calls, strict=True):
+        if not keys:  # no call named: nothing to compare
+            same.append("")
+            continue
+        same.append(first.get(keys, ""))
+        first.setdefault(keys, label)
+    out = table.copy()
+    at = out.columns.get_loc("n_calls") + 1 if "n_calls" in out.columns else len(out.columns)
+    out.insert(at, SAME_CALLS_COLUMN, same)
+    return out
 
 
 def calls_note(frame: pd.DataFrame, what: str = "rows") -> str:
@@ -78,6 +121,54 @@ def interval_note(n_clusters: int, min_clusters: int = MIN_CLUSTERS) -> str:
     return (
         f"n = {n_clusters} {unit}, fewer than {min_clusters}: estimate only"
         " (no interval, p-value or test)"
+    )
+
+
+def reading(
+    row: pd.Series,
+    label: str,
+    estimate: str = "estimate",
+    *,
+    digits: int = 3,
+    ci: float = 0.95,
+    min_clusters: int = MIN_CLUSTERS,
+) -> str:
+    """One table row as a sentence for a notebook to print: the estimate with its SE, interval
+    and p-value (columns ``se``, ``low``/``high``, ``p_value``, where the row has them), its
+    clusters, rows and distinct calls; below ``min_clusters`` clusters (or when the row's
+    ``interval`` note says why it has none) the estimate, n and why, and no inference at all.
+    A notebook never formats inference itself, so it cannot print an SE the table withheld."""
+    value = f"{label}: {float(row[estimate]):+.{digits}f}"
+    clusters = pd.to_numeric(pd.Series([row.get(CLUSTERS_COLUMN)]), errors="coerce").iloc[0]
+    counts = []
+    if pd.notna(row.get("n_rows")):
+        rows = int(row["n_rows"])
+        calls = row.get("n_calls")
+        counts.append(
+            f"{rows} rows from {int(calls)} distinct calls" if pd.notna(calls) else f"{rows} rows"
+        )
+    note = row.get(NOTE_COLUMN)
+    note = "" if note is None or pd.isna(note) else str(note)
+    if pd.isna(clusters):
+        why = note or "no inference: the clusters behind it are unknown"
+        return f"{value} ({'; '.join([why, *counts])})"
+    if clusters < min_clusters or note:
+        why = note or interval_note(int(clusters), min_clusters)
+        return f"{value} ({'; '.join([why, *counts])})"
+    shown = []
+    if pd.notna(row.get("se")):
+        shown.append(f"cluster-robust SE {float(row['se']):.{digits}f}")
+    if pd.notna(row.get("low")) and pd.notna(row.get("high")):
+        shown.append(
+            f"{ci:.0%} interval [{float(row['low']):+.{digits}f}, {float(row['high']):+.{digits}f}]"
+        )
+    if pd.notna(row.get("p_value")):
+        shown.append(f"p = {float(row['p_value']):.2g}")
+    counts.insert(0, f"{int(clusters)} clusters")
+    return (
+        f"{value} ({', '.join(shown)}; {', '.join(counts)})"
+        if shown
+        else f"{value} ({', '.join(counts)})"
     )
 
 
@@ -144,7 +235,10 @@ def withhold_inference(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) ->
     ]
     if NOTE_COLUMN in out.columns:
         existing = out[NOTE_COLUMN].astype(object).where(out[NOTE_COLUMN].notna(), "")
-        out[NOTE_COLUMN] = [new or str(old) for new, old in zip(notes, existing, strict=True)]
+        out[NOTE_COLUMN] = [  # an analysis' own note that already says it is kept
+            str(old) if new and new in str(old) else new or str(old)
+            for new, old in zip(notes, existing, strict=True)
+        ]
         return out
     pairs = interval_pairs(out.columns)
     after = ("high" if ("low", "high") in pairs else pairs[-1][1]) if pairs else columns[-1]

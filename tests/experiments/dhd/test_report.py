@@ -16,8 +16,8 @@ def shares(benchmarks):
         for benchmark in [*benchmarks, "pooled"]:
             for proposal, share in (("wrong", 0.4), ("correct", 0.75)):
                 rows.append({"design": design, "benchmark": benchmark, "proposal": proposal,
-                             "helpful_share": share, "bootstrap_low": share - 0.1,
-                             "bootstrap_high": share + 0.1})  # fmt: skip
+                             "helpful_share": share, "cluster_low": share - 0.1,
+                             "cluster_high": share + 0.1})  # fmt: skip
     return pd.DataFrame(rows)
 
 

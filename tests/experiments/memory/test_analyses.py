@@ -53,6 +53,43 @@ def test_accuracy_table_pools_rows_and_counts_invalid_answers():
     assert list(table["n_clusters"]) == [2, 2]
 
 
+def test_rows_of_the_same_calls_say_so_and_their_matrix_names_them():
+    # R1 at 7 items is the memory R1 keeps at r = .6 (same prompts, same cached calls), and the
+    # labeller kept every fact, so R1-rel is R1 too; B4 scores the same from other calls.
+    rows = []
+    for template in ("t1", "t2", "t3"):
+        for policy, budget, limit, key in (
+            ("R1", 0.6, None, "r1"), ("R1", None, 7, "r1"), ("R1-rel", 0.6, None, "r1"),
+            ("B4", 0.6, None, "b4"),
+        ):  # fmt: skip
+            rows.append({"template": template, "policy": policy, "budget": budget,
+                         "item_limit": limit, "correct": int(template != "t1"),
+                         "key": f"{template}/{key}"})  # fmt: skip
+    table = accuracy.accuracy_table(
+        accuracy.with_capacity(frame(rows)), ["policy", "capacity"], n_resamples=R, seed=0
+    )
+    assert table["same_calls_as"].tolist() == ["", "R1, r=0.6", "R1, r=0.6", ""]
+    assert table["accuracy"].nunique() == 1  # equal numbers, but only three rows are one
+    wide = accuracy.accuracy_matrix(table).set_index("policy")
+    assert wide.loc["R1", "same_calls_as"] == "7 items: R1, r=0.6"
+    assert wide.loc["R1-rel", "same_calls_as"] == "r=0.6: R1, r=0.6"
+    assert wide.loc["B4", "same_calls_as"] == ""
+    decoys = evidence.decoy_choices(
+        frame([{**r, "variant": CLASSIC.id, "chose_decoy": 0} for r in rows if r["budget"]]),
+        n_resamples=R,
+        seed=0,
+    ).set_index("policy")
+    assert decoys["same_calls_as"].to_dict() == {"R1": "", "R1-rel": "R1", "B4": ""}
+    # rows naming no call: nothing to compare, no column
+    keyless = accuracy.accuracy_table(
+        frame([{k: v for k, v in r.items() if k != "key"} for r in rows]),
+        ["policy"],
+        n_resamples=R,
+        seed=0,
+    )
+    assert "same_calls_as" not in keyless
+
+
 def test_difference_by_budget_reports_each_budget_and_their_equal_weight_mean():
     rows = []
     for template, budget in itertools.product(("t1", "t2", "t3"), (0.4, 0.6)):
@@ -268,6 +305,25 @@ def test_evidence_model_tests_the_policy_terms():
     keyed = pd.DataFrame(rows).assign(key=lambda f: f["template"] + "/" + f["net_lead"].astype(str))
     coefficients, _ = evidence.evidence_model(keyed)
     assert coefficients["n_rows"].eq(96).all() and coefficients["n_calls"].eq(48).all()
+
+
+def test_a_coefficient_is_printed_from_the_library_with_no_inference_below_the_floor():
+    rows = []
+    for t, p, lead in itertools.product(range(12), ("R1", "B4"), (-1, 0, 1, 2)):
+        rows.append({"template": f"t{t}", "policy": p, "net_lead": lead,
+                     "tone_lead": (t + lead) % 3 - 1, "correct": int((lead + (t % 3) - 1) > 0)})  # fmt: skip
+    frame_ = pd.DataFrame(rows)
+    coefficients, _ = evidence.evidence_model(frame_)
+    tone = coefficients.set_index(["model", "term"]).loc[("lead + tone", "tone_lead")]
+    above = evidence.term_reading(coefficients, "tone_lead")
+    assert above.startswith(f"tone lead: {tone['coef']:+.3f} (cluster-robust SE")
+    assert "p = " in above and "12 clusters" in above
+    # two templates: the estimate, n and why; no SE, p or interval (not even as "nan")
+    two = frame_[frame_["template"].isin(["t0", "t2"])]
+    coefficients, _ = evidence.evidence_model(two)
+    below = evidence.term_reading(coefficients, "tone_lead")
+    assert "n = 2 clusters, fewer than" in below and "16 rows" in below
+    assert not any(word in below for word in ("SE", "p =", "nan", "["))
 
 
 def test_resolve_takes_the_profile_values_unless_the_notebook_sets_them():

@@ -2,7 +2,7 @@
 
 Every function is a pure function of the rows a run publishes (``07_dhd_replay_rows.csv`` and
 its proposals), so the tables can be recomputed from those files alone. Intervals: the helpful
-share among flips gets a percentile bootstrap that resamples *problems* (messages of one problem
+share among flips gets a cluster-robust t interval over *problems* (messages of one problem
 move together) and, beside it, a Wilson interval (flips treated as independent, the only interval
 the authors' released counts allow, so the two can be compared).
 """
@@ -69,7 +69,7 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
 
 FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
-    "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
+    "helpful_share", "cluster_low", "cluster_high", "wilson_low", "wilson_high", "n_clusters",
     "n_calls",
 ]  # fmt: skip
 
@@ -78,8 +78,8 @@ def flip_share_table(
     effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
 ) -> pd.DataFrame:
     """Helpful share among flips per design, benchmark (and pooled) and proposal correctness:
-    counts, the share, a problem-clustered interval (the cluster-robust t, in the columns
-    ``bootstrap_low``/``bootstrap_high`` the table has always had) and a Wilson interval, and
+    counts, the share, a problem-clustered interval (the cluster-robust t: ``cluster_low``,
+    ``cluster_high``) and a Wilson interval, and
     the problems the flips come from (``n_clusters``: both intervals are withheld below the
     cluster floor, as in every other table). ``n_resamples`` and ``seed`` are unused since the
     cluster t replaced the bootstrap (kept for the notebook's call)."""
@@ -113,8 +113,8 @@ def flip_share_table(
                     "harmful": int(record["harmful"]),
                     "flips": int(record["flips"]),
                     "helpful_share": record["helpful_share"],
-                    "bootstrap_low": low,
-                    "bootstrap_high": high,
+                    "cluster_low": low,
+                    "cluster_high": high,
                     "wilson_low": record["share_low"],
                     "wilson_high": record["share_high"],
                     "n_clusters": int(flips["problem"].nunique()),
@@ -219,7 +219,7 @@ def plot_flip_shares(
 ) -> Figure:
     """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
     than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
-    by side, single-message and leave-one-out in two panels, problem-bootstrap intervals (none
+    by side, single-message and leave-one-out in two panels, problem-clustered intervals (none
     from fewer than ``min_clusters`` problems: the n is printed instead). The dotted line at
     50% is no direction (as many harmful flips as helpful), not a chance level."""
     # Without any flip (e.g. no pool could be drawn), both panels are drawn empty.
@@ -238,7 +238,7 @@ def plot_flip_shares(
             x = np.arange(len(benchmarks)) + offset
             share = 100 * part["helpful_share"].to_numpy(dtype=float)
             n_clusters = part.get("n_clusters")
-            err = interval_errors(share / 100, part["bootstrap_low"], part["bootstrap_high"],
+            err = interval_errors(share / 100, part["cluster_low"], part["cluster_high"],
                                   n_clusters, min_clusters=min_clusters, scale=100)  # fmt: skip
             err = np.clip(err, 0, None)  # a share at 0 or 1 can sit a rounding error outside
             ax.errorbar(x, share, yerr=err, fmt="o", capsize=3, label=f"{proposal} proposal")

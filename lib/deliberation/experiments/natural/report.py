@@ -19,7 +19,7 @@ Measures (one value per discussion, :func:`outcomes`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,7 +34,7 @@ from deliberation.publish.plots import (
 )
 from deliberation.stats import mean_of, paired_differences
 from deliberation.stats.cluster_t import cluster_t_many
-from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
+from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls, with_same_calls
 
 DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
@@ -133,13 +133,22 @@ def _keys(keys: Sequence[object] | pd.DataFrame) -> frozenset[str]:
     return frozenset(k for k in values if isinstance(k, str) and k)
 
 
-def _bootstrap_table(
-    frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
+def _interval_table(
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    value: str,
+    n_resamples: int,
+    seed: int,
+    *,
+    outcome_of_call: Callable[[tuple], bool] | None = None,
 ) -> pd.DataFrame:
     """Mean of ``value`` per combination of ``keys`` with its cluster-robust t interval (none
     below the cluster floor: ``interval`` says why), and
     (when ``frame`` says which calls each value rests on, :data:`CALLS`) ``n_rows`` and
-    ``n_calls``: identical prompts are one cached call, so rows can repeat one answer."""
+    ``n_calls``: identical prompts are one cached call, so rows can repeat one answer. With
+    ``outcome_of_call`` (true for the combinations whose value is each call's own outcome, a
+    decision's correctness) ``same_calls_as`` names the earlier such row that read the very
+    same calls: decisions on two memories that came out identical are one observation."""
     combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
     statistics = {
         str(i): mean_of(value, dict(zip(keys, combo, strict=True)))
@@ -149,12 +158,13 @@ def _bootstrap_table(
         return pd.DataFrame(columns=[*keys, *INTERVAL_COLUMNS])
     del n_resamples, seed  # the cluster t draws nothing (kept for the notebook's calls)
     results = cluster_t_many(frame, statistics, "template")
-    counts = None
+    counts, read = None, {}
     if CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
         counts = {}
         for combo, part in frame.groupby(list(keys), sort=False, dropna=False):
             calls = [c for c in part[CALLS] if isinstance(c, frozenset)]
-            counts[combo] = (len(part), len(frozenset().union(*calls)) if calls else None)
+            read[combo] = frozenset().union(*calls) if calls else None
+            counts[combo] = (len(part), None if read[combo] is None else len(read[combo]))
     rows = []
     for (name, result), combo in zip(
         results.items(), combos.itertuples(index=False, name=None), strict=True
@@ -171,7 +181,12 @@ def _bootstrap_table(
             row["n_rows"], row["n_calls"] = counts[combo]
         rows.append(row)
     extra = ["n_rows", "n_calls"] if CALLS in frame else []
-    return pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS, *extra])
+    table = pd.DataFrame(rows, columns=[*keys, *INTERVAL_COLUMNS, *extra])
+    if counts is None or outcome_of_call is None:
+        return table
+    combos = [tuple(c) for c in table[list(keys)].itertuples(index=False, name=None)]
+    calls = [read[c] if outcome_of_call(c) else None for c in combos]
+    return with_same_calls(table, calls, keys)
 
 
 def accuracy_table(
@@ -181,16 +196,17 @@ def accuracy_table(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals, the
+    """Every measure by benchmark and prompt variant, with cluster-robust t intervals, the
     values and distinct calls behind each (``n_rows``, ``n_calls``) and, for the vote and
     decision measures, ``chance`` (a uniform guess: the mean of 1 / number of options, in the
     units of ``estimate``; empty for disclosure rates, which have none)."""
-    table = _bootstrap_table(
+    table = _interval_table(
         outcomes(rows, disclosure),
         ["profile", "benchmark", "prompt", "measure"],
         "value",
         n_resamples,
         seed,
+        outcome_of_call=lambda combo: str(combo[-1]).startswith("decision: "),
     )
     if "n_options" not in rows or table.empty:
         return table
@@ -220,7 +236,7 @@ def disclosure_table(
     long["rate"] = long["rate"].astype(float)
     if "keys" in long:  # each fact's label is read from its discussion's message calls
         long[CALLS] = [_split_keys(k) for k in long.pop("keys")]
-    return _bootstrap_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
+    return _interval_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
 
 
 def paired_effect(
@@ -258,7 +274,7 @@ def paired_effect(
     if not pairs:
         return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
     keys = ["profile", "benchmark", "measure"]
-    table = _bootstrap_table(
+    table = _interval_table(
         pd.concat(pairs, ignore_index=True), keys, "difference", n_resamples, seed
     )
     combos = [tuple(k) for k in table[keys].itertuples(index=False)]
@@ -299,7 +315,7 @@ def policy_contrasts(
             columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
         )
     keys = ["profile", "benchmark", "prompt", "contrast"]
-    table = _bootstrap_table(
+    table = _interval_table(
         pd.concat(parts, ignore_index=True), keys, "difference", n_resamples, seed
     )
     if "key" in decisions:
@@ -369,7 +385,7 @@ def plot_measures(
         ax.set_xticklabels([m.removeprefix("decision: ") for m in present], rotation=45, ha="right")
         ax.set_title(benchmark)
         ax.set_ylim(0, 100)
-    axes[0][0].set_ylabel("accuracy (%, 95% cluster-bootstrap interval)")
+    axes[0][0].set_ylabel("accuracy (%, 95% cluster-robust t interval)")
     axes[0][0].legend(title="prompt", fontsize="small")
     fig.suptitle(title)
     fig.tight_layout()

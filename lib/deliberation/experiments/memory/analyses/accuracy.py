@@ -18,8 +18,10 @@ from deliberation.stats.cluster_t import ClusterEstimate, cluster_t_many
 from deliberation.stats.preregistered import PAPER_COLUMNS
 from deliberation.stats.small_samples import (
     MIN_CLUSTERS,
+    SAME_CALLS_COLUMN,
     call_column,
-    distinct_calls,
+    call_set,
+    with_same_calls,
     withhold_inference,
 )
 
@@ -95,8 +97,10 @@ def accuracy_table(
     wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
     neither numerator nor denominator; when there are any, a ``failed`` column counts them.
     ``n_calls`` counts the distinct model calls behind ``n_rows`` (identical prompts are one
-    cached call), and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform
-    guess (%, the mean of 1 / number of options)."""
+    cached call), ``same_calls_as`` names an earlier row that read exactly the same calls (its
+    accuracy is then equal by construction: :func:`~deliberation.stats.small_samples.with_same_calls`),
+    and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform guess (%, the
+    mean of 1 / number of options)."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
@@ -115,7 +119,7 @@ def accuracy_table(
     sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
     calls = None
     if call_column(rows) is not None:
-        calls = {(k if len(by) > 1 else k[0]): distinct_calls(g) for k, g in grouped}
+        calls = {(k if len(by) > 1 else k[0]): call_set(g) for k, g in grouped}
     chance = None
     if "n_options" in rows:
         chance = (
@@ -135,7 +139,7 @@ def accuracy_table(
                 "high": 100 * result.high,
                 "interval": result.note,
                 "n_rows": int(sizes[key]),
-                **({} if calls is None else {"n_calls": calls[key]}),
+                **({} if calls is None else {"n_calls": len(calls[key])}),
                 "n_clusters": result.n_clusters,
                 "invalid": int(invalid[key]),
             }
@@ -144,7 +148,11 @@ def accuracy_table(
             out[-1]["chance"] = 100 * float(chance[key])
         if failed_mask.any():
             out[-1]["failed"] = int(failed.get(key, 0))
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if calls is None:
+        return table
+    keys = [c if len(c) > 1 else c[0] for c in combos]
+    return with_same_calls(table, [calls[k] for k in keys], by)
 
 
 def differences(
@@ -250,7 +258,8 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
     entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, and
     the clusters and distinct calls of each policy (``n_clusters``, ``n_calls``: the largest
-    over its capacities; for reading, not re-analysis: the long table has the data). No
+    over its capacities; for reading, not re-analysis: the long table has the data), and
+    which entries repeat another's calls (``same_calls_as``: "7 items: R1, r=0.6"). No
     interval from fewer than ``min_clusters`` clusters (:func:`withhold_inference`)."""
     if "n_clusters" in table:
         table = withhold_inference(table, min_clusters)
@@ -279,4 +288,13 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
     counts = [c for c in ("n_clusters", "n_calls") if c in cells]
     if counts:
         wide = wide.join(cells.groupby("policy")[counts].max().loc[policies])
+    if SAME_CALLS_COLUMN in cells:  # "7 items: R1, r=0.6": the entry repeats those calls
+        same = cells[cells[SAME_CALLS_COLUMN] != ""]
+        notes = same.groupby("policy", sort=False).apply(
+            lambda part: "; ".join(
+                f"{c}: {s}" for c, s in zip(part["capacity"], part[SAME_CALLS_COLUMN], strict=True)
+            ),
+            include_groups=False,
+        )
+        wide[SAME_CALLS_COLUMN] = notes.reindex(policies).fillna("").to_numpy()
     return wide.reset_index()

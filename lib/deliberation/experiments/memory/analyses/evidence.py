@@ -23,7 +23,14 @@ from deliberation.stats import (
 )
 from deliberation.stats.cluster_t import cluster_t_many
 from deliberation.stats.logistic import EQUIVALENCE_ODDS_RATIO
-from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls, withhold_inference
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_set,
+    distinct_calls,
+    reading,
+    with_same_calls,
+    withhold_inference,
+)
 
 COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
 
@@ -139,6 +146,16 @@ def evidence_model(
     return withhold_inference(coefficients, min_clusters), tests
 
 
+def term_reading(
+    coefficients: pd.DataFrame, term: str, *, model: str = "lead + tone", label: str = ""
+) -> str:
+    """One coefficient of :func:`evidence_model` in words (``tone_lead`` -> "tone lead: +0.885
+    (cluster-robust SE ..., p = ...; 60 clusters, ...)", or below the floor the estimate, n and
+    why): what the notebook prints (:func:`~deliberation.stats.small_samples.reading`)."""
+    row = coefficients.set_index(["model", "term"]).loc[(model, term)]
+    return reading(row, label or term.replace("_", " "), "coef")
+
+
 def policy_terms_reading(
     p_wald: float, p_equivalence: float, odds_ratio: float, alpha: float = 0.05
 ) -> str:
@@ -166,14 +183,16 @@ def decoy_choices(
     """How often the answer is the decoy option (the wrong option two decoys favour), per
     policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
     among wrong ones (%), with cluster-robust t intervals (``n_resamples`` and ``seed`` are
-    unused since the cluster t replaced the bootstrap, kept for the notebook's call)."""
+    unused since the cluster t replaced the bootstrap, kept for the notebook's call) and the
+    policy whose decisions were the very same calls (``same_calls_as``)."""
     del n_resamples, seed
     rows = answered(rows)
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
     cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
-    out = []
+    out, read = [], []
     for policy in dict.fromkeys(cell["policy"]):
         mine = cell[cell["policy"] == policy]
+        read.append(call_set(mine))
         statistics = {"decoy": mean_of("chose_decoy", {"policy": policy})}
         wrong = int((mine["correct"] == 0).sum())
         if wrong:
@@ -193,4 +212,4 @@ def decoy_choices(
                 **({} if r["decoy"].n_calls is None else {"n_calls": r["decoy"].n_calls}),
             }
         )
-    return pd.DataFrame(out)
+    return with_same_calls(pd.DataFrame(out), read, ("policy",))

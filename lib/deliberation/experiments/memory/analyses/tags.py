@@ -16,7 +16,7 @@ from deliberation.benchmarks.crossprofile.variants import ALL_VARIANTS
 from deliberation.experiments.memory.analyses.accuracy import answered, percent_interval
 from deliberation.stats import CellStatistic, linear_contrast
 from deliberation.stats.cluster_t import cluster_t_many
-from deliberation.stats.small_samples import distinct_calls
+from deliberation.stats.small_samples import call_set, with_same_calls
 
 BY = ("tags", "support", "decoy", "irrelevant")
 
@@ -73,8 +73,9 @@ def social_proof_table(
 def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
     """Per policy and ownership cell (main templates): accuracy under each tag mode and the
     paired effects of removing and of reassigning tags (mode minus keep, points,
-    cluster-robust t interval, none below the floor). Each policy's rows must come from one capacity, so that the
-    tag modes read the same memories."""
+    cluster-robust t interval, none below the floor), and which earlier row read the very same
+    calls (``same_calls_as``). Each policy's rows must come from one capacity, so that the tag
+    modes read the same memories."""
     rows = _main_rows(rows)
     by = ("policy", "tags", "variant")
     variants = [v.id for v in ALL_VARIANTS if (rows["variant"] == v.id).any()]
@@ -96,7 +97,7 @@ def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> p
             )
     del n_resamples, seed  # the cluster t draws nothing (kept for the notebook's call)
     results = cluster_t_many(rows, statistics, "template")
-    out = []
+    out, read = [], []
     for policy, variant in itertools.product(policies, variants):
         key = f"{policy}|{variant}"
         row: dict[str, object] = {"policy": policy, "variant": variant}
@@ -112,7 +113,8 @@ def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> p
         row["n_clusters"] = results[f"{key}|keep"].n_clusters
         mine = rows[(rows["policy"] == policy) & (rows["variant"] == variant)]
         row["n_rows"] = len(mine)
-        if (calls := distinct_calls(mine)) is not None:
-            row["n_calls"] = calls
+        read.append(call_set(mine))
+        if read[-1] is not None:
+            row["n_calls"] = len(read[-1])
         out.append(row)
-    return pd.DataFrame(out)
+    return with_same_calls(pd.DataFrame(out), read, ("policy", "variant"))
