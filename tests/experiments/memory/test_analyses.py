@@ -74,6 +74,9 @@ def test_rows_of_the_same_calls_say_so_and_their_matrix_names_them():
     assert wide.loc["R1", "same_calls_as"] == "7 items: R1, r=0.6"
     assert wide.loc["R1-rel", "same_calls_as"] == "r=0.6: R1, r=0.6"
     assert wide.loc["B4", "same_calls_as"] == ""
+    # no row repeats another's calls: the column is there, empty
+    distinct = accuracy.accuracy_matrix(table[table["same_calls_as"] == ""])
+    assert distinct["same_calls_as"].tolist() == ["", ""]
     decoys = evidence.decoy_choices(
         frame([{**r, "variant": CLASSIC.id, "chose_decoy": 0} for r in rows if r["budget"]]),
         n_resamples=R,
@@ -171,6 +174,21 @@ def test_cell_accuracy_spells_out_ownership_and_matrix_orders_cells():
     matrix = crossprofile.cell_matrix(cells)
     assert list(matrix.index) == ["R1", "B4", "Random", "R1-rel"]
     assert list(matrix.columns) == [*crossprofile.VARIANT_ORDER, "n_clusters"]
+    # the labeller kept every fact: R1-rel's decisions are R1's calls in every cell, once
+    rows = _h1_rows(1, 0)
+    keys = rows["template"] + "/" + rows["variant"] + "/" + rows["policy"].replace("R1-rel", "R1")
+    rows = rows.assign(key=keys, correct=rows["correct"].where(rows["policy"] != "R1-rel", 1))
+    matrix = crossprofile.cell_matrix(crossprofile.cell_accuracy(rows, n_resamples=R, seed=0))
+    assert matrix["same_calls_as"].to_dict() == {
+        "R1": "", "B4": "", "Random": "", "R1-rel": "R1 (every cell)"
+    }  # fmt: skip
+    one = rows[~((rows["policy"] == "R1-rel") & (rows["variant"] == CLASSIC.id))]
+    one = one.assign(key=one["key"].where(one["policy"] != "R1-rel", one["key"] + "-rel"))
+    one.loc[(one["policy"] == "R1-rel") & (one["variant"] == "SP-DP-IP"), "key"] = (
+        one["template"] + "/SP-DP-IP/R1"
+    )
+    partly = crossprofile.cell_matrix(crossprofile.cell_accuracy(one, n_resamples=R, seed=0))
+    assert partly.loc["R1-rel", "same_calls_as"] == "SP-DP-IP: R1, SP-DP-IP"
 
 
 def test_classic_contrasts_use_the_classic_cell_only():

@@ -289,12 +289,11 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
     if counts:
         wide = wide.join(cells.groupby("policy")[counts].max().loc[policies])
     if SAME_CALLS_COLUMN in cells:  # "7 items: R1, r=0.6": the entry repeats those calls
-        same = cells[cells[SAME_CALLS_COLUMN] != ""]
-        notes = same.groupby("policy", sort=False).apply(
-            lambda part: "; ".join(
-                f"{c}: {s}" for c, s in zip(part["capacity"], part[SAME_CALLS_COLUMN], strict=True)
-            ),
-            include_groups=False,
-        )
-        wide[SAME_CALLS_COLUMN] = notes.reindex(policies).fillna("").to_numpy()
+        notes: dict[object, list[str]] = {policy: [] for policy in policies}
+        for policy, capacity, same in zip(
+            cells["policy"], cells["capacity"], cells[SAME_CALLS_COLUMN], strict=True
+        ):
+            if isinstance(same, str) and same:
+                notes[policy].append(f"{capacity}: {same}")
+        wide[SAME_CALLS_COLUMN] = ["; ".join(notes[policy]) for policy in policies]
     return wide.reset_index()

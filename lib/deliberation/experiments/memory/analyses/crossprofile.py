@@ -21,7 +21,11 @@ from deliberation.memory_policies import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 from deliberation.stats import difference_statistic, mean_of, preregistered_tests
 from deliberation.stats.cluster_t import cluster_t_many
 from deliberation.stats.preregistered import PreregisteredTests
-from deliberation.stats.small_samples import MIN_CLUSTERS, PAPER_METHOD_MIN_CLUSTERS
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    PAPER_METHOD_MIN_CLUSTERS,
+    SAME_CALLS_COLUMN,
+)
 
 if TYPE_CHECKING:
     from deliberation.inference.client import Client
@@ -213,14 +217,32 @@ def cell_accuracy(
 
 def cell_matrix(cells: pd.DataFrame) -> pd.DataFrame:
     """The cell table as policies x variants (accuracy, %), with each policy's templates
-    (``n_clusters``) and its cells' distinct calls, summed over the cells (``n_calls``)."""
+    (``n_clusters``), its cells' distinct calls, summed over the cells (``n_calls``), and the
+    policy whose calls a row repeats (``same_calls_as``: "R1 (every cell)" when each of its
+    cells is that policy's cell read from the very same calls; else the cells that are)."""
     wide = cells.pivot(index="policy", columns="variant", values="accuracy")
     order = list(dict.fromkeys(cells["policy"]))
     wide = wide.loc[order, [v for v in VARIANT_ORDER if v in wide.columns]]
     wide["n_clusters"] = cells.groupby("policy")["n_clusters"].max().loc[order]
     if "n_calls" in cells:
         wide["n_calls"] = cells.groupby("policy")["n_calls"].sum().loc[order]
+    if SAME_CALLS_COLUMN in cells:
+        wide[SAME_CALLS_COLUMN] = [_same_policy(cells[cells["policy"] == p]) for p in order]
     return wide
+
+
+def _same_policy(cells: pd.DataFrame) -> str:
+    """One policy's cells' ``same_calls_as`` ("R1, SP-DP-IP", ...) said once for the row."""
+    same = [s if isinstance(s, str) else "" for s in cells[SAME_CALLS_COLUMN]]
+    named = [(v, s) for v, s in zip(cells["variant"], same, strict=True) if s]
+    policies = {s.removesuffix(f", {v}") for v, s in named}
+    if (
+        len(named) == len(cells)
+        and len(policies) == 1
+        and all(s.endswith(f", {v}") for v, s in named)
+    ):
+        return f"{policies.pop()} (every cell)"
+    return "; ".join(f"{v}: {s}" for v, s in named)
 
 
 def classic_contrasts(
