@@ -229,7 +229,7 @@ def run_power(
             f"- {row.design.name}: {row.effect_points:.2f} points from {row.effect_source};"
             f" at {row.n} {row.design.dimension}; SDs {row.spread_source}"
         )
-    few = [r.design.name for r in rows if 0 < r.n < FLOOR and r.design.kind == "bootstrap"]
+    few = [r.design.name for r in rows if 0 < r.n < FLOOR and r.design.kind == "cluster t"]
     if few:
         lines.append(
             f"fewer than {FLOOR} clusters at this grid (" + ", ".join(few) + "): there the"
@@ -321,7 +321,7 @@ def power_summary(rows: Sequence, target: float = 0.8) -> str:
     target at this grid, the power of the others (lowest first), which rows run below the
     cluster floor (no test is shown there, so they never count as reaching the target) and which
     need more clusters than the bank has."""
-    few = [r for r in rows if 0 < r.n < FLOOR and r.design.kind == "bootstrap"]
+    few = [r for r in rows if 0 < r.n < FLOOR and r.design.kind == "cluster t"]
     known = [r for r in rows if r.power == r.power]  # not NaN
     reached = [r for r in known if r.power >= target and r not in few]
     others = sorted((r for r in known if r not in reached), key=lambda r: r.power)

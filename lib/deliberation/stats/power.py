@@ -1,16 +1,15 @@
 """Power of the papers' preregistered tests at a profile's grid, by simulation (a planning aid).
 
-Why simulation: the tests are cluster bootstraps, Holm families and permutation tests, whose
-power has no closed form; a formula would answer a different test. Each replicate draws a
+Why simulation: the tests are cluster-robust t tests in Holm families and permutation tests,
+whose power under clipped, unequal cells has no convenient closed form. Each replicate draws a
 synthetic experiment with the effect planted (clusters = templates, tasks or problems), runs a
 vectorised equivalent of the notebooks' analysis and records the decision:
 
-- bootstrap tests: per-cluster cell means, the percentile cluster bootstrap of the linear contrast
-  and its two-sided p-value (the formula of :func:`deliberation.stats.bootstrap_p_value`) with one
-  resample-count matrix shared by all replicates; for a balanced design the resampled contrast is
-  the weighted mean of the per-cluster contrasts, so this equals
-  :func:`deliberation.stats.cluster_bootstrap` (tests/stats/test_stats_power.py checks the
-  decisions agree); H1, H2 and H3 are Holm-adjusted together per replicate;
+- contrasts (``kind="cluster t"``): per-cluster contrasts of cell means and the two-sided p of
+  the cluster-robust t with G - 1 df (:func:`t_p_values`: for a balanced design exactly the t
+  of :func:`deliberation.stats.cluster_t.contrast_inference`, CR1 small-sample factor included;
+  tests/stats/test_stats_power.py checks it); H1, H2 and H3 are Holm-adjusted together per
+  replicate;
 - the repeated-replay test: within-problem label permutations of 0/1 outcomes are hypergeometric
   counts, so the permutation null is drawn exactly as such; Benjamini-Hochberg across problems as
   ``deliberation.experiments.dhd.labels.repeated_tests`` does.
@@ -76,7 +75,7 @@ class Design:
     cluster_column: str = "template"
     family: str | None = None  # tests Holm-adjusted together
     null_value: float = 0.0  # the share a one-arm test is against (helpful share: 0.5)
-    kind: str = "bootstrap"  # or "permutation"
+    kind: str = "cluster t"  # or "permutation"
     assumed_effect: float | None = None  # points, when the papers report none
     reported_effect: tuple[float, str] | None = None  # the papers' number outside the headlines
     # an interaction of two differences ((a - b | x) - (a - b | y)): the statistic is twice the
@@ -306,40 +305,25 @@ def bh_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def bootstrap_p_values(per_cluster: np.ndarray, counts: np.ndarray, null: float) -> np.ndarray:
-    """Two-sided cluster-bootstrap p-values of the mean of ``per_cluster`` (replicates x
-    clusters) for the resample counts ``counts`` (resamples x clusters): the formula of
-    :func:`deliberation.stats.bootstrap_p_value` applied to every replicate at once."""
-    k = per_cluster.shape[1]
-    resampled = per_cluster @ counts.T / k  # (replicates, resamples)
-    distance = resampled - null
-    below = (distance <= 1e-9).sum(axis=1)
-    above = (distance >= -1e-9).sum(axis=1)
-    r = counts.shape[0]
-    return np.minimum(1.0, 2 * np.minimum(1 + below, 1 + above) / (1 + r))
-
-
-def t_p_values(per_cluster: np.ndarray, null: float = 0.0) -> np.ndarray:
+def t_p_values(per_cluster: np.ndarray, null: float = 0.0, *, cells: int = 1, rows: int = 1):
     """Two-sided p of the cluster-robust t (G - 1 df) of the mean of ``per_cluster``
-    (replicates x clusters): for a balanced contrast the CR1 t of
-    :func:`deliberation.stats.cluster_t.contrast_inference` is the one-sample t of the
-    per-cluster contrasts; no variation (SE 0) or fewer than 2 clusters gives p = 1."""
+    (replicates x clusters), for a balanced design of ``cells`` cells with ``rows`` rows each
+    per cluster: the one-sample t of the per-cluster contrasts with CR1's small-sample factor
+    (N - 1) / (N - C) on the variance (N = G x cells x rows), which is exactly the t of
+    :func:`deliberation.stats.cluster_t.contrast_inference`; no variation (SE 0) or fewer than
+    2 clusters gives p = 1."""
     from scipy import stats as sps
 
     g = per_cluster.shape[1]
     if g < 2:
         return np.ones(per_cluster.shape[0])
-    se = per_cluster.std(axis=1, ddof=1) / math.sqrt(g)
+    n = g * cells * rows
+    factor = (n - 1) / (n - cells) if n > cells else 1.0
+    se = per_cluster.std(axis=1, ddof=1) / math.sqrt(g) * math.sqrt(factor)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (per_cluster.mean(axis=1) - null) / se
     p = 2 * sps.t.sf(np.abs(t), g - 1)
     return np.where(se > 1e-12, p, 1.0)
-
-
-def resample_counts(rng: np.random.Generator, n_resamples: int, k: int) -> np.ndarray:
-    """Cluster multiplicities of ``n_resamples`` bootstrap resamples (as the bootstrap draws)."""
-    draws = rng.integers(0, k, size=(n_resamples, k))
-    return np.stack([np.bincount(row, minlength=k) for row in draws]).astype(float)
 
 
 def simulate_cluster_contrasts(
@@ -425,13 +409,15 @@ def estimate_power(
             float(shares.mean()), float(shares.std(ddof=1) / math.sqrt(replicates))
         )
     del n_resamples  # the cluster t draws nothing
-    contrasts = simulate_cluster_contrasts(design, effect, n, spread, replicates, rng)
-    p = t_p_values(contrasts, design.null_value * 0)
+
+    def p_values(d: Design, effect: float) -> np.ndarray:
+        contrasts = simulate_cluster_contrasts(d, effect, n, spread, replicates, rng)
+        cells = d.cells_positive + d.cells_negative
+        return t_p_values(contrasts, cells=cells, rows=d.rows_per_cell)
+
+    p = p_values(design, effect)
     if family:
-        others = [
-            t_p_values(simulate_cluster_contrasts(d, e / 100, n, spread, replicates, rng))
-            for d, e in family
-        ]
+        others = [p_values(d, e / 100) for d, e in family]
         p = holm_rows(np.column_stack([p, *others]))[:, 0]
     rejected = p <= alpha
     rate = float(rejected.mean())
