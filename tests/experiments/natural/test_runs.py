@@ -151,6 +151,18 @@ def test_the_paired_prompt_effect_counts_the_calls_of_both_prompts(tmp_path, tas
     assert set(decided["prompt"]) == {"plain", "evidence-first"}
     assert transcript["n_calls"] == decided["key"].nunique() == 2 * 2
     assert transcript["n_rows"] == 2  # one difference per task
+    # one prompt only (the reduced SmolLM2 grid): no row, but the header a table with
+    # inference needs (its clusters and calls), so the published scan passes it
+    from deliberation.stats.small_samples import inference_leaks
+
+    plain = result.rows[result.rows["prompt"] == "plain"]
+    disclosure = result.disclosure[result.disclosure["prompt"] == "plain"]
+    empty = report.paired_effect(plain, disclosure, n_resamples=20)
+    assert empty.empty and list(empty.columns) == list(effect.columns)
+    none = report.policy_contrasts(plain, [("R1", "missing")], n_resamples=20)
+    some = report.policy_contrasts(plain, [("R1", "B3")], n_resamples=20)
+    assert none.empty and list(none.columns) == list(some.columns)
+    assert inference_leaks(empty) == [] and "n_calls" in none
 
 
 def test_invalid_votes_are_recorded_counted_and_scored_wrong(tmp_path, tasks):

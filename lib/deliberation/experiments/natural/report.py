@@ -271,8 +271,9 @@ def paired_effect(
             read = [c for c in group.loc[both & group["prompt"].isin([a, b]), CALLS]
                     if isinstance(c, frozenset)]  # fmt: skip
             calls[(name, benchmark, measure)] = len(frozenset().union(*read)) if read else None
-    if not pairs:
-        return pd.DataFrame(columns=["profile", "benchmark", "measure", *INTERVAL_COLUMNS])
+    if not pairs:  # no task discussed under both prompts: the header, counts included
+        columns = ["profile", "benchmark", "measure", *INTERVAL_COLUMNS, "n_rows", "n_calls"]
+        return pd.DataFrame(columns=[*columns, "contrast"])
     keys = ["profile", "benchmark", "measure"]
     table = _interval_table(
         pd.concat(pairs, ignore_index=True), keys, "difference", n_resamples, seed
@@ -310,9 +311,9 @@ def policy_contrasts(
             )
             read = group[group["policy"].isin([a, b]) & group["valid"].notna()]
             calls[(name, benchmark, prompt, f"{a} - {b}")] = distinct_calls(read)
-    if not parts:
+    if not parts:  # no discussion with both policies: the header, counts included
         return pd.DataFrame(
-            columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS]
+            columns=["profile", "benchmark", "prompt", "contrast", *INTERVAL_COLUMNS, "n_calls"]
         )
     keys = ["profile", "benchmark", "prompt", "contrast"]
     table = _interval_table(
