@@ -151,12 +151,13 @@ def test_rows_that_read_the_very_same_calls_name_the_first_of_them() -> None:
     # B4 has the same accuracy from other calls: equal numbers are not the same calls
     calls = [same, same, same, frozenset({"k3", "k4"})]
     out = with_same_calls(table, calls, ("policy", "capacity"))
-    assert out[SAME_CALLS_COLUMN].tolist() == ["", "R1, r=0.6", "R1, r=0.6", ""]
+    # named by what differs from the row's own values
+    assert out[SAME_CALLS_COLUMN].tolist() == ["", "r=0.6", "R1", ""]
     assert list(out.columns).index(SAME_CALLS_COLUMN) == list(out.columns).index("n_calls") + 1
     # rows naming no call compare with nothing; a frame of such rows is left as it is
     assert with_same_calls(table, [None] * 4, ("policy",)) is table
     partly = with_same_calls(table, [same, frozenset(), same, None], ("policy", "capacity"))
-    assert partly[SAME_CALLS_COLUMN].tolist() == ["", "", "R1, r=0.6", ""]
+    assert partly[SAME_CALLS_COLUMN].tolist() == ["", "", "R1", ""]
     with pytest.raises(ValueError, match="3 call sets for 4 rows"):
         with_same_calls(table, calls[:3], ("policy",))
 

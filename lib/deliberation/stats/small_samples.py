@@ -77,25 +77,22 @@ def with_same_calls(
     Such rows are one observation shown twice, not two pieces of evidence: R1 at r = .6 and
     at 7 items when the budget keeps 7 items anyway, R1-rel and R1 when the labeller keeps
     every fact (a mean of the calls' outcomes is then equal by construction). The earlier row
-    is named by its ``by`` values that vary in the table. Unchanged when no row names its
-    calls."""
+    is named by its ``by`` values that differ from the row's own (R1-rel at r = .6 reads "R1",
+    at 7 items "R1, r=0.6"). Unchanged when no row names its calls."""
     if len(calls) != len(table):
         raise ValueError(f"with_same_calls: {len(calls)} call sets for {len(table)} rows")
     if all(c is None for c in calls):
         return table
-    varying = [c for c in by if table[c].astype(str).nunique() > 1] or list(by)
-    labels = [
-        ", ".join(str(v) for v in values)
-        for values in table[varying].itertuples(index=False, name=None)
-    ]
-    first: dict[frozenset, str] = {}
+    values = [tuple(str(v) for v in row) for row in table[list(by)].itertuples(index=False)]
+    first: dict[frozenset, tuple[str, ...]] = {}
     same = []
-    for label, keys in zip(labels, calls, strict=True):
+    for mine, keys in zip(values, calls, strict=True):
         if not keys:  # no call named: nothing to compare
             same.append("")
             continue
-        same.append(first.get(keys, ""))
-        first.setdefault(keys, label)
+        earlier = first.setdefault(keys, mine)
+        differ = [e for e, m in zip(earlier, mine, strict=True) if e != m]
+        same.append("" if earlier is mine else ", ".join(differ or earlier))
     out = table.copy()
     at = out.columns.get_loc("n_calls") + 1 if "n_calls" in out.columns else len(out.columns)
     out.insert(at, SAME_CALLS_COLUMN, same)

@@ -259,7 +259,7 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
     entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, and
     the clusters and distinct calls of each policy (``n_clusters``, ``n_calls``: the largest
     over its capacities; for reading, not re-analysis: the long table has the data), and
-    which entries repeat another's calls (``same_calls_as``: "7 items: R1, r=0.6"). No
+    which entries repeat another's calls (``same_calls_as``: "7 items: r=0.6"). No
     interval from fewer than ``min_clusters`` clusters (:func:`withhold_inference`)."""
     if "n_clusters" in table:
         table = withhold_inference(table, min_clusters)
@@ -288,7 +288,7 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
     counts = [c for c in ("n_clusters", "n_calls") if c in cells]
     if counts:
         wide = wide.join(cells.groupby("policy")[counts].max().loc[policies])
-    if SAME_CALLS_COLUMN in cells:  # "7 items: R1, r=0.6": the entry repeats those calls
+    if SAME_CALLS_COLUMN in cells:  # "7 items: r=0.6": the entry repeats those calls
         notes: dict[object, list[str]] = {policy: [] for policy in policies}
         for policy, capacity, same in zip(
             cells["policy"], cells["capacity"], cells[SAME_CALLS_COLUMN], strict=True

@@ -217,9 +217,9 @@ def cell_accuracy(
 
 def cell_matrix(cells: pd.DataFrame) -> pd.DataFrame:
     """The cell table as policies x variants (accuracy, %), with each policy's templates
-    (``n_clusters``), its cells' distinct calls, summed over the cells (``n_calls``), and the
-    policy whose calls a row repeats (``same_calls_as``: "R1 (every cell)" when each of its
-    cells is that policy's cell read from the very same calls; else the cells that are)."""
+    (``n_clusters``), its cells' distinct calls, summed over the cells (``n_calls``), and what
+    a row repeats (``same_calls_as``: "R1 (every cell)" when each of its cells is R1's cell
+    read from the very same calls; else the cells that repeat another's calls, and whose)."""
     wide = cells.pivot(index="policy", columns="variant", values="accuracy")
     order = list(dict.fromkeys(cells["policy"]))
     wide = wide.loc[order, [v for v in VARIANT_ORDER if v in wide.columns]]
@@ -232,16 +232,12 @@ def cell_matrix(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _same_policy(cells: pd.DataFrame) -> str:
-    """One policy's cells' ``same_calls_as`` ("R1, SP-DP-IP", ...) said once for the row."""
+    """One policy's cells' ``same_calls_as`` said once for its row: "R1 (every cell)" when
+    every cell repeats R1's calls in that cell, else "<cell>: <what it repeats>" per cell."""
     same = [s if isinstance(s, str) else "" for s in cells[SAME_CALLS_COLUMN]]
     named = [(v, s) for v, s in zip(cells["variant"], same, strict=True) if s]
-    policies = {s.removesuffix(f", {v}") for v, s in named}
-    if (
-        len(named) == len(cells)
-        and len(policies) == 1
-        and all(s.endswith(f", {v}") for v, s in named)
-    ):
-        return f"{policies.pop()} (every cell)"
+    if len(named) == len(cells) and len({s for _, s in named}) == 1:
+        return f"{named[0][1]} (every cell)"
     return "; ".join(f"{v}: {s}" for v, s in named)
 
 
