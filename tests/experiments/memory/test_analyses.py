@@ -436,6 +436,11 @@ def test_accuracy_matrix_lays_policies_against_capacities():
     assert few.loc["R1", "r=0.4"] == "50.0 (n = 2 clusters)"
     assert few.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
     assert few.loc["empty", "reference"] == "33.3 (n = 1 cluster)"
+    # above the floor without an interval, the row's own reason, shortened
+    agreed = table.assign(n_clusters=4, low=[np.nan, 50.0, 20.0], high=[np.nan, 75.0, 45.0])
+    agreed["interval"] = ["the 4 clusters agree exactly: no variation to test against", "", ""]
+    wide = accuracy.accuracy_matrix(agreed).set_index("policy")
+    assert wide.loc["R1", "r=0.4"] == "50.0 (the 4 clusters agree exactly)"
 
 
 def test_accuracy_figure_draws_budgets_and_references_only():

@@ -256,7 +256,8 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
 
 def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
-    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, and
+    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, or the
+    accuracy with the row's own reason for no interval ("the 4 clusters agree exactly"), and
     the clusters and distinct calls of each policy (``n_clusters``, ``n_calls``: the largest
     over its capacities; for reading, not re-analysis: the long table has the data), and
     which entries repeat another's calls (``same_calls_as``: "7 items: r=0.6"). No
@@ -265,19 +266,22 @@ def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) ->
         table = withhold_inference(table, min_clusters)
 
     clusters = table["n_clusters"] if "n_clusters" in table else [None] * len(table)
+    notes = table["interval"] if "interval" in table else [""] * len(table)
 
-    def entry(a: float, lo: float, hi: float, n: object) -> str:
+    def entry(a: float, lo: float, hi: float, n: object, note: object) -> str:
         if pd.notna(lo) and pd.notna(hi):
             return f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
-        if n is None or pd.isna(n) or int(n) >= min_clusters:
-            return f"{a:.1f}"
-        return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+        if n is not None and pd.notna(n) and int(n) < min_clusters:
+            return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+        if isinstance(note, str) and note:  # e.g. "the 4 clusters agree exactly"
+            return f"{a:.1f} ({note.split(':')[0]})"
+        return f"{a:.1f}"
 
     cells = table.assign(
         entry=[
-            entry(a, lo, hi, n)
-            for a, lo, hi, n in zip(
-                table["accuracy"], table["low"], table["high"], clusters, strict=True
+            entry(*values)
+            for values in zip(
+                table["accuracy"], table["low"], table["high"], clusters, notes, strict=True
             )
         ]
     )
