@@ -66,10 +66,6 @@ class ClusterEstimate:
     note: str = ""  # why there is no inference ("" when there is)
     paper: BootstrapResult | None = None  # the papers' percentile bootstrap, where it has its floor
 
-    @property
-    def inferential(self) -> bool:
-        return not self.note
-
     def as_row(self, scale: float = 1.0) -> dict[str, object]:
         """One table row; ``scale=100`` reports proportions as percentage points."""
         return {
