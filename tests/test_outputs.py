@@ -113,6 +113,7 @@ def test_markdown_tables_escape_pipes_render_every_cell_and_round_numbers():
             "measure": ["labelled relevant | support", "(R1 - B4 | decoy shared) - (...)"],
             "estimate": [62.916666666667, 0.000123456789],
             "p_holm": [0.5, float("nan")],
+            "n_clusters": [60, 60],
         }
     )
     files = write_table(
@@ -121,7 +122,7 @@ def test_markdown_tables_escape_pipes_render_every_cell_and_round_numbers():
     )  # fmt: skip
     text = files["md"].read_text()
     rows = _rendered_rows(text)
-    assert [len(r) for r in rows] == [3, 3, 3]  # header + 2 rows, no cell split at a "|"
+    assert [len(r) for r in rows] == [4, 4, 4]  # header + 2 rows, no cell split at a "|"
     assert rows[1][0] == "labelled relevant | support"
     assert rows[2][2] == "" and "nan" not in text  # a missing value is blank
     assert "62.92" in text and "62.9166" not in text and "0.0001235" in text

@@ -11,6 +11,7 @@ from matplotlib.container import ErrorbarContainer
 from deliberation.experiments.memory.analyses import figures
 from deliberation.experiments.natural import report
 from deliberation.publish.plots import chance_level, interval_errors
+from deliberation.stats.small_samples import MIN_CLUSTERS
 
 
 def _drawn_bars(ax) -> int:
@@ -109,7 +110,7 @@ def test_tag_effects_withhold_every_effects_interval_below_the_minimum():
     # Every bar withheld: one note for the axes, not a label on each bar; the figure counts
     # them, and the caption sentence says there are no error bars.
     assert _drawn_bars(ax) == 0
-    assert _texts(ax) == ["no intervals: n = 2 clusters each, fewer than 5"]
+    assert _texts(ax) == [f"no intervals: n = 2 clusters each, fewer than {MIN_CLUSTERS}"]
     assert (fig.intervals.drawn, fig.intervals.withheld) == (0, 4)
     assert fig.intervals.sentence("95% intervals").startswith("No error bars")
     wide = figures.tag_effects(table.assign(n_clusters=6), "t")
@@ -135,7 +136,7 @@ def test_natural_measures_withhold_one_template_bars_and_draw_chance():
     fig = report.plot_measures(table, ["decision: transcript", "decision: empty"], "t")
     ax = fig.axes[0]
     assert _drawn_bars(ax) == 0
-    assert _texts(ax) == ["no intervals: n = 1 cluster each, fewer than 5"]
+    assert _texts(ax) == [f"no intervals: n = 1 cluster each, fewer than {MIN_CLUSTERS}"]
     assert _chance_lines(ax) == pytest.approx([100 / 3])
     assert chance_level(table.drop(columns="chance")) is None
 
@@ -173,7 +174,7 @@ def test_the_natural_accuracy_table_counts_calls_and_carries_chance():
 
 def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     from deliberation.experiments.dhd import report as dhd
-    from deliberation.stats.small_samples import withhold_small_intervals
+    from deliberation.stats.small_samples import withhold_inference
 
     shares = pd.DataFrame(
         {
@@ -181,8 +182,8 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
             "benchmark": ["omnimath", "omnimath"],
             "proposal": ["wrong", "correct"],
             "helpful_share": [0.5, 0.8],
-            "bootstrap_low": [0.2, 0.6],
-            "bootstrap_high": [0.7, 0.9],
+            "cluster_low": [0.2, 0.6],
+            "cluster_high": [0.7, 0.9],
             "wilson_low": [0.3, 0.5],
             "wilson_high": [0.7, 0.95],
             "n_clusters": [2, 8],
@@ -190,10 +191,10 @@ def test_dhd_flip_shares_from_two_problems_get_no_bar_but_their_n():
     )
     ax = dhd.plot_flip_shares(shares, "t").axes[0]
     assert _drawn_bars(ax) == 1 and _texts(ax) == ["n = 2 clusters"]
-    # The table writer withholds both of its intervals there (bootstrap and Wilson).
-    written = withhold_small_intervals(shares)
-    assert written.loc[0, ["bootstrap_low", "wilson_high"]].isna().all()
-    assert written.loc[1, "bootstrap_low"] == 0.6
+    # The table writer withholds both of its intervals there (cluster t and Wilson).
+    written = withhold_inference(shares)
+    assert written.loc[0, ["cluster_low", "wilson_high"]].isna().all()
+    assert written.loc[1, "cluster_low"] == 0.6
 
 
 def test_natural_policy_contrasts_count_the_calls_both_policies_read():

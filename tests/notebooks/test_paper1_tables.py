@@ -11,7 +11,6 @@ import pandas as pd
 
 from deliberation.profiles.profile import load_profile
 from deliberation.stats import preregistered_tests
-from deliberation.stats.small_samples import withhold_small_intervals
 
 
 def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(in_smoke_build):
@@ -24,13 +23,13 @@ def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(in_smoke_buil
     recomputed = preregistered_tests(
         main[main["budget"] == 0.6],
         fixed_count_frame=main[main["item_limit"] == 7],
-        n_resamples=int(published["n_resamples"].iloc[0]),
+        sensitivity_cluster="domain",
+        n_resamples=load_profile("smoke").experiments.crossprofile.n_resamples,
         seed=0,
     ).table(scale=100)
-    # As the table writer publishes it: no interval from fewer than the profile's minimum.
-    recomputed = withhold_small_intervals(recomputed, load_profile("smoke").min_interval_clusters)
 
     primary = published[~published["test"].str.contains("pooled")].reset_index(drop=True)
+    recomputed = recomputed.reset_index(drop=True)
     assert list(primary["test"]) == list(recomputed["test"])
     assert set(published["test"]) >= {"H1", "H2", "H3", "H1 vs Random", "H1 (fixed item count)"}
     assert {"H2, budgets pooled", "H3, budgets pooled"} <= set(published["test"])
@@ -42,3 +41,14 @@ def test_h1_h3_table_is_recomputed_exactly_from_the_published_rows(in_smoke_buil
     sidecar = json.loads((tables / "03_h1_h3.provenance.json").read_text())
     assert sidecar["synthetic"] and "synthetic (sim backend)" in sidecar["caption"]
     assert "H1-H3 at r=0.6" in sidecar["caption"] and "0.4/0.6/0.8 pooled" in sidecar["caption"]
+
+
+def test_no_table_of_the_smoke_build_shows_inference_below_the_floor(in_smoke_build):
+    """The scan of every table the smoke build writes (one template or problem a cell here:
+    every interval, p-value and test withheld, the estimate and counts kept)."""
+    from deliberation.stats.small_samples import scan_tables
+
+    assert in_smoke_build["result"].ok, in_smoke_build["text"]
+    tables = Path(in_smoke_build["env"]["DELIBERATION_OUTPUT_ROOT"]) / "tables" / "smoke"
+    assert len(list(tables.glob("*.csv"))) > 30
+    assert scan_tables(tables) == {}

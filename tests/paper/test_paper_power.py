@@ -10,6 +10,7 @@ from deliberation.benchmarks.hiddenbench import tasks as hiddenbench
 from deliberation.paper.power import cluster_banks, default_effects
 from deliberation.profiles.profile import load_profile
 from deliberation.stats.power import designs, power_table
+from deliberation.stats.small_samples import MIN_CLUSTERS
 
 HB = "HiddenBench R1 - B3"
 
@@ -108,10 +109,11 @@ def test_the_summary_counts_what_reaches_the_target_and_names_the_rest_lowest_fi
     ]
     text = power_summary(rows)
     assert text.startswith(
-        "At this grid 1 of the 4 tests reach 80% power (1 run at fewer than 5 clusters"
+        f"At this grid 1 of the 4 tests reach 80% power (1 run at fewer than {MIN_CLUSTERS}"
+        " clusters, where the notebooks show no test"
     )
     assert "lowest first: DHD helpful share - 50% 0.14, H3 0.37, H1 1.00." in text
-    assert "At fewer than 5 clusters (H1) the cluster bootstrap" in text
+    assert f"Below the floor of {MIN_CLUSTERS} clusters (H1) no interval or test" in text
     assert "H3 (80 templates, 20 short)" in text
 
 

@@ -16,13 +16,18 @@ def row(name: str, kind: str, bank: int | None) -> PowerRow:
 
 
 def test_each_test_gets_a_panel_that_says_where_its_variance_comes_from():
-    rows = [row("H3", "sim", 60), row("HiddenBench R1 - B3", "published", None)]
+    rows = [
+        row("H3", "sim", 60),
+        row("HiddenBench R1 - B3", "published", None),
+        row("H2", "paper", 60),  # the SD paper 1's H3 interval implies
+    ]
     fig = power_curves_figure(rows, title="the profile's power [synthetic (sim backend)]")
     try:
         assert fig._suptitle.get_text() == "the profile's power [synthetic (sim backend)]"
         visible = [ax for ax in fig.axes if ax.get_visible()]
-        assert len(visible) == 2
-        h3, hb = (ax.get_title() for ax in visible)
+        assert len(visible) == 3
+        h3, hb, h2 = (ax.get_title() for ax in visible)
+        assert "H2" in h2 and "paper 1's H3 interval" in h2 and "synthetic" not in h2
         assert "H3" in h3 and "synthetic (sim backend)" in h3
         assert "HiddenBench" in hb and "synthetic" not in hb and "profile's rows" in hb
         assert [tuple(line.get_xdata()) for line in visible[0].lines][0] == (5, 20, 80)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from deliberation.stats.position_bias import position_bias_table, position_summary
-from deliberation.stats.small_samples import calls_note, distinct_calls
+from deliberation.stats.small_samples import calls_note, distinct_calls, interval_note
 
 
 def _rows(positions_by_template: dict[str, list[int | None]], policy: str = "R1") -> pd.DataFrame:
@@ -50,11 +50,9 @@ def test_pooled_row_first_then_one_per_group():
     table = position_bias_table(rows, by=["policy"], n_resamples=500)
     assert table["policy"].tolist() == ["all", "R1", "B4"]
     assert table["first listed %"].tolist() == pytest.approx([50.0, 100.0, 0.0])
-    # Every template of R1 chose the first position: the bootstrap cannot move off 100.
-    assert table.loc[1, ["low", "high"]].tolist() == pytest.approx([100.0, 100.0])
-    assert table.loc[0, "low"] == pytest.approx(50.0) and table.loc[0, "high"] == pytest.approx(
-        50.0
-    )
+    # Every template of R1 chose the first position: the clusters agree exactly, no interval.
+    assert table.loc[[0, 1], ["low", "high"]].isna().all().all()
+    assert "agree exactly" in table.loc[1, "interval"]
 
 
 def test_the_interval_resamples_templates_and_is_withheld_below_the_minimum():
@@ -64,7 +62,7 @@ def test_the_interval_resamples_templates_and_is_withheld_below_the_minimum():
     assert row["low"] < row["first listed %"] < row["high"]
     few = position_bias_table(varied[varied["template"].isin(["t1", "t2"])], n_resamples=200)
     assert np.isnan(few.loc[0, "low"]) and np.isnan(few.loc[0, "high"])
-    assert few.loc[0, "interval"] == "n = 2 clusters, no interval"
+    assert few.loc[0, "interval"] == interval_note(2)
     assert few.loc[0, "first listed %"] == pytest.approx(30.0)  # (1 + 2) of 10
 
 

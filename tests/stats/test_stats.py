@@ -75,7 +75,8 @@ def test_h1_to_h3_recover_the_planted_effects_in_one_call():
     h1, h2, h3 = (tests.primary[h] for h in ("H1", "H2", "H3"))
     for name, result in tests.primary.items():
         assert result.low <= truth[name] <= result.high, name
-        assert result.n_clusters == 60 and result.n_resamples == 10_000
+        assert result.n_clusters == 60 and result.df == 59
+        assert result.paper is not None and result.paper.n_resamples == 10_000
     assert tests.p_holm["H1"] < 0.001 and tests.p_holm["H3"] < 0.05
     assert tests.p_holm["H2"] > 0.05
     assert h1.low > 0 and h3.low > 0 and h2.low < 0 < h2.high

@@ -145,8 +145,19 @@ def test_preregistered_tests_compute_h1_h3_and_holm_in_one_call():
     assert tests.primary["H1"].estimate == pytest.approx((1 - 0) - (0 - 1))
     assert tests.primary["H2"].estimate == pytest.approx(means["R1"] - means["Random"])
     assert tests.primary["H3"].estimate == pytest.approx(1.0 - 0.5)
-    raw = [tests.primary[h].p_value for h in ("H1", "H2", "H3")]
-    assert list(tests.p_holm.values()) == pytest.approx(holm(raw).tolist())
+    # the three templates repeat one pattern: no variation between clusters, so no test
+    assert all(np.isnan(tests.primary[h].p_value) for h in ("H1", "H2", "H3"))
+    assert all(np.isnan(p) for p in tests.p_holm.values())
+    varied = frame.assign(correct=np.where(
+        (frame["template"] == "T1") & (frame["policy"] == "Random") & (frame["support"] == "shared"),
+        0, frame["correct"],
+    ))  # fmt: skip
+    tested = preregistered_tests(varied, n_resamples=400, seed=1)
+    raw = [tested.primary[h].p_value for h in ("H1", "H2", "H3")]
+    adjusted = holm([1.0 if np.isnan(p) else p for p in raw])  # untested: p = 1 in the family
+    assert tested.p_holm["H2"] == pytest.approx(adjusted[1])
+    assert np.isnan(tested.p_holm["H1"])
+    assert np.isfinite(raw[1]) and np.isnan(raw[0])  # H2 varies between templates; H1 not
     # H1 against Random: (1 - 1/2) - (0 - 1/2) = 1
     assert tests.secondary["H1 vs Random"].estimate == pytest.approx(1.0)
     table = tests.table(scale=100)
@@ -154,7 +165,7 @@ def test_preregistered_tests_compute_h1_h3_and_holm_in_one_call():
     assert table.loc[0, "estimate"] == pytest.approx(200.0)
     assert np.isnan(table.loc[3, "p_holm"])  # secondary tests are outside the Holm family
     alone = interaction_contrast(frame, n_resamples=400, seed=1)
-    np.testing.assert_array_equal(tests.primary["H1"].distribution, alone.distribution)
+    assert alone.estimate == pytest.approx(tests.primary["H1"].estimate)
 
 
 def test_preregistered_tests_accept_other_labels_and_a_fixed_count_control():

@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from deliberation.stats.small_samples import MIN_CLUSTERS as FLOOR
+
 logger = logging.getLogger(__name__)
 
 # Which reported model is "closest" to a profile: the first key its model name contains.
@@ -44,6 +46,10 @@ def default_effects(
     for design in designs():
         if design.name in overrides:
             effects[design.name] = (overrides[design.name], "--effect")
+            continue
+        if design.headline is None and design.reported_effect is not None:
+            value, source = design.reported_effect
+            effects[design.name] = (abs(value), source)
             continue
         if design.headline is None:
             effects[design.name] = (
@@ -131,6 +137,7 @@ def power_frame(rows: Sequence, costs: Sequence[tuple[int | None, str]]):
                 "recommended": recommended,
                 "calls": calls,
                 "cost": cost,
+                "assumptions": f"effect: {row.effect_source}; SD: {row.spread_source}",
             }
         )
     return pd.DataFrame(records, columns=CSV_COLUMNS)
@@ -177,7 +184,7 @@ def run_power(
     none; ``compact``: without the per-test sources (``deliberation plan`` prints it so)."""
     from deliberation.io.paths import output_root
     from deliberation.profiles.profile import load_profile
-    from deliberation.stats.power import power_table
+    from deliberation.stats.power import MIN_CLUSTERS_TO_ESTIMATE, power_table
 
     profile = load_profile(profile_name) if isinstance(profile_name, str) else profile_name
     chosen = default_effects(profile.model or profile.name, effects)
@@ -222,12 +229,12 @@ def run_power(
             f"- {row.design.name}: {row.effect_points:.2f} points from {row.effect_source};"
             f" at {row.n} {row.design.dimension}; SDs {row.spread_source}"
         )
-    few = [r.design.name for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
+    few = [r.design.name for r in rows if 0 < r.n < FLOOR and r.design.kind == "cluster t"]
     if few:
         lines.append(
-            "fewer than 5 clusters at this grid (" + ", ".join(few) + "): there the cluster"
-            " bootstrap rejects a true null far more often than alpha, so a high power is not"
-            " evidence; recommendations start at 5"
+            f"fewer than {FLOOR} clusters at this grid (" + ", ".join(few) + "): there the"
+            " notebooks show no test at all (the measured floor), so no power; recommendations"
+            f" start at {FLOOR}"
         )
     short = [r for r in rows if r.bank_short]
     benchmark = {"templates": "CrossProfile has", "tasks": "HiddenBench has"}
@@ -240,8 +247,9 @@ def run_power(
         )
     if any(r.spread_kind == "sim" for r in rows):
         lines.append(
-            f"variance components from the sim's rows ({sim}: synthetic (sim backend)) where"
-            " the profile has no published rows with 5 or more clusters"
+            "variance components from the sim's rows (tables/sim: synthetic (sim backend))"
+            " where the profile has no published rows with"
+            f" {MIN_CLUSTERS_TO_ESTIMATE} or more clusters"
         )
     if any(r.design.dimension == "tasks" and not r.n for r in rows):
         lines.extend(missing)
@@ -255,6 +263,7 @@ def run_power(
 # The sizes every curve of the report is simulated at (besides the search's own).
 CURVE_SIZES = (5, 10, 20, 40, 80, 160, 320)
 SPREAD_KINDS = {
+    "paper": "variance: paper 1's H3 interval",
     "published": "variance: the profile's rows",
     "sim": "variance: sim rows [synthetic (sim backend)]",
     "assumed": "variance: assumed SDs",
@@ -308,18 +317,18 @@ def docs_markers(profile: str) -> tuple[str, str]:
 
 def power_summary(rows: Sequence, target: float = 0.8) -> str:
     """The numbers a reader of the table asks for, as a sentence: how many tests reach the
-    target at this grid, the power of the others (lowest first), which rows run at fewer than 5
-    clusters (their power is no evidence, so they never count as reaching the target) and which
+    target at this grid, the power of the others (lowest first), which rows run below the
+    cluster floor (no test is shown there, so they never count as reaching the target) and which
     need more clusters than the bank has."""
-    few = [r for r in rows if 0 < r.n < 5 and r.design.kind == "bootstrap"]
+    few = [r for r in rows if 0 < r.n < FLOOR and r.design.kind == "cluster t"]
     known = [r for r in rows if r.power == r.power]  # not NaN
     reached = [r for r in known if r.power >= target and r not in few]
     others = sorted((r for r in known if r not in reached), key=lambda r: r.power)
     text = f"At this grid {len(reached)} of the {len(known)} tests reach {target:.0%} power"
     if few:
         text += (
-            f" ({len(few)} run at fewer than 5 clusters and count as not reaching it, whatever"
-            " their stated power)"
+            f" ({len(few)} run at fewer than {FLOOR} clusters, where the notebooks show no test,"
+            " and count as not reaching it)"
         )
     if others:
         listed = ", ".join(f"{r.design.name} {r.power:.2f}" for r in others)
@@ -327,9 +336,8 @@ def power_summary(rows: Sequence, target: float = 0.8) -> str:
     text += "."
     if few:
         text += (
-            f" At fewer than 5 clusters ({', '.join(r.design.name for r in few)}) the cluster"
-            " bootstrap rejects a true null far more often than alpha, so the power stated there"
-            " is inflated by false positives and is no evidence."
+            f" Below the floor of {FLOOR} clusters ({', '.join(r.design.name for r in few)}) no"
+            " interval or test is shown, so no power either."
         )
     short = [r for r in rows if r.bank_short]
     if short:

@@ -152,9 +152,6 @@ class Profile(Strict):
     revision: str = ""
     seed: int = 0
     smoke: bool = False
-    min_interval_clusters: int = Field(
-        5, ge=1, description="no interval in a table from fewer clusters (templates, problems)"
-    )
     sampling: Sampling = Sampling()
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
@@ -252,6 +249,13 @@ class Profile(Strict):
                 " (it names output folders)"
             )
         return value
+
+    @property
+    def min_interval_clusters(self) -> int:
+        """The cluster floor: measured, not a setting (deliberation.stats.small_samples)."""
+        from deliberation.stats.small_samples import MIN_CLUSTERS
+
+        return MIN_CLUSTERS
 
     @property
     def synthetic(self) -> bool:

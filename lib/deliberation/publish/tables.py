@@ -25,7 +25,7 @@ from deliberation.publish.provenance import (
     output_label,
     write_output_set,
 )
-from deliberation.stats.small_samples import withhold_small_intervals
+from deliberation.stats.small_samples import MIN_CLUSTERS, inference_leaks
 
 DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
 ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
@@ -72,9 +72,12 @@ def write_table(
     ``markdown`` and ``latex`` default to True, except for a name ending in ``_rows`` (the rows
     a notebook analysed, which are data to re-analyse, not a table to read): CSV alone, and
     asking for Markdown or LaTeX of one is an error. ``float_format`` is the CSV's precision;
-    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`. A row whose interval rests on fewer
-    clusters than the profile's ``min_interval_clusters`` (5) is written without one, saying so
-    (:func:`~deliberation.stats.small_samples.withhold_small_intervals`).
+    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`. The frame is written as given: the
+    analyses withhold inference below the cluster floor where they compute it
+    (:func:`~deliberation.stats.small_samples.withhold_inference`), so what a notebook shows is
+    what is written; a table that still shows an interval, p-value, test or standard error
+    below the floor, or inference without ``n_clusters``, is refused with a ValueError
+    (:func:`~deliberation.stats.small_samples.inference_leaks`), nothing written.
 
     ``uses_model=False`` is for tables that describe a benchmark and involve no model call
     (the same under every profile); their sidecar says so instead of naming a model.
@@ -88,7 +91,10 @@ def write_table(
         )
     markdown = not is_rows if markdown is None else markdown
     latex = not is_rows if latex is None else latex
-    frame = withhold_small_intervals(frame, profile.min_interval_clusters)
+    leaks = [] if is_rows else inference_leaks(frame, MIN_CLUSTERS)
+    if leaks:
+        shown = "; ".join(leaks[:3]) + (f" (and {len(leaks) - 3} more)" if len(leaks) > 3 else "")
+        raise ValueError(f"table {name!r} shows inference below the cluster floor: {shown}")
     stem = table_dir(profile) / name
     full_caption = label_caption(caption, profile, uses_model=uses_model, source=source)
     if SOURCE_COLUMN in frame.columns:

@@ -192,7 +192,7 @@ class OurCell:
     low: float | None = None
     high: float | None = None
     missing: str = ""  # "no table", "no row ...", ...
-    note: str = ""  # why the table gives no interval ("n = 1 cluster, no interval")
+    note: str = ""  # why the table gives no interval ("n = 1 cluster, fewer than 3: ...")
 
     def text(self) -> str:
         if self.missing:
@@ -293,12 +293,13 @@ def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, 
         "are read from "
         "`tables/<profile>/` as `make paper` wrote them, nothing recomputed; all in points "
         "(percent, or percentage points for differences), shares (0-1) multiplied by 100; "
-        "intervals are 95% bootstrap intervals over templates, tasks or problems. A row resting "
-        f'on fewer than {MIN_CLUSTERS} of them shows its estimate with "n = k clusters, no '
-        'interval": a bootstrap over one template has width zero and over two only three '
-        "outcomes, so it is no 95% interval; one cluster is one template (or task, or problem), "
-        "and at temperature 0 its rows often repeat one model call (the tables count `n_rows` "
-        "beside `n_clusters`).",
+        "intervals are 95% cluster-robust t intervals (G - 1 degrees of freedom) over templates, "
+        f"tasks or problems. A row resting on fewer than {MIN_CLUSTERS} of them shows its "
+        "estimate with the table's reason (\"n = k clusters, fewer than "
+        f'{MIN_CLUSTERS}: estimate only"): below that measured floor the t rejects a true null '
+        "too often (docs/reading-small-samples.md); one cluster is one template (or task, or "
+        "problem), and at temperature 0 its rows often repeat one model call (the tables count "
+        "`n_calls` beside `n_rows` and `n_clusters`).",
     ]
     if any(synthetic.values()):
         notes.append(

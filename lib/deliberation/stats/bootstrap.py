@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from deliberation.stats.small_samples import distinct_calls
+from deliberation.stats.small_samples import call_column, distinct_calls
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +182,8 @@ class ClusterTable:
     counts: np.ndarray  # (K, C)
     n_rows: int | None = None  # rows in the statistic's cells
     n_calls: int | None = None  # distinct model calls behind them (small_samples.distinct_calls)
+    # the calls read by each cell (None: rows name no call); a call counts once per cell
+    cell_calls: tuple[frozenset, ...] | None = None
 
     def cell_means(self) -> np.ndarray:
         """Observed cell means, shape (C,)."""
@@ -230,13 +232,27 @@ def _cell_codes(frame: pd.DataFrame, by: tuple[str, ...], cells: tuple[CellKey, 
 def tabulate_clusters(
     frame: pd.DataFrame, statistic: CellStatistic, cluster: str = "template"
 ) -> ClusterTable:
-    """Reduce ``frame`` to per-cluster sums and counts in each cell of ``statistic``."""
+    """Reduce ``frame`` to per-cluster sums and counts in each cell of ``statistic``; rows
+    naming the same call (:func:`~deliberation.stats.small_samples.call_column`) count once
+    per cell."""
     what = f"statistic {statistic.label!r}"
     require_columns(frame, [cluster, statistic.value, *statistic.by], what)
     cell = _cell_codes(frame, statistic.by, statistic.cells)
     used = cell >= 0
     rows = frame.loc[used]
     cell = cell[used]
+    n_rows, n_calls, cell_calls = len(rows), distinct_calls(rows), None
+    column = call_column(rows)
+    if column is not None:
+        # Identical requests are one observation: a call copied into a cell (the same memory
+        # under two budgets, the empty memory in every variant) counts once there.
+        keys = rows[column].astype(object)
+        named = (keys.notna() & (keys.astype(str) != "")).to_numpy()
+        copy = named & pd.Series(list(zip(cell, keys, strict=True))).duplicated().to_numpy()
+        cell_calls = tuple(
+            frozenset(keys.to_numpy()[named & (cell == j)]) for j in range(len(statistic.cells))
+        )
+        rows, cell = rows.loc[~copy], cell[~copy]
     values = numeric_values(rows, statistic.value, what)
     if rows[cluster].isna().any():
         raise ValueError(f"{what}: column {cluster!r} (the cluster id) has missing values")
@@ -260,8 +276,9 @@ def tabulate_clusters(
         clusters=np.asarray(clusters),
         sums=sums,
         counts=counts,
-        n_rows=len(rows),
-        n_calls=distinct_calls(rows),
+        n_rows=n_rows,
+        n_calls=n_calls,
+        cell_calls=cell_calls,
     )
 
 

@@ -1,26 +1,40 @@
-"""Logistic models of correctness with cluster-robust standard errors.
+"""Logistic models of correctness with cluster-robust standard errors, counting calls.
 
 Paper 1 asks whether accuracy follows the evidence the memory kept rather than the policy that
 kept it: regress ``correct`` on net evidence lead and tone lead (both signed relative to the
 options: the correct option's score or tone minus the best competitor's), then ask whether policy
 terms add anything (likelihood-ratio test, plus a cluster-robust Wald test, which
 does not assume rows of one template are independent).
+
+Rows are not observations: identical requests are one call, so each row is weighted by one over
+the rows sharing its call (a call copied into two grid cells weighs 1 in all), and likelihoods,
+likelihood-ratio tests and standard errors count calls, not copies (``statsmodels`` GLM with
+``freq_weights``). Inference uses Student's t and F with G - 1 denominator degrees of freedom
+(``use_t``), as the cluster t of :mod:`deliberation.stats.cluster_t`. A non-significant test of
+the policy terms is absence of evidence; :func:`equivalence_p` (two one-sided tests against a
+stated odds-ratio bound) is what would show they are near zero.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from scipy import stats as sps
 
 from deliberation.stats.bootstrap import require_columns
+from deliberation.stats.small_samples import call_column
+
+# A policy term is "near zero" when its odds ratio lies within [1/bound, bound] (TOST).
+EQUIVALENCE_ODDS_RATIO = 1.5
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +53,10 @@ class LogisticFit:
 
     formula: str
     cluster: str
-    n_obs: int
+    n_obs: int  # rows
     n_clusters: int
-    result: Any  # statsmodels BinaryResultsWrapper
+    result: Any  # statsmodels GLMResultsWrapper (binomial, weighted by call)
+    n_calls: float | None = None  # the rows' weight: distinct calls (None: rows name no call)
 
     @property
     def params(self) -> pd.Series:
@@ -53,23 +68,46 @@ class LogisticFit:
 
     @property
     def converged(self) -> bool:
-        return bool(self.result.mle_retvals.get("converged", True))
+        return bool(getattr(self.result, "converged", True))
 
-    def coefficients(self, ci: float = 0.95) -> pd.DataFrame:
-        """Coefficient table: estimate, cluster-robust SE, z, p, interval, odds ratio."""
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of the cluster-robust t: clusters - 1."""
+        return max(self.n_clusters - 1, 1)
+
+    def coefficients(
+        self, ci: float = 0.95, equivalence_odds_ratio: float = EQUIVALENCE_ODDS_RATIO
+    ) -> pd.DataFrame:
+        """Coefficient table: estimate, cluster-robust SE, t (G - 1 df), p, interval, odds
+        ratio, and the equivalence p against ``equivalence_odds_ratio`` (:func:`equivalence_p`)."""
         low, high = self.result.conf_int(alpha=1 - ci).T.to_numpy()
+        params, se = self.params.to_numpy(), self.bse.to_numpy()
         return pd.DataFrame(
             {
                 "term": self.params.index,
-                "coef": self.params.to_numpy(),
-                "se": self.bse.to_numpy(),
-                "z": self.result.tvalues.to_numpy(),
+                "coef": params,
+                "se": se,
+                "t": self.result.tvalues.to_numpy(),
                 "p_value": self.result.pvalues.to_numpy(),
                 "low": low,
                 "high": high,
-                "odds_ratio": np.exp(self.params.to_numpy()),
+                "odds_ratio": np.exp(params),
+                "p_equivalence": equivalence_p(params, se, self.df, equivalence_odds_ratio),
             }
         )
+
+
+def equivalence_p(
+    coef: np.ndarray, se: np.ndarray, df: int, odds_ratio: float = EQUIVALENCE_ODDS_RATIO
+) -> np.ndarray:
+    """Two one-sided t tests (TOST) that a log odds ratio lies within +-log(``odds_ratio``):
+    the larger of the two one-sided p-values; small means "near zero" is shown, not assumed."""
+    bound = np.log(odds_ratio)
+    coef, se = np.asarray(coef, dtype=float), np.asarray(se, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = sps.t.sf((coef + bound) / se, df)
+        upper = sps.t.cdf((coef - bound) / se, df)
+    return np.maximum(lower, upper)
 
 
 def _formula_columns(frame: pd.DataFrame, formula: str) -> list[str]:
@@ -91,8 +129,10 @@ def _model_data(frame: pd.DataFrame, formulas: Sequence[str], cluster: str) -> p
     outcomes = {_outcome_column(f) for f in formulas}
     require_columns(frame, [*outcomes, cluster], f"logistic model {formulas[0]!r}")
     columns = list(dict.fromkeys([c for f in formulas for c in _formula_columns(frame, f)]))
-    data = frame[list(dict.fromkeys([*columns, cluster]))].copy()
-    for column in data.columns:
+    calls = call_column(frame)
+    keep = [*columns, cluster, *([calls] if calls else [])]
+    data = frame[list(dict.fromkeys(keep))].copy()
+    for column in [c for c in data.columns if c != calls]:
         n_missing = int(data[column].isna().sum())
         if n_missing:
             raise ValueError(
@@ -111,19 +151,38 @@ def _model_data(frame: pd.DataFrame, formulas: Sequence[str], cluster: str) -> p
     return data
 
 
+def call_weights(data: pd.DataFrame) -> np.ndarray:
+    """One over the rows sharing each row's call (1 for a row naming no call), so every
+    distinct call weighs 1 however many grid cells copied it."""
+    calls = call_column(data)
+    if calls is None:
+        return np.ones(len(data))
+    keys = data[calls].astype(object)
+    named = keys.notna() & (keys.astype(str) != "")
+    copies = keys.map(keys[named].value_counts()).fillna(1).to_numpy(dtype=float)
+    return np.where(named.to_numpy(), 1.0 / copies, 1.0)
+
+
 def _fit(data: pd.DataFrame, formula: str, cluster: str) -> LogisticFit:
     groups = pd.factorize(data[cluster])[0]
+    weights = call_weights(data)
     try:
-        model = smf.logit(formula, data)
+        model = smf.glm(formula, data, family=sm.families.Binomial(), freq_weights=weights)
     except Exception as exc:  # patsy/formulaic errors: re-raise naming the formula
         raise ValueError(f"cannot build logistic model {formula!r}: {exc}") from exc
-    result = model.fit(disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": groups})
+    with warnings.catch_warnings():
+        # statsmodels warns that freq_weights are not supported by every covariance; the
+        # cluster sandwich sums weighted scores, as expanding the copies would
+        # (tests/stats/test_stats_logistic.py checks it against the expanded rows).
+        warnings.filterwarnings("ignore", "cov_type not fully supported", Warning)
+        result = model.fit(maxiter=200, cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
     fit = LogisticFit(
         formula=formula,
         cluster=cluster,
-        n_obs=int(result.nobs),
+        n_obs=len(data),
         n_clusters=int(groups.max()) + 1,
         result=result,
+        n_calls=float(weights.sum()) if call_column(data) else None,
     )
     if not fit.converged:
         logger.warning("logistic model %r did not converge", formula)
@@ -133,8 +192,9 @@ def _fit(data: pd.DataFrame, formula: str, cluster: str) -> LogisticFit:
 def logistic_accuracy(
     frame: pd.DataFrame, formula: str = POLICY_FORMULA, cluster: str = "template"
 ) -> LogisticFit:
-    """Fit ``formula`` (patsy syntax, 0/1 outcome) by logit with standard errors clustered by
-    ``cluster``; coefficients are exactly those of ``statsmodels.formula.api.logit``."""
+    """Fit ``formula`` (patsy syntax, 0/1 outcome) by logit, each row weighted by one over the
+    copies of its call, with standard errors clustered by ``cluster`` (t with G - 1 df);
+    without copies the coefficients are exactly those of ``statsmodels.formula.api.logit``."""
     return _fit(_model_data(frame, [formula], cluster), formula, cluster)
 
 
@@ -198,7 +258,8 @@ def predicted_accuracy(
 
 @dataclass(frozen=True, eq=False)
 class LikelihoodRatioTest:
-    """Does the full model beat the nested reduced one? LR test plus cluster-robust Wald test."""
+    """Does the full model beat the nested reduced one? LR test (calls as observations) plus
+    the cluster-robust Wald F test (G - 1 denominator df)."""
 
     statistic: float
     df: int
@@ -219,9 +280,10 @@ def likelihood_ratio_test(
     """Test whether the terms in ``full`` but not ``reduced`` (by default the policy terms) add
     anything once net lead and tone lead are in; both models are fit on the same rows.
 
-    The LR statistic 2 (llf_full - llf_reduced) ~ chi2(df) treats rows as independent; the Wald
-    test of the added coefficients uses the cluster-robust covariance and is the safer reading
-    when rows of a template are correlated.
+    The LR statistic 2 (llf_full - llf_reduced) ~ chi2(df) counts each distinct call once but
+    treats calls as independent; the Wald F test of the added coefficients uses the
+    cluster-robust covariance with G - 1 denominator df and is the safer reading when calls of
+    a template are correlated.
     """
     data = _model_data(frame, [full, reduced], cluster)
     full_fit = _fit(data, full, cluster)
@@ -238,13 +300,22 @@ def likelihood_ratio_test(
     restriction = np.zeros((df, len(full_names)))
     for row, name in enumerate(added):
         restriction[row, full_names.index(name)] = 1.0
-    wald = full_fit.result.wald_test(restriction, scalar=True, use_f=False)
+    with warnings.catch_warnings():  # a singular covariance (fewer clusters than terms): NaN
+        warnings.simplefilter("ignore")
+        try:
+            wald = full_fit.result.wald_test(restriction, scalar=True, use_f=True)
+            wald_statistic, wald_p = (
+                float(np.squeeze(wald.statistic)),
+                float(np.squeeze(wald.pvalue)),
+            )
+        except (np.linalg.LinAlgError, ValueError):
+            wald_statistic = wald_p = float("nan")
     return LikelihoodRatioTest(
         statistic=float(statistic),
         df=df,
         p_value=float(sps.chi2.sf(statistic, df)),
-        wald_statistic=float(np.squeeze(wald.statistic)),
-        wald_p_value=float(np.squeeze(wald.pvalue)),
+        wald_statistic=wald_statistic,
+        wald_p_value=wald_p,
         added_terms=tuple(added),
         full=full_fit,
         reduced=reduced_fit,

@@ -4,7 +4,7 @@ A small model may answer by position rather than by content (SmolLM2-135M picked
 listed option in most CrossProfile decisions when the options kept the template's order). Where
 two conditions' keys sit in different positions, such a preference passes for an effect; so
 every profile publishes, per group of decisions, the share choosing each listed position and
-the "first listed" share with its cluster-bootstrap interval, beside chance (the mean of
+the "first listed" share with its cluster-robust t interval, beside chance (the mean of
 1 / number of options). Rows need ``answer_position`` (1 = first listed, empty when the answer
 named no single option) and ``n_options``; only decisions with a position are counted (an
 invalid answer chose no position). Rows are not observations: ``n_calls`` counts the distinct
@@ -18,8 +18,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from deliberation.stats.bootstrap import cluster_bootstrap_many, mean_of, require_columns
-from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls, withhold_small_intervals
+from deliberation.stats.bootstrap import mean_of, require_columns
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_set,
+    distinct_calls,
+    with_same_calls,
+    withhold_inference,
+)
 
 POSITION = "answer_position"
 N_OPTIONS = "n_options"
@@ -43,9 +50,12 @@ def position_bias_table(
     """One row for all decisions with a position (``by`` columns set to ``"all"``), then one
     per combination of ``by`` (in order of appearance): ``decisions``, ``n_calls``,
     ``n_options`` (the largest listing), ``position k %`` for every listed position, ``first
-    listed %`` with ``low``/``high`` (95% percentile bootstrap resampling ``cluster``; withheld
-    below ``min_clusters`` clusters), ``n_clusters`` and ``chance %`` (mean of 1/n_options).
-    Every share's denominator is the group's decisions with a position."""
+    listed %`` with ``low``/``high`` (95% cluster-robust t over ``cluster``; withheld below
+    ``min_clusters`` clusters, ``interval`` says why), ``n_clusters`` and ``chance %`` (mean of
+    1/n_options), and ``same_calls_as`` where a group's decisions are the very same calls as an
+    earlier row's. Every share's denominator is the group's decisions with a position
+    (``n_resamples`` and ``seed`` are unused since the cluster t replaced the bootstrap)."""
+    del n_resamples, seed
     by = list(by)
     require_columns(rows, [POSITION, N_OPTIONS, cluster, *by], "position_bias_table")
     positions = pd.to_numeric(rows[POSITION], errors="coerce")
@@ -71,8 +81,8 @@ def position_bias_table(
     }
     out = []
     for i, (values, part) in enumerate(groups):
-        result = cluster_bootstrap_many(
-            part, {str(i): statistics[str(i)]}, cluster, n_resamples, 0.95, seed
+        result = cluster_t_many(
+            part, {str(i): statistics[str(i)]}, cluster, min_clusters=min_clusters
         )[str(i)]
         counts = part[POSITION].value_counts()
         out.append(
@@ -88,11 +98,13 @@ def position_bias_table(
                 "first listed %": 100 * result.estimate,
                 "low": 100 * result.low,
                 "high": 100 * result.high,
+                "interval": result.note,
                 "n_clusters": result.n_clusters,
                 "chance %": 100 * float(np.mean(1 / part[N_OPTIONS])),
             }
         )
-    return withhold_small_intervals(pd.DataFrame(out), min_clusters)
+    table = withhold_inference(pd.DataFrame(out), min_clusters)
+    return with_same_calls(table, [call_set(part) for _, part in groups], by) if by else table
 
 
 def position_summary(table: pd.DataFrame) -> str:

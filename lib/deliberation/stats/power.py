@@ -1,16 +1,15 @@
 """Power of the papers' preregistered tests at a profile's grid, by simulation (a planning aid).
 
-Why simulation: the tests are cluster bootstraps, Holm families and permutation tests, whose
-power has no closed form; a formula would answer a different test. Each replicate draws a
+Why simulation: the tests are cluster-robust t tests in Holm families and permutation tests,
+whose power under clipped, unequal cells has no convenient closed form. Each replicate draws a
 synthetic experiment with the effect planted (clusters = templates, tasks or problems), runs a
 vectorised equivalent of the notebooks' analysis and records the decision:
 
-- bootstrap tests: per-cluster cell means, the percentile cluster bootstrap of the linear contrast
-  and its two-sided p-value (the formula of :func:`deliberation.stats.bootstrap_p_value`) with one
-  resample-count matrix shared by all replicates; for a balanced design the resampled contrast is
-  the weighted mean of the per-cluster contrasts, so this equals
-  :func:`deliberation.stats.cluster_bootstrap` (tests/stats/test_stats_power.py checks the
-  decisions agree); H1, H2 and H3 are Holm-adjusted together per replicate;
+- contrasts (``kind="cluster t"``): per-cluster contrasts of cell means and the two-sided p of
+  the cluster-robust t with G - 1 df (:func:`t_p_values`: for a balanced design exactly the t
+  of :func:`deliberation.stats.cluster_t.contrast_inference`, CR1 small-sample factor included;
+  tests/stats/test_stats_power.py checks it); H1, H2 and H3 are Holm-adjusted together per
+  replicate;
 - the repeated-replay test: within-problem label permutations of 0/1 outcomes are hypergeometric
   counts, so the permutation null is drawn exactly as such; Benjamini-Hochberg across problems as
   ``deliberation.experiments.dhd.labels.repeated_tests`` does.
@@ -46,7 +45,17 @@ CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
 # The most clusters that exist per dimension (the caller adds HiddenBench's task count, which
 # needs its data file); the other dimensions are generated and have no limit.
 DEFAULT_BANKS = {"templates": CROSSPROFILE_BANK}
-CSV_COLUMNS = ["test", "effect_points", "power", "mc_error", "recommended", "calls", "cost"]
+CSV_COLUMNS = [
+    "test", "effect_points", "power", "mc_error", "recommended", "calls", "cost", "assumptions",
+]  # fmt: skip
+# Paper 1 reports H3 = +8.5 [3.5, 13.6] on 60 templates (Qwen): a per-template SD of the
+# contrast of (13.6 - 3.5) / (2 x 1.96) x sqrt(60) = 20 points, binomial noise included. The
+# planner takes it for every CrossProfile difference of two policies (H2 is one too); the
+# worst case (cells at p = .5 plus the estimated or assumed SDs) is a sensitivity row.
+PAPER_TEMPLATES = 60
+PAPER_H3 = (8.5, 3.5, 13.6)
+# Paper 1: "R1 scores 64.0% versus 64.5% for Random on Qwen": H2 is -0.5 points.
+PAPER_H2 = (-0.5, "paper 1: R1 64.0% vs Random 64.5% (Qwen)")
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,9 @@ class Design:
     cluster_column: str = "template"
     family: str | None = None  # tests Holm-adjusted together
     null_value: float = 0.0  # the share a one-arm test is against (helpful share: 0.5)
-    kind: str = "bootstrap"  # or "permutation"
+    kind: str = "cluster t"  # or "permutation"
     assumed_effect: float | None = None  # points, when the papers report none
+    reported_effect: tuple[float, str] | None = None  # the papers' number outside the headlines
     # an interaction of two differences ((a - b | x) - (a - b | y)): the statistic is twice the
     # difference of the + and - cell means, so each cell carries a quarter of the effect
     interaction: bool = False
@@ -83,7 +93,19 @@ def designs() -> list[Design]:
         Design("H1", 1, "h1_r1_minus_b4", "templates", 8, 8, 1, "03", family="H1-H3", **h1),
         Design("H1 vs Random", 1, "h1_r1_minus_random", "templates", 8, 8, 1, "03", **h1),
         Design("H1 at 7 items", 1, "h1_fixed_seven_items", "templates", 8, 8, 1, "03", **h1),
-        Design("H2", 1, None, "templates", 8, 8, 1, "03", family="H1-H3", assumed_effect=10, **cp),
+        Design(
+            "H2",
+            1,
+            None,
+            "templates",
+            8,
+            8,
+            1,
+            "03",
+            family="H1-H3",
+            reported_effect=PAPER_H2,
+            **cp,
+        ),  # fmt: skip
         Design("H3", 1, "h3_r1rel_minus_r1", "templates", 8, 8, 1, "03", family="H1-H3", **cp),
         Design(
             "tags: remove - keep (classic cell)",
@@ -187,7 +209,8 @@ class Spread:
     level: float
     contrast: float
     source: str  # "tables/<profile>/<file> (k clusters)" or "assumed (no published rows)"
-    kind: str = "assumed"  # "published" (the profile's rows), "sim" (the sim's rows), "assumed"
+    kind: str = "assumed"  # "paper" (its interval), "published", "sim" (their rows), "assumed"
+    total: float | None = None  # per-cluster SD of the contrast, binomial noise included
 
 
 def estimate_spread(rows: pd.DataFrame, cluster: str, value: str = "correct") -> Spread | None:
@@ -205,7 +228,34 @@ def estimate_spread(rows: pd.DataFrame, cluster: str, value: str = "correct") ->
     return Spread(level, level, f"{len(grouped)} clusters")
 
 
-def spread_for(design: Design, tables: Path | None, sim_tables: Path | None = None) -> Spread:
+def paper_spread() -> Spread:
+    """The per-template SD of a CrossProfile policy contrast implied by paper 1's H3 interval."""
+    value, low, high = PAPER_H3
+    total = (high - low) / (2 * 1.959964) * math.sqrt(PAPER_TEMPLATES) / 100
+    source = (
+        f"paper 1's H3 interval {value:+g} [{low:g}, {high:g}] on {PAPER_TEMPLATES} templates:"
+        f" per-template SD {total:.2f}"
+    )
+    return Spread(total, total, source, kind="paper", total=total)
+
+
+def spread_for(
+    design: Design,
+    tables: Path | None,
+    sim_tables: Path | None = None,
+    *,
+    worst_case: bool = False,
+) -> Spread:
+    """The papers' interval for a CrossProfile difference of two policies (not the interactions,
+    whose SD the papers' H1 interval would give, nor the tag tests), unless ``worst_case``;
+    else the rows' or the assumed SDs at p = .5 (below)."""
+    paper = design.dimension == "templates" and design.family == "H1-H3"
+    if paper and not worst_case and not design.interaction:
+        return paper_spread()
+    return _row_spread(design, tables, sim_tables)
+
+
+def _row_spread(design: Design, tables: Path | None, sim_tables: Path | None = None) -> Spread:
     """The design's SDs from the profile's published rows when they allow it, else from the
     sim's rows (``tables/sim``, synthetic), else assumed; the source says which."""
     tried = []
@@ -222,8 +272,11 @@ def spread_for(design: Design, tables: Path | None, sim_tables: Path | None = No
         found = estimate_spread(rows, design.cluster_column)
         if found is not None:
             label = " [synthetic (sim backend)]" if kind == "sim" else ""
-            return replace(found, source=f"{path} ({found.source}){label}", kind=kind)
-        tried.append(f"{path} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters")
+            shown = "/".join(path.parts[-3:])  # tables/<profile>/<file>, not this machine's path
+            return replace(found, source=f"{shown} ({found.source}){label}", kind=kind)
+        tried.append(
+            f"{'/'.join(path.parts[-3:])} has fewer than {MIN_CLUSTERS_TO_ESTIMATE} clusters"
+        )
     why = "; ".join(tried) or ("no published rows" if design.rows_file else "no rows file")
     return Spread(ASSUMED_SD["level"], ASSUMED_SD["contrast"], f"assumed: {why}")
 
@@ -252,23 +305,25 @@ def bh_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def bootstrap_p_values(per_cluster: np.ndarray, counts: np.ndarray, null: float) -> np.ndarray:
-    """Two-sided cluster-bootstrap p-values of the mean of ``per_cluster`` (replicates x
-    clusters) for the resample counts ``counts`` (resamples x clusters): the formula of
-    :func:`deliberation.stats.bootstrap_p_value` applied to every replicate at once."""
-    k = per_cluster.shape[1]
-    resampled = per_cluster @ counts.T / k  # (replicates, resamples)
-    distance = resampled - null
-    below = (distance <= 1e-9).sum(axis=1)
-    above = (distance >= -1e-9).sum(axis=1)
-    r = counts.shape[0]
-    return np.minimum(1.0, 2 * np.minimum(1 + below, 1 + above) / (1 + r))
+def t_p_values(per_cluster: np.ndarray, null: float = 0.0, *, cells: int = 1, rows: int = 1):
+    """Two-sided p of the cluster-robust t (G - 1 df) of the mean of ``per_cluster``
+    (replicates x clusters), for a balanced design of ``cells`` cells with ``rows`` rows each
+    per cluster: the one-sample t of the per-cluster contrasts with CR1's small-sample factor
+    (N - 1) / (N - C) on the variance (N = G x cells x rows), which is exactly the t of
+    :func:`deliberation.stats.cluster_t.contrast_inference`; no variation (SE 0) or fewer than
+    2 clusters gives p = 1."""
+    from scipy import stats as sps
 
-
-def resample_counts(rng: np.random.Generator, n_resamples: int, k: int) -> np.ndarray:
-    """Cluster multiplicities of ``n_resamples`` bootstrap resamples (as the bootstrap draws)."""
-    draws = rng.integers(0, k, size=(n_resamples, k))
-    return np.stack([np.bincount(row, minlength=k) for row in draws]).astype(float)
+    g = per_cluster.shape[1]
+    if g < 2:
+        return np.ones(per_cluster.shape[0])
+    n = g * cells * rows
+    factor = (n - 1) / (n - cells) if n > cells else 1.0
+    se = per_cluster.std(axis=1, ddof=1) / math.sqrt(g) * math.sqrt(factor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (per_cluster.mean(axis=1) - null) / se
+    p = 2 * sps.t.sf(np.abs(t), g - 1)
+    return np.where(se > 1e-12, p, 1.0)
 
 
 def simulate_cluster_contrasts(
@@ -282,6 +337,8 @@ def simulate_cluster_contrasts(
 ) -> np.ndarray:
     """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted."""
     m = rows_per_cell or design.rows_per_cell
+    if spread.total is not None:  # the per-cluster contrast as the papers' interval implies
+        return effect + rng.normal(0.0, spread.total, size=(replicates, n))
     level = rng.normal(0.0, spread.level, size=(replicates, n, 1))
     if design.cells_negative == 0:  # a share against its null value
         p = np.clip(design.null_value + effect + level, 0, 1)
@@ -351,16 +408,16 @@ def estimate_power(
         return PowerEstimate(
             float(shares.mean()), float(shares.std(ddof=1) / math.sqrt(replicates))
         )
-    counts = resample_counts(rng, n_resamples, n)
-    contrasts = simulate_cluster_contrasts(design, effect, n, spread, replicates, rng)
-    p = bootstrap_p_values(contrasts, counts, 0.0)
+    del n_resamples  # the cluster t draws nothing
+
+    def p_values(d: Design, effect: float) -> np.ndarray:
+        contrasts = simulate_cluster_contrasts(d, effect, n, spread, replicates, rng)
+        cells = d.cells_positive + d.cells_negative
+        return t_p_values(contrasts, cells=cells, rows=d.rows_per_cell)
+
+    p = p_values(design, effect)
     if family:
-        others = [
-            bootstrap_p_values(
-                simulate_cluster_contrasts(d, e / 100, n, spread, replicates, rng), counts, 0.0
-            )
-            for d, e in family
-        ]
+        others = [p_values(d, e / 100) for d, e in family]
         p = holm_rows(np.column_stack([p, *others]))[:, 0]
     rejected = p <= alpha
     rate = float(rejected.mean())
@@ -419,8 +476,10 @@ def smallest_n(
     power_at, target: float, start: int, cap: int = SEARCH_CAP
 ) -> tuple[int | None, float]:
     """The smallest n with power_at(n) >= target: doubling from ``start``, then bisection."""
-    # below 5 clusters the percentile bootstrap rejects a true null far more often than alpha
-    low, high = MIN_CLUSTERS_TO_ESTIMATE - 1, max(MIN_CLUSTERS_TO_ESTIMATE, start)
+    # below the floor the notebooks show no test at all (deliberation.stats.small_samples)
+    from deliberation.stats.small_samples import MIN_CLUSTERS
+
+    low, high = MIN_CLUSTERS - 1, max(MIN_CLUSTERS, start)
     value = power_at(high)
     while value < target:
         if high >= cap:
@@ -472,6 +531,7 @@ def power_table(
     seed: int = 0,
     names: Sequence[str] | None = None,
     curve_sizes: Sequence[int] = (),
+    worst_case_rows: bool = True,
 ) -> list[PowerRow]:
     """Every design's power at the profile's grid and its recommended size (see module doc).
     ``tables``: the profile's published rows; ``sim_tables``: the sim's, used where the profile
@@ -481,17 +541,23 @@ def power_table(
     banks = dict(DEFAULT_BANKS if banks is None else banks)
     out = []
     all_designs = designs()
-    for design in all_designs:
+    runs = [(d, False) for d in all_designs]
+    if worst_case_rows:  # the sensitivity rows: H2 and H3 at the worst case p = .5
+        runs += [(d, True) for d in all_designs if spread_for(d, None).kind == "paper"]
+    for design, worst in runs:
         if names is not None and design.name not in names:
             continue
         effect, effect_source = effects[design.name]
-        spread = spread_for(design, tables, sim_tables)
+        spread = spread_for(design, tables, sim_tables, worst_case=worst)
+        base = design.name
+        if worst:
+            design = replace(design, name=f"{design.name} (worst case: p = .5)")
         m = rows_per_cell(design, experiments)
         design_m = replace(design, rows_per_cell=m)
         family = [
             (replace(d, rows_per_cell=m), effects[d.name][0])
             for d in all_designs
-            if design.family and d.family == design.family and d.name != design.name
+            if design.family and d.family == design.family and d.name != base
         ]
         n_now = grid_size(design, experiments, banks)
 

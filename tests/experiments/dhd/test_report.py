@@ -16,8 +16,8 @@ def shares(benchmarks):
         for benchmark in [*benchmarks, "pooled"]:
             for proposal, share in (("wrong", 0.4), ("correct", 0.75)):
                 rows.append({"design": design, "benchmark": benchmark, "proposal": proposal,
-                             "helpful_share": share, "bootstrap_low": share - 0.1,
-                             "bootstrap_high": share + 0.1})  # fmt: skip
+                             "helpful_share": share, "cluster_low": share - 0.1,
+                             "cluster_high": share + 0.1})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -41,6 +41,7 @@ def test_loo_by_k_has_integer_ticks_wilson_intervals_and_a_title_apart_from_the_
         ]
     )
     by_k["eligible"] = by_k[["helpful", "neutral", "harmful"]].sum(axis=1)
+    by_k["n_clusters"] = 6
     for column in ("helpful", "neutral", "harmful"):
         by_k[f"{column}_rate"] = by_k[column] / by_k["eligible"]
     fig = report.plot_loo_by_k(by_k, "LOO effects")
@@ -140,24 +141,23 @@ def test_loo_by_k_counts_its_problems_and_calls_and_shows_no_interval_below_the_
     """Messages of one problem share its pool: the table says how many problems (clusters) and
     distinct calls each rate rests on, the writer withholds its Wilson bounds below the cluster
     minimum, and the figure draws no error bar there."""
-    from deliberation.stats.small_samples import withhold_small_intervals
+    from deliberation.stats.small_samples import MIN_CLUSTERS
 
+    few = report.loo_by_k_table(_loo_effects(MIN_CLUSTERS - 1))
+    assert report.loo_rate_intervals(few)["helpful_low"].isna().all()
     few = report.loo_by_k_table(_loo_effects(3))
     row = few[(few["k"] == "2") & (few["proposal"] == "wrong")].iloc[0]
     assert row["n_clusters"] == 3 and row["eligible"] == 9
     assert row["n_calls"] == 3 * 4  # three messages' removal calls + the full pool's, per problem
     pooled = few[(few["k"] == "pooled") & (few["proposal"] == "wrong")].iloc[0]
     assert pooled["n_clusters"] == 3 and pooled["n_calls"] == 2 * 3 * 4
-    written = withhold_small_intervals(report.loo_rate_intervals(few))
-    assert written["helpful_low"].isna().all() and written["harmful_high"].isna().all()
-    assert written["interval"].str.contains("n = 3 clusters").all()
+    written = report.loo_rate_intervals(few)  # 3 problems: at the floor, intervals shown
+    assert written["helpful_low"].notna().all() and (written["interval"] == "").all()
     fig = report.plot_loo_by_k(few, "LOO effects", min_clusters=5)
     bars = [c for c in fig.axes[0].containers if c.has_yerr]
     assert bars and all(np.isnan(seg).all() for c in bars for seg in c.lines[2][0].get_segments())
     enough = report.loo_by_k_table(_loo_effects(6))
-    assert (
-        not withhold_small_intervals(report.loo_rate_intervals(enough))["helpful_low"].isna().any()
-    )
+    assert not report.loo_rate_intervals(enough)["helpful_low"].isna().any()
     plt.close("all")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -46,9 +47,50 @@ def test_accuracy_table_pools_rows_and_counts_invalid_answers():
     table = accuracy.accuracy_table(rows, ["policy"], n_resamples=R, seed=0)
     a, b = table.set_index("policy").loc["A"], table.set_index("policy").loc["B"]
     assert a["accuracy"] == 75 and a["n_rows"] == 4 and a["invalid"] == 1
-    assert a["low"] == 50 and a["high"] == 100  # resamples: {t1,t1}=50, mixed=75, {t2,t2}=100
-    assert b["accuracy"] == 0 and b["low"] == 0 and b["high"] == 0
+    # two templates: below the floor, the estimate and counts only
+    assert np.isnan(a["low"]) and np.isnan(a["high"]) and "fewer than" in a["interval"]
+    assert b["accuracy"] == 0 and np.isnan(b["low"])
     assert list(table["n_clusters"]) == [2, 2]
+
+
+def test_rows_of_the_same_calls_say_so_and_their_matrix_names_them():
+    # R1 at 7 items is the memory R1 keeps at r = .6 (same prompts, same cached calls), and the
+    # labeller kept every fact, so R1-rel is R1 too; B4 scores the same from other calls.
+    rows = []
+    for template in ("t1", "t2", "t3"):
+        for policy, budget, limit, key in (
+            ("R1", 0.6, None, "r1"), ("R1", None, 7, "r1"), ("R1-rel", 0.6, None, "r1"),
+            ("B4", 0.6, None, "b4"),
+        ):  # fmt: skip
+            rows.append({"template": template, "policy": policy, "budget": budget,
+                         "item_limit": limit, "correct": int(template != "t1"),
+                         "key": f"{template}/{key}"})  # fmt: skip
+    table = accuracy.accuracy_table(
+        accuracy.with_capacity(frame(rows)), ["policy", "capacity"], n_resamples=R, seed=0
+    )
+    assert table["same_calls_as"].tolist() == ["", "r=0.6", "R1", ""]
+    assert table["accuracy"].nunique() == 1  # equal numbers, but only three rows are one
+    wide = accuracy.accuracy_matrix(table).set_index("policy")
+    assert wide.loc["R1", "same_calls_as"] == "7 items: r=0.6"
+    assert wide.loc["R1-rel", "same_calls_as"] == "r=0.6: R1"
+    assert wide.loc["B4", "same_calls_as"] == ""
+    # no row repeats another's calls: the column is there, empty
+    distinct = accuracy.accuracy_matrix(table[table["same_calls_as"] == ""])
+    assert distinct["same_calls_as"].tolist() == ["", ""]
+    decoys = evidence.decoy_choices(
+        frame([{**r, "variant": CLASSIC.id, "chose_decoy": 0} for r in rows if r["budget"]]),
+        n_resamples=R,
+        seed=0,
+    ).set_index("policy")
+    assert decoys["same_calls_as"].to_dict() == {"R1": "", "R1-rel": "R1", "B4": ""}
+    # rows naming no call: nothing to compare, no column
+    keyless = accuracy.accuracy_table(
+        frame([{k: v for k, v in r.items() if k != "key"} for r in rows]),
+        ["policy"],
+        n_resamples=R,
+        seed=0,
+    )
+    assert "same_calls_as" not in keyless
 
 
 def test_difference_by_budget_reports_each_budget_and_their_equal_weight_mean():
@@ -97,7 +139,9 @@ def test_h1_h3_table_reads_main_rows_at_the_primary_budget_only():
     assert table.loc["H1", "estimate"] == 100  # (1 - 0) - (1 - 1)
     assert table.loc["H2", "estimate"] == 0
     assert table.loc["H3", "estimate"] == -100
-    assert table.loc["H1", "family"] == "primary" and table.loc["H1", "p_holm"] > 0
+    assert table.loc["H1", "family"] == "primary"
+    # every template gives the same contrasts: no variation to test against, so no Holm p
+    assert np.isnan(table.loc["H1", "p_holm"]) and "agree exactly" in table.loc["H1", "interval"]
     assert set(table.loc[["H1", "H2", "H3", "H1 vs Random"], "budgets"]) == {"r=0.6"}
 
 
@@ -129,7 +173,22 @@ def test_cell_accuracy_spells_out_ownership_and_matrix_orders_cells():
     assert b4.loc[CLASSIC.id, "accuracy"] == 0 and b4.loc["SP-DP-IP", "accuracy"] == 100
     matrix = crossprofile.cell_matrix(cells)
     assert list(matrix.index) == ["R1", "B4", "Random", "R1-rel"]
-    assert list(matrix.columns) == list(crossprofile.VARIANT_ORDER)
+    assert list(matrix.columns) == [*crossprofile.VARIANT_ORDER, "n_clusters"]
+    # the labeller kept every fact: R1-rel's decisions are R1's calls in every cell, once
+    rows = _h1_rows(1, 0)
+    keys = rows["template"] + "/" + rows["variant"] + "/" + rows["policy"].replace("R1-rel", "R1")
+    rows = rows.assign(key=keys, correct=rows["correct"].where(rows["policy"] != "R1-rel", 1))
+    matrix = crossprofile.cell_matrix(crossprofile.cell_accuracy(rows, n_resamples=R, seed=0))
+    assert matrix["same_calls_as"].to_dict() == {
+        "R1": "", "B4": "", "Random": "", "R1-rel": "R1 (every cell)"
+    }  # fmt: skip
+    one = rows[~((rows["policy"] == "R1-rel") & (rows["variant"] == CLASSIC.id))]
+    one = one.assign(key=one["key"].where(one["policy"] != "R1-rel", one["key"] + "-rel"))
+    one.loc[(one["policy"] == "R1-rel") & (one["variant"] == "SP-DP-IP"), "key"] = (
+        one["template"] + "/SP-DP-IP/R1"
+    )
+    partly = crossprofile.cell_matrix(crossprofile.cell_accuracy(one, n_resamples=R, seed=0))
+    assert partly.loc["R1-rel", "same_calls_as"] == "SP-DP-IP: R1"
 
 
 def test_classic_contrasts_use_the_classic_cell_only():
@@ -199,7 +258,9 @@ def test_tag_effects_by_cell_are_paired_differences_from_tags_kept():
     assert table.loc[CLASSIC.id, "remove - keep"] == 100
     assert table.loc[CLASSIC.id, "shuffle - keep"] == 0
     assert table.loc["SS-DS-IS", "remove - keep"] == 0
-    assert table.loc[CLASSIC.id, ["remove low", "remove high"]].tolist() == [100, 100]
+    # two templates: below the floor, no interval
+    assert table.loc[CLASSIC.id, ["remove low", "remove high"]].isna().all()
+    assert "fewer than" in table.loc[CLASSIC.id, "interval"]
 
 
 def test_lead_bins_clip_both_ends_and_label_them():
@@ -254,13 +315,33 @@ def test_evidence_model_tests_the_policy_terms():
                      "tone_lead": (t + lead) % 3 - 1, "correct": correct})  # fmt: skip
     coefficients, test = evidence.evidence_model(pd.DataFrame(rows))
     assert set(coefficients["model"]) == {"lead + tone", "lead + tone + policy"}
-    assert test.loc[0, "df"] == 1 and test.loc[0, "n_templates"] == 12
+    assert test.loc[0, "df"] == 1 and test.loc[0, "n_clusters"] == 12
+    assert "absence of evidence" in test.loc[0, "reading"] or "near zero" in test.loc[0, "reading"]
     # the policy label carries no information here: the LR statistic is ~0
     assert test.loc[0, "LR statistic"] == pytest.approx(0, abs=1e-6)
     # rows that share a prompt share a call: both policies' rows of a (template, lead) here
     keyed = pd.DataFrame(rows).assign(key=lambda f: f["template"] + "/" + f["net_lead"].astype(str))
     coefficients, _ = evidence.evidence_model(keyed)
     assert coefficients["n_rows"].eq(96).all() and coefficients["n_calls"].eq(48).all()
+
+
+def test_a_coefficient_is_printed_from_the_library_with_no_inference_below_the_floor():
+    rows = []
+    for t, p, lead in itertools.product(range(12), ("R1", "B4"), (-1, 0, 1, 2)):
+        rows.append({"template": f"t{t}", "policy": p, "net_lead": lead,
+                     "tone_lead": (t + lead) % 3 - 1, "correct": int((lead + (t % 3) - 1) > 0)})  # fmt: skip
+    frame_ = pd.DataFrame(rows)
+    coefficients, _ = evidence.evidence_model(frame_)
+    tone = coefficients.set_index(["model", "term"]).loc[("lead + tone", "tone_lead")]
+    above = evidence.term_reading(coefficients, "tone_lead")
+    assert above.startswith(f"tone lead: {tone['coef']:+.3f} (cluster-robust SE")
+    assert "p = " in above and "12 clusters" in above
+    # two templates: the estimate, n and why; no SE, p or interval (not even as "nan")
+    two = frame_[frame_["template"].isin(["t0", "t2"])]
+    coefficients, _ = evidence.evidence_model(two)
+    below = evidence.term_reading(coefficients, "tone_lead")
+    assert "n = 2 clusters, fewer than" in below and "16 rows" in below
+    assert not any(word in below for word in ("SE", "p =", "nan", "["))
 
 
 def test_resolve_takes_the_profile_values_unless_the_notebook_sets_them():
@@ -351,9 +432,15 @@ def test_accuracy_matrix_lays_policies_against_capacities():
     assert wide.loc["empty", "r=0.4"] == "" and wide.loc["empty", "reference"].startswith("33.3")
     # Below the cluster minimum the entry keeps its estimate and says n instead of an interval.
     few = accuracy.accuracy_matrix(table.assign(n_clusters=[2, 9, 1])).set_index("policy")
+    assert few.loc["R1", "n_clusters"] == 9 and few.loc["empty", "n_clusters"] == 1
     assert few.loc["R1", "r=0.4"] == "50.0 (n = 2 clusters)"
     assert few.loc["R1", "r=0.6"] == "62.5 [50.0, 75.0]"
     assert few.loc["empty", "reference"] == "33.3 (n = 1 cluster)"
+    # above the floor without an interval, the row's own reason, shortened
+    agreed = table.assign(n_clusters=4, low=[np.nan, 50.0, 20.0], high=[np.nan, 75.0, 45.0])
+    agreed["interval"] = ["the 4 clusters agree exactly: no variation to test against", "", ""]
+    wide = accuracy.accuracy_matrix(agreed).set_index("policy")
+    assert wide.loc["R1", "r=0.4"] == "50.0 (the 4 clusters agree exactly)"
 
 
 def test_accuracy_figure_draws_budgets_and_references_only():

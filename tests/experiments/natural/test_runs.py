@@ -125,6 +125,20 @@ def test_disclosure_tables_count_the_message_calls_the_labels_were_read_from(tmp
     assert full["n_rows"] == len(with_private)  # one rate per discussion
 
 
+def test_decisions_that_are_the_same_calls_say_so_and_votes_are_not_compared(tmp_path, tasks):
+    """Two memories that came out identical send the same decision prompt: one cached call,
+    one observation, however many rows show it."""
+    profile = sim_profile(tmp_path, "same")
+    result, _ = run(tmp_path, profile, tasks[:2], variants=("plain",))
+    rows = result.rows
+    copied = rows[(rows["kind"] == "decision") & (rows["policy"] == "R1")].assign(policy="copy")
+    measures = report.accuracy_table(pd.concat([rows, copied]), result.disclosure, n_resamples=20)
+    same = measures.set_index("measure")["same_calls_as"]
+    assert same["decision: copy"] == "decision: R1" and same["decision: R1"] == ""
+    # a share and a majority of the same votes are two measures, not one observation twice
+    assert (same[same.index.str.startswith("group")] == "").all()
+
+
 def test_the_paired_prompt_effect_counts_the_calls_of_both_prompts(tmp_path, tasks):
     from deliberation.experiments.natural import report
 
@@ -137,6 +151,18 @@ def test_the_paired_prompt_effect_counts_the_calls_of_both_prompts(tmp_path, tas
     assert set(decided["prompt"]) == {"plain", "evidence-first"}
     assert transcript["n_calls"] == decided["key"].nunique() == 2 * 2
     assert transcript["n_rows"] == 2  # one difference per task
+    # one prompt only (the reduced SmolLM2 grid): no row, but the header a table with
+    # inference needs (its clusters and calls), so the published scan passes it
+    from deliberation.stats.small_samples import inference_leaks
+
+    plain = result.rows[result.rows["prompt"] == "plain"]
+    disclosure = result.disclosure[result.disclosure["prompt"] == "plain"]
+    empty = report.paired_effect(plain, disclosure, n_resamples=20)
+    assert empty.empty and list(empty.columns) == list(effect.columns)
+    none = report.policy_contrasts(plain, [("R1", "missing")], n_resamples=20)
+    some = report.policy_contrasts(plain, [("R1", "B3")], n_resamples=20)
+    assert none.empty and list(none.columns) == list(some.columns)
+    assert inference_leaks(empty) == [] and "n_calls" in none
 
 
 def test_invalid_votes_are_recorded_counted_and_scored_wrong(tmp_path, tasks):

@@ -19,8 +19,9 @@ from deliberation.experiments.dhd.protocol import run_replays
 from deliberation.experiments.dhd.replay import Replay, present_indices
 from deliberation.inference.client import Client
 from deliberation.profiles.profile import Profile
-from deliberation.stats import cluster_bootstrap_many, linear_contrast, mean_of
-from deliberation.stats.small_samples import distinct_calls
+from deliberation.stats import linear_contrast, mean_of
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.small_samples import distinct_calls, withhold_inference
 
 # Arm -> (authors' condition name, transform of the case message; None = left out).
 ARMS: dict[str, tuple[str, str | None]] = {
@@ -245,21 +246,24 @@ def _with_cells(rows: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
 
 MASKING_TABLE_COLUMNS = [
     "cell", "arm", "condition", "cases", "events", "invalid", "success", "low", "high",
-    "minus_full", "minus_full_low", "minus_full_high", "p_value", "n_clusters", "n_calls",
+    "minus_full", "minus_full_low", "minus_full_high", "p_value", "interval", "n_clusters",
+    "n_calls",
 ]  # fmt: skip
 
 
 def masking_table(
     rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0, cell: str = "cell"
 ) -> pd.DataFrame:
-    """Success per cell and arm, and each arm minus the full arm, with 95% intervals from a
-    bootstrap over problems. One row per (cell, arm): ``cases``, ``events`` (valid calls),
+    """Success per cell and arm, and each arm minus the full arm, with 95% cluster-robust t
+    intervals over problems (none below the cluster floor; ``n_resamples`` and ``seed`` are
+    unused since the cluster t replaced the bootstrap). One row per (cell, arm): ``cases``, ``events`` (valid calls),
     ``invalid`` (failed calls, counted, never scored), ``success`` [``low``, ``high``], and
     ``minus_full`` [``minus_full_low``, ``minus_full_high``] with its bootstrap ``p_value``,
     computed on the cases that ran this arm (so a flagged case's missing answer-masked arm
     does not turn the difference into a comparison of different cases); ``condition`` is the
     authors' name of the arm; ``n_clusters`` and ``n_calls`` count the problems and distinct
     calls behind each row."""
+    del n_resamples, seed
     masking = rows[rows["arm"].isin(list(ARMS))]
     valid_all = masking[masking["valid"].astype(int) == 1]
     valid_all = valid_all.assign(correct=valid_all["correct"].astype(float))
@@ -268,7 +272,7 @@ def masking_table(
         valid = valid_all[valid_all[cell] == name]
         arms = [a for a in ARMS if (valid["arm"] == a).any()]
         statistics = {a: mean_of("correct", {"arm": a}, label=a) for a in arms}
-        results = cluster_bootstrap_many(valid, statistics, "problem", n_resamples, seed=seed)
+        results = cluster_t_many(valid, statistics, "problem")
         for arm in arms:
             in_arm = group[group["arm"] == arm]
             difference: dict[str, float | None] = {
@@ -283,9 +287,7 @@ def masking_table(
                 contrast = linear_contrast(
                     {arm: 1.0, "masking-full": -1.0}, by="arm", label=f"{arm} - full"
                 )
-                diff = cluster_bootstrap_many(
-                    paired, {"d": contrast}, "problem", n_resamples, seed=seed
-                )["d"]
+                diff = cluster_t_many(paired, {"d": contrast}, "problem")["d"]
                 difference = {
                     "minus_full": diff.estimate,
                     "minus_full_low": diff.low,
@@ -304,12 +306,14 @@ def masking_table(
                     "low": results[arm].low,
                     "high": results[arm].high,
                     **difference,
-                    # problems behind the intervals: none published from fewer than the minimum
+                    "interval": results[arm].note,
+                    # problems behind the intervals: none published from fewer than the floor
                     "n_clusters": results[arm].n_clusters,
                     "n_calls": distinct_calls(in_arm),  # replicates may repeat one prompt
                 }
             )
-    return pd.DataFrame(out, columns=MASKING_TABLE_COLUMNS)  # no case at all: header only
+    # no case at all: header only
+    return withhold_inference(pd.DataFrame(out, columns=MASKING_TABLE_COLUMNS))
 
 
 def cases_summary(cases: pd.DataFrame) -> pd.DataFrame:

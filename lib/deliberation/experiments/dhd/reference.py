@@ -15,6 +15,7 @@ import pandas as pd
 from deliberation.experiments.dhd.labels import wilson_interval
 from deliberation.io import paths
 from deliberation.publish.provenance import ReleasedSource
+from deliberation.stats.small_samples import withhold_inference
 
 FLIP_DIRECTION = Path("figures/fig_correctness_flip_direction_source.csv")
 _CROSS_BENCHMARK = Path("figures/fig_cross_benchmark_trajectory_value_source.csv")
@@ -22,6 +23,10 @@ _LOO_BY_K = Path("figures/fig_loo_by_k_appendix_source.csv")
 _EXPECTED_SUMMARIES = Path("data/manifests/expected_summaries.json")
 _INTERVAL_NOTE = (
     "Wilson 95% (flips treated as independent; the released counts cannot be clustered)"
+)
+_UNKNOWN_CLUSTERS_NOTE = (
+    "no interval: the released counts do not say which problems the flips come from, so the"
+    " clusters (problems) behind them are unknown"
 )
 
 
@@ -97,6 +102,14 @@ def _with_shares(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _unknown_clusters(table: pd.DataFrame) -> pd.DataFrame:
+    """The released counts do not say which problems the flips come from: the clusters are
+    unknown, so no interval can be said to rest on enough of them; the Wilson bounds are
+    withheld and the note says why."""
+    out = withhold_inference(table.assign(n_clusters=float("nan")))
+    return out.assign(interval=_UNKNOWN_CLUSTERS_NOTE)
+
+
 def flip_direction(root: str | Path | None = None) -> pd.DataFrame:
     """Helpful share among flips per model, design (single-message, in-pool LOO) and proposal
     correctness, recomputed from the released counts, beside the share the authors reported."""
@@ -114,7 +127,7 @@ def flip_direction(root: str | Path | None = None) -> pd.DataFrame:
         "neutral_count",
     ]
     columns += ["harmful_count", "flips", "helpful_share", "share_low", "share_high"]
-    return out[columns + ["reported_share", "interval"]]
+    return _unknown_clusters(out[columns + ["reported_share", "interval"]])
 
 
 def by_benchmark(root: str | Path | None = None) -> pd.DataFrame:
@@ -135,7 +148,7 @@ def by_benchmark(root: str | Path | None = None) -> pd.DataFrame:
         "harmful_count",
     ]
     columns += ["flips", "helpful_share", "share_low", "share_high", "reported_low"]
-    return out[columns + ["reported_high", "interval"]]
+    return _unknown_clusters(out[columns + ["reported_high", "interval"]])
 
 
 def loo_by_k(root: str | Path | None = None) -> pd.DataFrame:
@@ -147,12 +160,14 @@ def loo_by_k(root: str | Path | None = None) -> pd.DataFrame:
         wilson_interval(int(c), int(n))
         for c, n in zip(frame["count"], frame["eligible_count"], strict=True)
     ]
-    return frame.assign(
+    table = frame.assign(
         rate=frame["count"] / frame["eligible_count"],
         rate_low=[low for low, _ in intervals],
         rate_high=[high for _, high in intervals],
         reported_rate=frame["eligible_signal_rate_pct"] / 100,
+        interval=_INTERVAL_NOTE,
     )
+    return _unknown_clusters(table)
 
 
 def expected_headline(root: str | Path | None = None) -> dict[str, float]:
@@ -240,9 +255,10 @@ def masking_pilot(root: str | Path | None = None) -> pd.DataFrame:
                     "minus_full": None if full is None else rate - float(full),
                     "nominal_events": events,
                     "interval": _MASKING_INTERVAL_NOTE,
+                    "n_clusters": cases,  # cases of distinct messages: at most that many problems
                 }
             )
-    return pd.DataFrame(rows)
+    return withhold_inference(pd.DataFrame(rows))
 
 
 def selection_per_fold(root: str | Path | None = None) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 Every function is a pure function of the rows a run publishes (``07_dhd_replay_rows.csv`` and
 its proposals), so the tables can be recomputed from those files alone. Intervals: the helpful
-share among flips gets a percentile bootstrap that resamples *problems* (messages of one problem
+share among flips gets a cluster-robust t interval over *problems* (messages of one problem
 move together) and, beside it, a Wilson interval (flips treated as independent, the only interval
 the authors' released counts allow, so the two can be compared).
 """
@@ -34,8 +34,9 @@ from deliberation.publish.plots import (
     note_no_data,
     percent_axis,
 )
-from deliberation.stats import cluster_bootstrap, mean_of
-from deliberation.stats.small_samples import MIN_CLUSTERS
+from deliberation.stats import mean_of
+from deliberation.stats.cluster_t import cluster_t
+from deliberation.stats.small_samples import MIN_CLUSTERS, withhold_inference
 
 _PROPOSALS = ("wrong", "correct")
 
@@ -76,7 +77,7 @@ def cells_table(effects: pd.DataFrame) -> pd.DataFrame:
 
 _FLIP_SHARE_COLUMNS = [
     "design", "benchmark", "proposal", "helpful", "neutral", "harmful", "flips",
-    "helpful_share", "bootstrap_low", "bootstrap_high", "wilson_low", "wilson_high", "n_clusters",
+    "helpful_share", "cluster_low", "cluster_high", "wilson_low", "wilson_high", "n_clusters",
     "n_calls",
 ]  # fmt: skip
 
@@ -85,9 +86,12 @@ def flip_share_table(
     effects: pd.DataFrame, *, n_resamples: int = 10_000, seed: int = 0
 ) -> pd.DataFrame:
     """Helpful share among flips per design, benchmark (and pooled) and proposal correctness:
-    counts, the share, a problem-cluster bootstrap interval and a Wilson interval, and the
-    problems the flips come from (``n_clusters``: the table writer withholds both intervals
-    below the cluster minimum, as for every other table)."""
+    counts, the share, a problem-clustered interval (the cluster-robust t: ``cluster_low``,
+    ``cluster_high``) and a Wilson interval, and
+    the problems the flips come from (``n_clusters``: both intervals are withheld below the
+    cluster floor, as in every other table). ``n_resamples`` and ``seed`` are unused since the
+    cluster t replaced the bootstrap (kept for the notebook's call)."""
+    del n_resamples, seed
     rows = []
     for design, by_design in effects.groupby("design", sort=False):
         cells = cells_table(by_design)
@@ -100,13 +104,11 @@ def flip_share_table(
                 scope = scope[scope["benchmark"] == record["benchmark"]]
             flips = scope[scope["category"].isin(["helpful", "harmful"])]
             low = high = float("nan")
-            if len(flips) and flips["problem"].nunique() > 1:
-                result = cluster_bootstrap(
+            if len(flips):
+                result = cluster_t(
                     flips.assign(helpful=(flips["category"] == "helpful").astype(float)),
                     mean_of("helpful"),
                     cluster="problem",
-                    n_resamples=n_resamples,
-                    seed=seed,
                 )
                 low, high = result.low, result.high
             rows.append(
@@ -119,8 +121,8 @@ def flip_share_table(
                     "harmful": int(record["harmful"]),
                     "flips": int(record["flips"]),
                     "helpful_share": record["helpful_share"],
-                    "bootstrap_low": low,
-                    "bootstrap_high": high,
+                    "cluster_low": low,
+                    "cluster_high": high,
                     "wilson_low": record["share_low"],
                     "wilson_high": record["share_high"],
                     "n_clusters": int(flips["problem"].nunique()),
@@ -133,8 +135,8 @@ def flip_share_table(
             )
     table = pd.DataFrame(rows, columns=_FLIP_SHARE_COLUMNS)  # no flip at all: an empty table
     if len(table) and table["n_calls"].isna().all():  # effects that name no call
-        return table.drop(columns="n_calls")
-    return table
+        table = table.drop(columns="n_calls")
+    return withhold_inference(table)
 
 
 def loo_by_k_table(effects: pd.DataFrame) -> pd.DataFrame:
@@ -233,7 +235,7 @@ def plot_flip_shares(
 ) -> Figure:
     """Helpful share among flips (%) by benchmark (pooled last, and only when there is more
     than one benchmark: with one, "pooled" is the same data), wrong and correct proposals side
-    by side, single-message and leave-one-out in two panels, problem-bootstrap intervals (none
+    by side, single-message and leave-one-out in two panels, problem-clustered intervals (none
     from fewer than ``min_clusters`` problems: the n is printed instead). The dotted line at
     50% is no direction (as many harmful flips as helpful), not a chance level."""
     # Without any flip (e.g. no pool could be drawn), both panels are drawn empty, saying so.
@@ -253,7 +255,7 @@ def plot_flip_shares(
             x = np.arange(len(benchmarks)) + offset
             share = 100 * part["helpful_share"].to_numpy(dtype=float)
             n_clusters = part.get("n_clusters")
-            err = interval_errors(share / 100, part["bootstrap_low"], part["bootstrap_high"],
+            err = interval_errors(share / 100, part["cluster_low"], part["cluster_high"],
                                   n_clusters, min_clusters=min_clusters, scale=100,
                                   figure=fig)  # fmt: skip
             err = np.clip(err, 0, None)  # a share at 0 or 1 can sit a rounding error outside
@@ -286,7 +288,7 @@ def loo_rate_intervals(by_k: pd.DataFrame) -> pd.DataFrame:
         ]
         out[f"{category}_low"] = [low for low, _ in bounds]
         out[f"{category}_high"] = [high for _, high in bounds]
-    return out
+    return withhold_inference(out)
 
 
 def plot_loo_by_k(by_k: pd.DataFrame, title: str, *, min_clusters: int = MIN_CLUSTERS) -> Figure:

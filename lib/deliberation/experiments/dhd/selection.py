@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from deliberation.stats import cluster_bootstrap_many, cross_fit, linear_contrast, mean_of
+from deliberation.stats import cross_fit, linear_contrast, mean_of
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.small_samples import withhold_inference
 
 _FULL = 0
 PER_FOLD_COLUMNS = [
@@ -261,13 +263,16 @@ def policy_accuracy(
     replays: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Held-out accuracy (percent) of each policy per benchmark and pooled (within each ``by``
-    group, e.g. ``("model",)``), with 95% intervals from a bootstrap over problems and, given
-    the repeated-replay rows (``replays``), the distinct calls each row rests on (``n_calls``)."""
+    group, e.g. ``("model",)``), with 95% cluster-robust t intervals over problems (none below
+    the cluster floor; ``n_resamples`` and ``seed`` are unused since the cluster t replaced the
+    bootstrap) and, given the repeated-replay rows (``replays``), the distinct calls each row
+    rests on (``n_calls``)."""
+    del n_resamples, seed
     out = []
     for labels, rows in _groups(per_fold, by):
         long = _long(rows, policies)
         stats = {p: mean_of("value", {"policy": p}, label=p) for p in policies}
-        results = cluster_bootstrap_many(long, stats, "problem_id", n_resamples, seed=seed)
+        results = cluster_t_many(long, stats, "problem_id")
         for policy in policies:
             r = results[policy]
             out.append(
@@ -277,13 +282,14 @@ def policy_accuracy(
                     "accuracy_pct": 100 * r.estimate,
                     "low_pct": 100 * r.low,
                     "high_pct": 100 * r.high,
+                    "interval": r.note,
                     "problems": r.n_clusters,
                     "folds": len(rows),
-                    "n_clusters": r.n_clusters,  # the table writer's name for it
+                    "n_clusters": r.n_clusters,
                     **_n_calls(replays, rows),
                 }
             )
-    return pd.DataFrame(out)
+    return withhold_inference(pd.DataFrame(out))
 
 
 def _n_calls(replays: pd.DataFrame | None, rows: pd.DataFrame) -> dict[str, int]:
@@ -301,9 +307,11 @@ def selector_gains(
     replays: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``selector`` minus each baseline, in percentage points, per benchmark and pooled (within
-    each ``by`` group), with 95% intervals and p-values from a bootstrap over problems (the
-    folds of one problem move together; all baselines share the resamples) and, given the
+    each ``by`` group), with 95% intervals and p-values from the cluster-robust t over problems
+    (the folds of one problem move together; none below the cluster floor; ``n_resamples`` and
+    ``seed`` are unused since the cluster t replaced the bootstrap) and, given the
     repeated-replay rows (``replays``), the distinct calls each row rests on (``n_calls``)."""
+    del n_resamples, seed
     out = []
     for labels, rows in _groups(per_fold, by):
         long = _long(rows, [selector, *baselines])
@@ -311,7 +319,7 @@ def selector_gains(
             b: linear_contrast({selector: 1.0, b: -1.0}, by="policy", value="value", label=b)
             for b in baselines
         }
-        results = cluster_bootstrap_many(long, stats, "problem_id", n_resamples, seed=seed)
+        results = cluster_t_many(long, stats, "problem_id")
         for baseline in baselines:
             r = results[baseline]
             out.append(
@@ -322,11 +330,12 @@ def selector_gains(
                     "gain_pp": 100 * r.estimate,
                     "low_pp": 100 * r.low,
                     "high_pp": 100 * r.high,
+                    "interval": r.note,
                     "p_value": r.p_value,
                     "problems": r.n_clusters,
                     "folds": len(rows),
-                    "n_clusters": r.n_clusters,  # the table writer's name for it
+                    "n_clusters": r.n_clusters,
                     **_n_calls(replays, rows),
                 }
             )
-    return pd.DataFrame(out)
+    return withhold_inference(pd.DataFrame(out))

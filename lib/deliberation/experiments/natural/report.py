@@ -1,7 +1,8 @@
 """Tables and figures of the natural-discussion experiment (notebook 06), from its rows.
 
-Every interval is a 95% percentile cluster bootstrap (:mod:`deliberation.stats`) resampling
-templates (CrossProfile) or tasks (HiddenBench), the ``template`` column, never rows. Invalid
+Every interval is a 95% cluster-robust t interval (:mod:`deliberation.stats.cluster_t`, G - 1
+df) over templates (CrossProfile) or tasks (HiddenBench), the ``template`` column, never rows;
+none below the cluster floor. Invalid
 votes and answers stay in every mean as wrong (``correct = 0``) and are counted in
 :func:`invalid_table`.
 
@@ -18,7 +19,7 @@ Measures (one value per discussion, :func:`outcomes`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,12 +38,13 @@ from deliberation.publish.plots import (
     note_all_withheld,
     note_no_data,
 )
-from deliberation.stats import cluster_bootstrap_many, mean_of, paired_differences
-from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls
+from deliberation.stats import mean_of, paired_differences
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.small_samples import MIN_CLUSTERS, distinct_calls, with_same_calls
 
 _DISCUSSION = ["profile", "benchmark", "task", "template", "variant", "prompt", "replicate"]
 FULL_PRIVATE, PARTIAL_PRIVATE = "private facts stated in full", "private facts stated in part"
-_INTERVAL_COLUMNS = ["estimate", "low", "high", "n_clusters"]
+_INTERVAL_COLUMNS = ["estimate", "low", "high", "interval", "n_clusters"]
 _CALLS = "_calls"  # outcomes: the request keys behind each value (the tables count them)
 GROUP_MEASURES = (
     "group share (initial)",
@@ -137,12 +139,22 @@ def _keys(keys: Sequence[object] | pd.DataFrame) -> frozenset[str]:
     return frozenset(k for k in values if isinstance(k, str) and k)
 
 
-def _bootstrap_table(
-    frame: pd.DataFrame, keys: Sequence[str], value: str, n_resamples: int, seed: int
+def _interval_table(
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    value: str,
+    n_resamples: int,
+    seed: int,
+    *,
+    outcome_of_call: Callable[[tuple], bool] | None = None,
 ) -> pd.DataFrame:
-    """Mean of ``value`` per combination of ``keys`` with its cluster-bootstrap interval, and
+    """Mean of ``value`` per combination of ``keys`` with its cluster-robust t interval (none
+    below the cluster floor: ``interval`` says why), and
     (when ``frame`` says which calls each value rests on, :data:`_CALLS`) ``n_rows`` and
-    ``n_calls``: identical prompts are one cached call, so rows can repeat one answer."""
+    ``n_calls``: identical prompts are one cached call, so rows can repeat one answer. With
+    ``outcome_of_call`` (true for the combinations whose value is each call's own outcome, a
+    decision's correctness) ``same_calls_as`` names the earlier such row that read the very
+    same calls: decisions on two memories that came out identical are one observation."""
     combos = frame[list(keys)].drop_duplicates().sort_values(list(keys))
     statistics = {
         str(i): mean_of(value, dict(zip(keys, combo, strict=True)))
@@ -150,13 +162,15 @@ def _bootstrap_table(
     }
     if not statistics:
         return pd.DataFrame(columns=[*keys, *_INTERVAL_COLUMNS])
-    results = cluster_bootstrap_many(frame, statistics, "template", n_resamples, seed=seed)
-    counts = None
+    del n_resamples, seed  # the cluster t draws nothing (kept for the notebook's calls)
+    results = cluster_t_many(frame, statistics, "template")
+    counts, read = None, {}
     if _CALLS in frame:  # values averaged (decisions, or discussions for votes), their calls
         counts = {}
         for combo, part in frame.groupby(list(keys), sort=False, dropna=False):
             calls = [c for c in part[_CALLS] if isinstance(c, frozenset)]
-            counts[combo] = (len(part), len(frozenset().union(*calls)) if calls else None)
+            read[combo] = frozenset().union(*calls) if calls else None
+            counts[combo] = (len(part), None if read[combo] is None else len(read[combo]))
     rows = []
     for (name, result), combo in zip(
         results.items(), combos.itertuples(index=False, name=None), strict=True
@@ -166,13 +180,19 @@ def _bootstrap_table(
             "estimate": result.estimate,
             "low": result.low,
             "high": result.high,
+            "interval": result.note,
             "n_clusters": result.n_clusters,
         }
         if counts is not None:
             row["n_rows"], row["n_calls"] = counts[combo]
         rows.append(row)
     extra = ["n_rows", "n_calls"] if _CALLS in frame else []
-    return pd.DataFrame(rows, columns=[*keys, *_INTERVAL_COLUMNS, *extra])
+    table = pd.DataFrame(rows, columns=[*keys, *_INTERVAL_COLUMNS, *extra])
+    if counts is None or outcome_of_call is None:
+        return table
+    combos = [tuple(c) for c in table[list(keys)].itertuples(index=False, name=None)]
+    calls = [read[c] if outcome_of_call(c) else None for c in combos]
+    return with_same_calls(table, calls, keys)
 
 
 def accuracy_table(
@@ -182,16 +202,17 @@ def accuracy_table(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Every measure by benchmark and prompt variant, with cluster-bootstrap intervals, the
+    """Every measure by benchmark and prompt variant, with cluster-robust t intervals, the
     values and distinct calls behind each (``n_rows``, ``n_calls``) and, for the vote and
     decision measures, ``chance`` (a uniform guess: the mean of 1 / number of options, in the
     units of ``estimate``; empty for disclosure rates, which have none)."""
-    table = _bootstrap_table(
+    table = _interval_table(
         outcomes(rows, disclosure),
         ["profile", "benchmark", "prompt", "measure"],
         "value",
         n_resamples,
         seed,
+        outcome_of_call=lambda combo: str(combo[-1]).startswith("decision: "),
     )
     if "n_options" not in rows or table.empty:
         return table
@@ -221,7 +242,7 @@ def disclosure_table(
     long["rate"] = long["rate"].astype(float)
     if "keys" in long:  # each fact's label is read from its discussion's message calls
         long[_CALLS] = [_split_keys(k) for k in long.pop("keys")]
-    return _bootstrap_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
+    return _interval_table(long, [*by, "disclosure"], "rate", n_resamples, seed)
 
 
 def paired_effect(
@@ -256,16 +277,17 @@ def paired_effect(
             read = [c for c in group.loc[both & group["prompt"].isin([a, b]), _CALLS]
                     if isinstance(c, frozenset)]  # fmt: skip
             calls[(name, benchmark, measure)] = len(frozenset().union(*read)) if read else None
-    if not pairs:
-        return pd.DataFrame(columns=["profile", "benchmark", "measure", *_INTERVAL_COLUMNS])
+    if not pairs:  # no task discussed under both prompts: the header, counts included
+        columns = ["profile", "benchmark", "measure", *_INTERVAL_COLUMNS, "n_rows", "n_calls"]
+        return pd.DataFrame(columns=[*columns, "contrast"])
     keys = ["profile", "benchmark", "measure"]
-    table = _bootstrap_table(
+    table = _interval_table(
         pd.concat(pairs, ignore_index=True), keys, "difference", n_resamples, seed
     )
     combos = [tuple(k) for k in table[keys].itertuples(index=False)]
     table["n_rows"] = [differences[k] for k in combos]  # paired differences, one per task
-    if calls:
-        table["n_calls"] = [calls.get(k) for k in combos]
+    # the calls both prompts' values read (empty where the rows name none)
+    table["n_calls"] = [calls.get(k) for k in combos]
     return table.assign(contrast=f"{a} - {b}")
 
 
@@ -295,12 +317,12 @@ def policy_contrasts(
             )
             read = group[group["policy"].isin([a, b]) & group["valid"].notna()]
             calls[(name, benchmark, prompt, f"{a} - {b}")] = distinct_calls(read)
-    if not parts:
+    if not parts:  # no discussion with both policies: the header, counts included
         return pd.DataFrame(
-            columns=["profile", "benchmark", "prompt", "contrast", *_INTERVAL_COLUMNS]
+            columns=["profile", "benchmark", "prompt", "contrast", *_INTERVAL_COLUMNS, "n_calls"]
         )
     keys = ["profile", "benchmark", "prompt", "contrast"]
-    table = _bootstrap_table(
+    table = _interval_table(
         pd.concat(parts, ignore_index=True), keys, "difference", n_resamples, seed
     )
     if "key" in decisions:
@@ -318,6 +340,8 @@ def invalid_table(rows: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     table["invalid_share"] = table["invalid"] / table["rows"]
+    clusters = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True)["template"]
+    table["n_clusters"] = clusters.nunique().to_numpy()
     if "key" in frame:  # rows repeat a call where identical prompts were one cached call
         calls = frame.groupby(["profile", "benchmark", "kind", "what"], sort=True).apply(
             distinct_calls, include_groups=False
@@ -396,7 +420,7 @@ def plot_measures(
         ax.set_yticks(range(0, 101, 20))
     if not benchmarks:
         note_no_data(axes[0][0])
-    axes[0][0].set_ylabel("accuracy (%)")
+    axes[0][0].set_ylabel("accuracy (%, 95% cluster-robust t interval)")
     legend_outside(axes[0][-1], fontsize="small")
     fig.suptitle(title)
     note = _measure_note(measures)

@@ -1,4 +1,5 @@
-"""Accuracy tables and policy differences with cluster-bootstrap intervals.
+"""Accuracy tables and policy differences with cluster-robust t intervals (G - 1 df; none
+below the cluster floor: :mod:`deliberation.stats.cluster_t`).
 
 A results frame (:mod:`deliberation.experiments.memory.runs`) has a ``budget`` (fraction r) or an
 ``item_limit`` (fixed count) or neither (references); :func:`with_capacity` names the three in
@@ -12,31 +13,43 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from deliberation.stats import (
-    BootstrapResult,
-    cluster_bootstrap_many,
-    difference_statistic,
-    mean_of,
-)
+from deliberation.stats import difference_statistic, mean_of
+from deliberation.stats.cluster_t import ClusterEstimate, cluster_t_many
+from deliberation.stats.preregistered import PAPER_COLUMNS
 from deliberation.stats.small_samples import (
     MIN_CLUSTERS,
+    SAME_CALLS_COLUMN,
     call_column,
-    distinct_calls,
-    withhold_small_intervals,
+    call_set,
+    with_same_calls,
+    withhold_inference,
 )
 
 REFERENCE = "reference"
 
 
 def percent_interval(
-    result: BootstrapResult,
-    columns: Sequence[str] = ("estimate", "low", "high", "p_value", "n_clusters"),
+    result: ClusterEstimate,
+    columns: Sequence[str] = ("estimate", "low", "high", "interval", "p_value", "n_clusters"),
+    *,
+    paper: bool = False,
 ) -> dict[str, object]:
-    """A bootstrap result as table columns, proportions in percentage points, with the
-    distinct model calls behind it (``n_calls``) when its rows name their calls."""
+    """A result as table columns, proportions in percentage points, with the distinct model
+    calls behind it (``n_calls``) when its rows name their calls, the calls both sides of a
+    contrast read (``shared_calls``), and with ``paper`` the papers' percentile bootstrap
+    (empty below its floor of clusters)."""
     row = result.as_row(scale=100)
-    calls = {} if result.n_calls is None else {"n_calls": result.n_calls}
-    return {column: row[column] for column in columns} | calls
+    out = {column: row[column] for column in columns}
+    if result.n_calls is not None:
+        out["n_calls"] = result.n_calls
+    if result.shared_calls is not None:
+        out["shared_calls"] = result.shared_calls
+    if paper:
+        bootstrap = result.paper
+        out[PAPER_COLUMNS[0]] = 100 * bootstrap.low if bootstrap else float("nan")
+        out[PAPER_COLUMNS[1]] = 100 * bootstrap.high if bootstrap else float("nan")
+        out[PAPER_COLUMNS[2]] = bootstrap.p_value if bootstrap else float("nan")
+    return out
 
 
 def answered(rows: pd.DataFrame) -> pd.DataFrame:
@@ -78,12 +91,16 @@ def accuracy_table(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Accuracy (%) of every combination of ``by`` seen in ``rows`` (in order of appearance),
-    with a 95% percentile bootstrap interval resampling ``cluster``; invalid answers count as
+    over its distinct calls, with a 95% cluster-robust t interval (none below the cluster
+    floor, ``interval`` says why; ``n_resamples`` and ``seed`` are unused since the cluster t
+    replaced the bootstrap here, kept for the notebooks' calls); invalid answers count as
     wrong and are counted in ``invalid``. Failed rows (``valid`` empty: no usable reply) are in
     neither numerator nor denominator; when there are any, a ``failed`` column counts them.
     ``n_calls`` counts the distinct model calls behind ``n_rows`` (identical prompts are one
-    cached call), and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform
-    guess (%, the mean of 1 / number of options)."""
+    cached call), ``same_calls_as`` names an earlier row that read exactly the same calls (its
+    accuracy is then equal by construction: :func:`~deliberation.stats.small_samples.with_same_calls`),
+    and with ``n_options`` in the rows ``chance`` is the accuracy of a uniform guess (%, the
+    mean of 1 / number of options)."""
     by = list(by)
     if rows.empty:
         raise ValueError("accuracy_table: no rows")
@@ -97,12 +114,12 @@ def accuracy_table(
         str(i): mean_of("correct", dict(zip(by, combo, strict=True)))
         for i, combo in enumerate(combos)
     }
-    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    results = cluster_t_many(rows, statistics, cluster)
     grouped = rows.groupby(by, sort=False, dropna=False)
     sizes, invalid = grouped.size(), grouped["valid"].apply(lambda v: int((v == 0).sum()))
     calls = None
     if call_column(rows) is not None:
-        calls = {(k if len(by) > 1 else k[0]): distinct_calls(g) for k, g in grouped}
+        calls = {(k if len(by) > 1 else k[0]): call_set(g) for k, g in grouped}
     chance = None
     if "n_options" in rows:
         chance = (
@@ -120,8 +137,9 @@ def accuracy_table(
                 "accuracy": 100 * result.estimate,
                 "low": 100 * result.low,
                 "high": 100 * result.high,
+                "interval": result.note,
                 "n_rows": int(sizes[key]),
-                **({} if calls is None else {"n_calls": calls[key]}),
+                **({} if calls is None else {"n_calls": len(calls[key])}),
                 "n_clusters": result.n_clusters,
                 "invalid": int(invalid[key]),
             }
@@ -130,7 +148,11 @@ def accuracy_table(
             out[-1]["chance"] = 100 * float(chance[key])
         if failed_mask.any():
             out[-1]["failed"] = int(failed.get(key, 0))
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if calls is None:
+        return table
+    keys = [c if len(c) > 1 else c[0] for c in combos]
+    return with_same_calls(table, [calls[k] for k in keys], by)
 
 
 def differences(
@@ -144,20 +166,21 @@ def differences(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Policy a minus policy b (points) for each pair, on ``rows`` (averaged with equal weight
-    over the cells of ``average_over``), bootstrapped together over ``cluster``; failed rows
-    are left out."""
+    over the cells of ``average_over``), with its cluster-robust t interval and p over
+    ``cluster`` and the papers' percentile bootstrap beside it (``n_resamples``, ``seed``;
+    from its floor of clusters); failed rows are left out."""
     rows = answered(rows)
     statistics = {
         f"{a} - {b}": difference_statistic(rows, a, b, average_over=average_over)
         for a, b in comparisons
     }
-    results = cluster_bootstrap_many(rows, statistics, cluster, n_resamples, 0.95, seed)
+    results = cluster_t_many(rows, statistics, cluster, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(
         [
             {
                 "comparison": name,
                 "where": label,
-                **percent_interval(r),
+                **percent_interval(r, paper=True),
             }
             for name, r in results.items()
         ]
@@ -201,7 +224,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
     table = audit(templates, seed=seed).table
     thresholded = table[table["thresholded"]]
     best = thresholded.loc[thresholded["accuracy"].idxmax()]
-    return pd.DataFrame(
+    baseline = pd.DataFrame(
         [
             {
                 "policy": f"cue baseline: {best['heuristic']}",
@@ -216,6 +239,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
             }
         ]
     )
+    return withhold_inference(baseline)
 
 
 def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
@@ -232,28 +256,48 @@ def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
 
 def accuracy_matrix(table: pd.DataFrame, *, min_clusters: int = MIN_CLUSTERS) -> pd.DataFrame:
     """An :func:`accuracy_table` by policy and capacity as policies (rows) x capacities, each
-    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` where the interval rests on
-    fewer than ``min_clusters`` clusters (for reading, not re-analysis: the long table has the
-    data)."""
-    shown = withhold_small_intervals(table, min_clusters)
-    clusters = shown["n_clusters"] if "n_clusters" in shown else [None] * len(shown)
+    entry ``accuracy [low, high]``, or ``accuracy (n = 2 clusters)`` below the floor, or the
+    accuracy with the row's own reason for no interval ("the 4 clusters agree exactly"), and
+    the clusters and distinct calls of each policy (``n_clusters``, ``n_calls``: the largest
+    over its capacities; for reading, not re-analysis: the long table has the data), and
+    which entries repeat another's calls (``same_calls_as``: "7 items: r=0.6"). No
+    interval from fewer than ``min_clusters`` clusters (:func:`withhold_inference`)."""
+    if "n_clusters" in table:
+        table = withhold_inference(table, min_clusters)
 
-    def entry(a: float, lo: float, hi: float, n: object) -> str:
+    clusters = table["n_clusters"] if "n_clusters" in table else [None] * len(table)
+    notes = table["interval"] if "interval" in table else [""] * len(table)
+
+    def entry(a: float, lo: float, hi: float, n: object, note: object) -> str:
         if pd.notna(lo) and pd.notna(hi):
             return f"{a:.1f} [{lo:.1f}, {hi:.1f}]"
-        if n is None or pd.isna(n):
-            return f"{a:.1f}"
-        return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+        if n is not None and pd.notna(n) and int(n) < min_clusters:
+            return f"{a:.1f} (n = {int(n)} cluster{'' if int(n) == 1 else 's'})"
+        if isinstance(note, str) and note:  # e.g. "the 4 clusters agree exactly"
+            return f"{a:.1f} ({note.split(':')[0]})"
+        return f"{a:.1f}"
 
-    cells = shown.assign(
+    cells = table.assign(
         entry=[
-            entry(a, lo, hi, n)
-            for a, lo, hi, n in zip(
-                shown["accuracy"], shown["low"], shown["high"], clusters, strict=True
+            entry(*values)
+            for values in zip(
+                table["accuracy"], table["low"], table["high"], clusters, notes, strict=True
             )
         ]
     )
     wide = cells.pivot(index="policy", columns="capacity", values="entry")
     columns = list(dict.fromkeys(cells["capacity"]))
-    wide = wide.loc[list(dict.fromkeys(cells["policy"])), columns].fillna("")
+    policies = list(dict.fromkeys(cells["policy"]))
+    wide = wide.loc[policies, columns].fillna("")
+    counts = [c for c in ("n_clusters", "n_calls") if c in cells]
+    if counts:
+        wide = wide.join(cells.groupby("policy")[counts].max().loc[policies])
+    if SAME_CALLS_COLUMN in cells:  # "7 items: r=0.6": the entry repeats those calls
+        notes: dict[object, list[str]] = {policy: [] for policy in policies}
+        for policy, capacity, same in zip(
+            cells["policy"], cells["capacity"], cells[SAME_CALLS_COLUMN], strict=True
+        ):
+            if isinstance(same, str) and same:
+                notes[policy].append(f"{capacity}: {same}")
+        wide[SAME_CALLS_COLUMN] = ["; ".join(notes[policy]) for policy in policies]
     return wide.reset_index()

@@ -18,11 +18,13 @@ from deliberation.experiments.memory.analyses.accuracy import (
     percent_interval,
 )
 from deliberation.memory_policies import FIXED_ITEM_COUNT, PRIMARY_FRACTION
-from deliberation.stats import (
-    cluster_bootstrap_many,
-    difference_statistic,
-    mean_of,
-    preregistered_tests,
+from deliberation.stats import difference_statistic, mean_of, preregistered_tests
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.preregistered import PreregisteredTests
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    PAPER_METHOD_MIN_CLUSTERS,
+    SAME_CALLS_COLUMN,
 )
 
 if TYPE_CHECKING:
@@ -121,12 +123,16 @@ def h1_h3_table(
 
     The pre-specified tests read the primary budget only; because that scope decides H3 on
     some profiles, H2 and H3 pooled over every budget in ``rows`` (:func:`_pooled_rows`) follow
-    each of them as secondary rows (no Holm p). ``budgets`` names what each row reads."""
+    each of them as secondary rows (no Holm p). With a ``domain`` column, H1-H3 with domains
+    as clusters follow as sensitivity rows. ``budgets`` names what each row reads;
+    ``n_resamples`` and ``seed`` are the papers' percentile bootstrap's (shown where it has
+    its floor of clusters)."""
     rows = answered(rows)
     fixed = _fixed_count_rows(rows)
     tests = preregistered_tests(
         _primary_rows(rows, budget),
         fixed_count_frame=fixed if not fixed.empty else None,
+        sensitivity_cluster="domain" if "domain" in rows else None,
         n_resamples=n_resamples,
         seed=seed,
     )
@@ -149,33 +155,23 @@ def h1_h3_table(
         f"{name}, budgets pooled": difference_statistic(pooled, a, b)
         for name, (a, b, _) in contrasts.items()
     }
-    results = cluster_bootstrap_many(pooled, statistics, "template", n_resamples, 0.95, seed)
+    pooled_tests = PreregisteredTests(
+        primary={},
+        p_holm={},
+        secondary=cluster_t_many(
+            pooled, statistics, "template", n_resamples=n_resamples, seed=seed
+        ),
+        descriptions={f"{n}, budgets pooled": d for n, (_, _, d) in contrasts.items()},
+        clusters=dict.fromkeys(statistics, "template"),
+    ).table(scale=100)
+    pooled_tests.insert(3, "budgets", scope)
     out = []
     for row in table.to_dict("records"):
         out.append(row)
-        if row["test"] not in contrasts:
-            continue
-        name = f"{row['test']}, budgets pooled"
-        result = results[name]
-        shown = result.as_row(100)
-        out.append(
-            {
-                "test": name,
-                "family": "secondary",
-                "description": contrasts[row["test"]][2],
-                "budgets": scope,
-                "estimate": shown["estimate"],
-                "low": shown["low"],
-                "high": shown["high"],
-                "p_raw": result.p_value,
-                "p_holm": float("nan"),
-                "n_clusters": result.n_clusters,
-                "n_resamples": result.n_resamples,
-                "n_rows": result.n_rows,
-                "n_calls": result.n_calls,
-            }
-        )
-    return pd.DataFrame(out, columns=table.columns).astype(table.dtypes.to_dict())
+        if row["test"] in contrasts and row["family"] == "primary":
+            match = pooled_tests[pooled_tests["test"] == f"{row['test']}, budgets pooled"]
+            out.extend(match.to_dict("records"))
+    return pd.DataFrame(out, columns=table.columns)
 
 
 def h1_h3_caption(table: pd.DataFrame) -> str:
@@ -191,7 +187,13 @@ def h1_h3_caption(table: pd.DataFrame) -> str:
         caption += f", H1 at {fixed[0]}"
     if pooled:
         caption += f", and H2 and H3 with budgets {pooled[0].removeprefix('r=')} (no Holm p)"
-    return caption + "; main templates, tags kept; 95% template bootstrap"
+    if (table["family"] == "sensitivity").any():
+        caption += "; sensitivity: H1-H3 with domains as clusters"
+    return caption + (
+        "; main templates, tags kept; 95% cluster-robust t intervals (G - 1 df; none below"
+        f" {MIN_CLUSTERS} clusters); the papers' percentile bootstrap beside them from"
+        f" {PAPER_METHOD_MIN_CLUSTERS} clusters"
+    )
 
 
 def cell_accuracy(
@@ -214,10 +216,29 @@ def cell_accuracy(
 
 
 def cell_matrix(cells: pd.DataFrame) -> pd.DataFrame:
-    """The cell table as policies x variants (accuracy, %)."""
+    """The cell table as policies x variants (accuracy, %), with each policy's templates
+    (``n_clusters``), its cells' distinct calls, summed over the cells (``n_calls``), and what
+    a row repeats (``same_calls_as``: "R1 (every cell)" when each of its cells is R1's cell
+    read from the very same calls; else the cells that repeat another's calls, and whose)."""
     wide = cells.pivot(index="policy", columns="variant", values="accuracy")
     order = list(dict.fromkeys(cells["policy"]))
-    return wide.loc[order, [v for v in VARIANT_ORDER if v in wide.columns]]
+    wide = wide.loc[order, [v for v in VARIANT_ORDER if v in wide.columns]]
+    wide["n_clusters"] = cells.groupby("policy")["n_clusters"].max().loc[order]
+    if "n_calls" in cells:
+        wide["n_calls"] = cells.groupby("policy")["n_calls"].sum().loc[order]
+    if SAME_CALLS_COLUMN in cells:
+        wide[SAME_CALLS_COLUMN] = [_same_policy(cells[cells["policy"] == p]) for p in order]
+    return wide
+
+
+def _same_policy(cells: pd.DataFrame) -> str:
+    """One policy's cells' ``same_calls_as`` said once for its row: "R1 (every cell)" when
+    every cell repeats R1's calls in that cell, else "<cell>: <what it repeats>" per cell."""
+    same = [s if isinstance(s, str) else "" for s in cells[SAME_CALLS_COLUMN]]
+    named = [(v, s) for v, s in zip(cells["variant"], same, strict=True) if s]
+    if len(named) == len(cells) and len({s for _, s in named}) == 1:
+        return f"{named[0][1]} (every cell)"
+    return "; ".join(f"{v}: {s}" for v, s in named)
 
 
 def classic_contrasts(
@@ -233,7 +254,8 @@ def classic_contrasts(
     budget: float = PRIMARY_FRACTION,
 ) -> pd.DataFrame:
     """Policy differences in the classic cell (support private, decoys shared, irrelevant
-    private) at ``budget``, tags kept, main templates."""
+    private) at ``budget``, tags kept, main templates (R1-rel against R1 where the labeller
+    kept every fact reads R1's very calls: ``shared_calls`` counts them)."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["budget"] == budget)
     keep &= rows["variant"] == CLASSIC.id
     return differences(
@@ -307,12 +329,12 @@ def labeller_scores(labels: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.
     }
     if not (labels["labelled"] == 1).any():
         statistics.pop("precision")
-    results = cluster_bootstrap_many(labels, statistics, "template", n_resamples, 0.95, seed)
+    results = cluster_t_many(labels, statistics, "template")
     return pd.DataFrame(
         [
             {
                 "measure": name,
-                **percent_interval(r, ("estimate", "low", "high", "n_clusters")),
+                **percent_interval(r, ("estimate", "low", "high", "interval", "n_clusters")),
             }
             for name, r in results.items()
         ]

@@ -18,17 +18,25 @@ from deliberation.memory_policies import PRIMARY_FRACTION
 from deliberation.stats import (
     EVIDENCE_FORMULA,
     POLICY_FORMULA,
-    cluster_bootstrap_many,
     likelihood_ratio_test,
     mean_of,
 )
-from deliberation.stats.small_samples import distinct_calls
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.logistic import EQUIVALENCE_ODDS_RATIO
+from deliberation.stats.small_samples import (
+    MIN_CLUSTERS,
+    call_set,
+    distinct_calls,
+    reading,
+    with_same_calls,
+    withhold_inference,
+)
 
-_COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
+COPY_POLICIES = ("R1", "B4", "Random", "R1-rel")
 
 
 def copy_policy_rows(
-    rows: pd.DataFrame, budgets: Sequence[float], policies: Sequence[str] = _COPY_POLICIES
+    rows: pd.DataFrame, budgets: Sequence[float], policies: Sequence[str] = COPY_POLICIES
 ) -> pd.DataFrame:
     """Main-template rows of the copy policies at ``budgets`` with tags kept, with ``lead_bin``
     (see :func:`lead_bins`)."""
@@ -82,24 +90,35 @@ def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.D
     return table
 
 
-def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evidence_model(
+    rows: pd.DataFrame,
+    *,
+    min_clusters: int = MIN_CLUSTERS,
+    equivalence_odds_ratio: float = EQUIVALENCE_ODDS_RATIO,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Logistic model of correctness on net lead and tone lead (tone on the correct option minus
     the best-sounding competitor's); do policy terms add anything? Returns (coefficients of both
-    models, with the templates their cluster-robust intervals rest on, and the likelihood-ratio
-    and cluster-robust Wald tests of the policy terms). Failed rows are left out."""
-    test = likelihood_ratio_test(answered(rows), POLICY_FORMULA, EVIDENCE_FORMULA)
+    models, and the likelihood-ratio and cluster-robust Wald tests of the policy terms with what
+    they show: ``reading``). Each distinct call weighs 1 (copies share it); failed rows are
+    left out; below ``min_clusters`` templates only the coefficients remain."""
+    used = answered(rows)
+    test = likelihood_ratio_test(used, POLICY_FORMULA, EVIDENCE_FORMULA)
     coefficients = pd.concat(
         [
-            test.reduced.coefficients().assign(model="lead + tone"),
-            test.full.coefficients().assign(model="lead + tone + policy"),
+            test.reduced.coefficients(equivalence_odds_ratio=equivalence_odds_ratio).assign(
+                model="lead + tone"
+            ),
+            test.full.coefficients(equivalence_odds_ratio=equivalence_odds_ratio).assign(
+                model="lead + tone + policy"
+            ),
         ],
         ignore_index=True,
     )
     coefficients = coefficients[["model", *[c for c in coefficients if c != "model"]]]
-    # Cluster-robust intervals need clusters too: the table writer withholds them below 5.
     coefficients["n_clusters"] = test.full.n_clusters
     coefficients["n_rows"] = test.full.n_obs  # both models are fitted on the same rows
-    coefficients["n_calls"] = distinct_calls(answered(rows))
+    coefficients["n_calls"] = distinct_calls(used)
+    policy = coefficients[coefficients["term"].isin(test.added_terms)]
     tests = pd.DataFrame(
         [
             {
@@ -107,15 +126,50 @@ def evidence_model(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "LR statistic": test.statistic,
                 "df": test.df,
                 "p_LR": test.p_value,
-                "Wald statistic (cluster-robust)": test.wald_statistic,
+                "Wald F statistic (cluster-robust)": test.wald_statistic,
                 "p_Wald": test.wald_p_value,
+                "p_equivalence (largest)": float(policy["p_equivalence"].max()),
+                "reading": policy_terms_reading(
+                    test.wald_p_value,
+                    float(policy["p_equivalence"].max()),
+                    equivalence_odds_ratio,
+                ),
                 "n_rows": test.full.n_obs,
-                "n_calls": distinct_calls(answered(rows)),
-                "n_templates": test.full.n_clusters,
+                "n_calls": distinct_calls(used),
+                "n_clusters": test.full.n_clusters,
             }
         ]
     )
-    return coefficients, tests
+    tests = withhold_inference(tests, min_clusters)
+    if tests.loc[0, "interval"]:
+        tests.loc[0, "reading"] = "no test: " + tests.loc[0, "interval"]
+    return withhold_inference(coefficients, min_clusters), tests
+
+
+def term_reading(
+    coefficients: pd.DataFrame, term: str, *, model: str = "lead + tone", label: str = ""
+) -> str:
+    """One coefficient of :func:`evidence_model` in words (``tone_lead`` -> "tone lead: +0.885
+    (cluster-robust SE ..., p = ...; 60 clusters, ...)", or below the floor the estimate, n and
+    why): what the notebook prints (:func:`~deliberation.stats.small_samples.reading`)."""
+    row = coefficients.set_index(["model", "term"]).loc[(model, term)]
+    return reading(row, label or term.replace("_", " "), "coef")
+
+
+def policy_terms_reading(
+    p_wald: float, p_equivalence: float, odds_ratio: float, alpha: float = 0.05
+) -> str:
+    """What the policy-terms tests show, in words: a difference, equivalence within the odds-ratio
+    bound (every term's TOST), or neither (absence of evidence, not evidence of absence)."""
+    if p_wald == p_wald and p_wald < alpha:
+        return "policy terms add to the evidence (Wald p < .05)"
+    bound = f"odds ratios within [{1 / odds_ratio:.2f}, {odds_ratio:g}]"
+    if p_equivalence == p_equivalence and p_equivalence < alpha:
+        return f"policy terms near zero: every one shown within {bound} (TOST p < .05)"
+    return (
+        "neither shown: no evidence that policy terms add anything, and none that they are"
+        f" near zero ({bound} not shown); absence of evidence, not evidence of absence"
+    )
 
 
 def decoy_choices(
@@ -128,18 +182,22 @@ def decoy_choices(
 ) -> pd.DataFrame:
     """How often the answer is the decoy option (the wrong option two decoys favour), per
     policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
-    among wrong ones (%)."""
+    among wrong ones (%), with cluster-robust t intervals (``n_resamples`` and ``seed`` are
+    unused since the cluster t replaced the bootstrap, kept for the notebook's call) and the
+    policy whose decisions were the very same calls (``same_calls_as``)."""
+    del n_resamples, seed
     rows = answered(rows)
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
     cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
-    out = []
+    out, read = [], []
     for policy in dict.fromkeys(cell["policy"]):
         mine = cell[cell["policy"] == policy]
+        read.append(call_set(mine))
         statistics = {"decoy": mean_of("chose_decoy", {"policy": policy})}
         wrong = int((mine["correct"] == 0).sum())
         if wrong:
             statistics["decoy | wrong"] = mean_of("chose_decoy", {"policy": policy, "correct": 0})
-        r = cluster_bootstrap_many(mine, statistics, "template", n_resamples, 0.95, seed)
+        r = cluster_t_many(mine, statistics, "template")
         out.append(
             {
                 "policy": policy,
@@ -148,9 +206,10 @@ def decoy_choices(
                 "decoy %": 100 * r["decoy"].estimate,
                 "low": 100 * r["decoy"].low,
                 "high": 100 * r["decoy"].high,
+                "interval": r["decoy"].note,
                 "decoy among wrong %": 100 * r["decoy | wrong"].estimate if wrong else float("nan"),
-                "n_clusters": r["decoy"].n_clusters,  # so the table writer withholds below 5
+                "n_clusters": r["decoy"].n_clusters,
                 **({} if r["decoy"].n_calls is None else {"n_calls": r["decoy"].n_calls}),
             }
         )
-    return pd.DataFrame(out)
+    return with_same_calls(pd.DataFrame(out), read, ("policy",))

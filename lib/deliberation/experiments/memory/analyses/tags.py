@@ -14,8 +14,9 @@ import pandas as pd
 
 from deliberation.benchmarks.crossprofile.variants import ALL_VARIANTS
 from deliberation.experiments.memory.analyses.accuracy import answered, percent_interval
-from deliberation.stats import CellStatistic, cluster_bootstrap_many, linear_contrast
-from deliberation.stats.small_samples import distinct_calls
+from deliberation.stats import CellStatistic, linear_contrast
+from deliberation.stats.cluster_t import cluster_t_many
+from deliberation.stats.small_samples import call_set, with_same_calls
 
 _BY = ("tags", "support", "decoy", "irrelevant")
 
@@ -56,13 +57,13 @@ def social_proof_table(
         for mode in modes[1:]:
             weights = {**_gap_weights(rows, "keep"), **_gap_weights(rows, mode, -1.0)}
             statistics[f"narrowing: gap(keep) - gap({mode})"] = linear_contrast(weights, _BY)
-    results = cluster_bootstrap_many(rows, statistics, "template", n_resamples, 0.95, seed)
+    results = cluster_t_many(rows, statistics, "template", n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(
         [
             {
                 "policy": policy,
                 "contrast": name,
-                **percent_interval(r),
+                **percent_interval(r, paper=True),
             }
             for name, r in results.items()
         ]
@@ -72,8 +73,9 @@ def social_proof_table(
 def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
     """Per policy and ownership cell (main templates): accuracy under each tag mode and the
     paired effects of removing and of reassigning tags (mode minus keep, points,
-    template-bootstrap interval). Each policy's rows must come from one capacity, so that the
-    tag modes read the same memories."""
+    cluster-robust t interval, none below the floor), and which earlier row read the very same
+    calls (``same_calls_as``). Each policy's rows must come from one capacity, so that the tag
+    modes read the same memories."""
     rows = _main_rows(rows)
     by = ("policy", "tags", "variant")
     variants = [v.id for v in ALL_VARIANTS if (rows["variant"] == v.id).any()]
@@ -93,8 +95,9 @@ def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> p
             statistics[f"{policy}|{variant}|{mode}-keep"] = linear_contrast(
                 {(policy, mode, variant): 1.0, (policy, "keep", variant): -1.0}, by
             )
-    results = cluster_bootstrap_many(rows, statistics, "template", n_resamples, 0.95, seed)
-    out = []
+    del n_resamples, seed  # the cluster t draws nothing (kept for the notebook's call)
+    results = cluster_t_many(rows, statistics, "template")
+    out, read = [], []
     for policy, variant in itertools.product(policies, variants):
         key = f"{policy}|{variant}"
         row: dict[str, object] = {"policy": policy, "variant": variant}
@@ -105,10 +108,13 @@ def tag_effects_by_cell(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> p
             row[f"{mode} - keep"] = 100 * r.estimate
             row[f"{mode} low"] = 100 * r.low
             row[f"{mode} high"] = 100 * r.high
+        notes = [results[f"{key}|{mode}-keep"].note for mode in modes]
+        row["interval"] = "; ".join(dict.fromkeys(n for n in notes if n))
         row["n_clusters"] = results[f"{key}|keep"].n_clusters
         mine = rows[(rows["policy"] == policy) & (rows["variant"] == variant)]
         row["n_rows"] = len(mine)
-        if (calls := distinct_calls(mine)) is not None:
-            row["n_calls"] = calls
+        read.append(call_set(mine))
+        if read[-1] is not None:
+            row["n_calls"] = len(read[-1])
         out.append(row)
-    return pd.DataFrame(out)
+    return with_same_calls(pd.DataFrame(out), read, ("policy", "variant"))
