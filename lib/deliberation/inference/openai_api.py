@@ -260,17 +260,6 @@ class RetryPolicy:
         """tenacity's wait for one request; ``rng()`` makes its seeded generator when needed."""
         return _FullJitter(self, rng)
 
-    def delay(
-        self, retry: int, rng: np.random.Generator, retry_after_s: float | None = None
-    ) -> float:
-        """Seconds :meth:`wait` makes tenacity wait before retry number ``retry`` (0-based)
-        after a failure whose server asked for ``retry_after_s``."""
-        state = tenacity.RetryCallState(None, None, (), {})
-        state.attempt_number = retry + 1
-        failure = _AttemptFailed("x", "x", retryable=True, retry_after_s=retry_after_s)
-        state.outcome = tenacity.Future.construct(retry + 1, failure, True)
-        return self.wait(lambda: rng)(state)
-
 
 class _FullJitter(tenacity.wait_exponential):
     """Full jitter: tenacity's exponential ceiling (``backoff_base_s * 2**k``, at most
