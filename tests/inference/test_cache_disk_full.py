@@ -254,3 +254,99 @@ def test_the_stop_on_a_really_full_disk_is_one_line_with_no_warning_beside_it(
             client.generate(requests_for(prompts))
     # The error says it all: no warning beside it (a lease that cannot be released is DEBUG).
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _stop_on_a_full_disk(path, prompts, profile="p"):
+    """Run ``prompts`` on a cache at ``path`` whose disk fills: (backend, the error)."""
+    backend = CountingBackend()
+    with ResponseCache(path) as cache:
+        client = CachedClient(backend, cache, profile=profile, progress=False, write_wait_s=0)
+        with pytest.raises(CacheWriteError) as caught:
+            client.generate(requests_for(prompts))
+    return backend, caught.value
+
+
+def test_spilled_answers_follow_the_profile_to_a_moved_cache(tiny_disk, tmp_path, monkeypatch):
+    """Issue 46 item 4: after exit 7 the cache moves to a bigger disk (DELIBERATION_CACHE_DIR);
+    the rerun finds the spill by the cache's name, imports it, and pays only for the rest."""
+    import shutil
+
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    prompts = [f"{i:03d} " + "y" * 20_000 for i in range(40)]
+    backend, error = _stop_on_a_full_disk(tiny_disk / "p.sqlite", prompts)
+    (spill,) = spill_files(tiny_disk / "p.sqlite")
+    assert spill.parent == tmp_path / "spill"
+    message = str(error)
+    assert f"saved in {spill}: the next run of profile p imports them first" in message
+    assert f"deliberation cache import {spill}" in message
+    assert "it sends only the calls never answered" in message
+    bigger = tmp_path / "bigger"
+    bigger.mkdir()
+    for part in tiny_disk.glob("p.sqlite*"):
+        shutil.move(part, bigger / part.name)
+    again = CountingBackend()
+    with ResponseCache(bigger / "p.sqlite") as cache:
+        CachedClient(again, cache, profile="p", progress=False).generate(requests_for(prompts))
+    assert again.sent == prompts[len(backend.sent) :]  # the spilled answer was not paid again
+    assert not spill.exists()
+
+
+def test_a_spill_of_another_cache_still_there_is_left_to_it_and_named(tmp_path, monkeypatch,
+                                                                      caplog):  # fmt: skip
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    first = tmp_path / "a" / "p.sqlite"
+    with ResponseCache(first) as cache:
+        _fill_disk(cache)
+        client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError):
+            client.generate(requests_for(PROMPTS[:3]))
+    (beside,) = spill_files(first)
+    parked = tmp_path / "spill" / beside.name
+    parked.parent.mkdir()
+    beside.rename(parked)  # as if the cache's own disk had had no room
+    assert spill_files(first) == [parked]
+    with caplog.at_level(logging.WARNING), ResponseCache(tmp_path / "b" / "p.sqlite") as other:
+        assert other.keys() == set()  # not imported into another cache of the same name
+    assert (
+        f"wait in {parked}" in caplog.text and f"deliberation cache import {parked}" in caplog.text
+    )
+    with ResponseCache(first) as cache:
+        assert len(cache.keys()) == 1 and not parked.exists()
+
+
+def test_cache_import_takes_a_spill_file(tmp_path, monkeypatch, capsys):
+    from deliberation.cli import main
+    from deliberation.io import paths
+
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    old = tmp_path / "old" / "sim.sqlite"
+    with ResponseCache(old) as cache:
+        _fill_disk(cache)
+        client = CachedClient(CountingBackend(), cache, profile="sim", progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError):
+            client.generate(requests_for(PROMPTS[:2]))
+    (spill,) = spill_files(old)
+    assert main(["cache", "import", str(spill)]) == 0
+    assert "imported the 1 spilled answers" in capsys.readouterr().out
+    with ResponseCache(paths.cache_dir() / "sim.sqlite", read_only=True) as cache:
+        assert len(cache.keys()) == 1
+    assert not spill.exists()
+
+
+def test_no_room_anywhere_is_said_truthfully(tmp_path, monkeypatch):
+    """Answers that could be written nowhere are lost when the process ends: the line says so,
+    and says the rerun sends those calls again (not that only unanswered calls are sent)."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setattr(cache_module, "_spill_targets", lambda path: [blocked / "x.jsonl"])
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        _fill_disk(cache)
+        client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError) as caught:
+            client.generate(requests_for(PROMPTS[:3]))
+    message = str(caught.value)
+    assert "could not be saved anywhere" in message and "are lost when this process ends" in message
+    assert "it sends those 1 calls again" in message and "only the calls never" not in message

@@ -10,10 +10,12 @@ import sqlite3
 import pytest
 from helpers.backends import CountingBackend, requests_for
 
+from deliberation import exit_codes
 from deliberation.cli import main
 from deliberation.inference.base import ChatResponse
 from deliberation.inference.cache import (
     SCHEMA_VERSION,
+    CacheDamagedError,
     CacheFileError,
     CacheWriteError,
     ResponseCache,
@@ -183,5 +185,74 @@ def test_damage_found_only_when_reading_still_names_the_file(tmp_path):
     cache = ResponseCache(path)
     with path.open("r+b") as handle:  # damaged while open (a failing disk, a bad copy-back)
         handle.truncate(path.stat().st_size // 2)
-    with pytest.raises(CacheFileError, match=rf"{path}: cannot read .*damaged or truncated"):
+    with pytest.raises(CacheDamagedError, match=rf"{path}: the response cache is damaged \(cannot"):
         cache.get_many(cache.keys())
+
+
+LEAF_TABLE, LEAF_INDEX = 0x0D, 0x0A
+
+
+def _damage_page(path, kind):
+    """Overwrite the middle of one b-tree leaf page of ``kind`` (a data page of the responses
+    table, or a page of its key index), as a failing disk or a bad copy would."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    pages = [n for n in range(2, len(data) // page_size) if data[n * page_size] == kind]
+    page = pages[len(pages) // 2] * page_size
+    data[page + page_size // 2 : page + page_size // 2 + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+
+
+def _change_an_indexed_key(path):
+    """Change one character of one key in the key index only: every page still parses, but the
+    index no longer matches its table (lookups of that key miss)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        key = conn.execute("SELECT key FROM responses ORDER BY key LIMIT 1 OFFSET 40").fetchone()[0]
+    data = bytearray(path.read_bytes())
+    start = 0
+    while (at := data.find(key.encode(), start)) >= 0:
+        if data[at // page_size * page_size] == LEAF_INDEX:
+            data[at + 63] = ord("0" if key[63] != "0" else "1")
+            break
+        start = at + 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["data page", "index page", "index content"])
+def test_a_damaged_cache_is_found_on_open_before_anything_is_sent(tmp_path, damage):
+    path = _filled(tmp_path / "c.sqlite")
+    if damage == "index content":
+        _change_an_indexed_key(path)
+    else:
+        _damage_page(path, LEAF_TABLE if damage == "data page" else LEAF_INDEX)
+    for read_only in (False, True):
+        with pytest.raises(CacheDamagedError) as caught:
+            ResponseCache(path, read_only=read_only)
+        message = str(caught.value)
+        assert message.startswith(f"{path}: the response cache is damaged (")
+        assert f"mv {path} {path}.damaged" in message and ".recover" in message
+        assert "disk is full" not in message and "free space" not in message
+
+
+def test_damage_met_while_writing_is_told_apart_from_a_full_disk(tmp_path, monkeypatch):
+    """A page that turns bad during a run: the answers received are spilled, and the one line
+    says the file is damaged and what to do, never "free space"."""
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    path = _filled(tmp_path / "c.sqlite", PROMPTS[:5])
+    cache = ResponseCache(path)
+
+    def malformed(row):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(cache, "_insert_row", malformed)
+    client = CachedClient(CountingBackend(), cache, profile="p", progress=False, write_wait_s=0)
+    with pytest.raises(CacheDamagedError) as caught:
+        client.generate(requests_for(PROMPTS[5:8]))
+    message = str(caught.value)
+    assert "damaged (SQLite: database disk image is malformed)" in message
+    assert "received answers saved in" in message and "free space" not in message
+    assert caught.value.exit_code == exit_codes.BAD_INPUT != CacheWriteError.exit_code
