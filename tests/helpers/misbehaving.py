@@ -6,7 +6,8 @@
 * ``huge``: a 200 whose body is ``size`` bytes of JSON padding, streamed in chunks, declared
   (``Content-Length``) or not (chunked);
 * ``gzip``: a 200 with ``Content-Encoding: gzip`` and the given compressed ``body``;
-* ``json``: a 200 with ``body`` as is.
+* ``json``: a 200 with ``body`` as is;
+* ``models``: a 200 with a model list naming model ``m`` (``on_get``: GET requests only).
 
 It counts the requests and the bytes it managed to send (``sent``), so a test can tell that a
 client stopped reading early.
@@ -28,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Misbehaving:
     base_url: str = ""
     behaviour: str = "json"
+    on_get: str | None = None  # the behaviour of GET requests, when it differs
     interval_s: float = 3.0
     size: int = 0
     declared: bool = True
@@ -72,9 +74,10 @@ def _handler(state: Misbehaving) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             if length:
                 self.rfile.read(length)
+            behaviour = state.on_get if self.command == "GET" and state.on_get else state.behaviour
             # The client may stop reading: that is what the bounds are for.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                getattr(self, f"_{state.behaviour}")()
+                getattr(self, f"_{behaviour}")()
 
         def _trickle(self) -> None:
             self.send_response(200)
@@ -113,6 +116,14 @@ def _handler(state: Misbehaving) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(state.body)))
             self.end_headers()
             self._send(state.body)
+
+        def _models(self) -> None:  # a model list naming model "m"
+            body = b'{"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self._send(body)
 
         def _json(self) -> None:
             self.send_response(200)

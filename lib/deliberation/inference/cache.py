@@ -84,7 +84,7 @@ from deliberation.inference.base import (
     unencodable_text,
 )
 from deliberation.inference.tokens import count_tokens
-from deliberation.io import disk
+from deliberation.io import disk, paths
 from deliberation.io.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)
@@ -546,8 +546,7 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 def spill_dir() -> Path:
     """Where answers go when the cache's own disk has no room: ``$DELIBERATION_SPILL_DIR``, else
     ``deliberation-spill`` in the system's temporary folder (often another disk, or memory)."""
-    configured = os.environ.get(SPILL_DIR_ENV)
-    return Path(configured) if configured else _default_spill_dir()
+    return paths.folder_from_env(SPILL_DIR_ENV) or _default_spill_dir()
 
 
 def _default_spill_dir() -> Path:
@@ -555,8 +554,14 @@ def _default_spill_dir() -> Path:
 
 
 def _spill_dirs() -> list[Path]:
-    """The spill folders looked in: the configured one, and the default one as its fallback."""
-    return list(dict.fromkeys([spill_dir(), _default_spill_dir()]))
+    """The spill folders looked in: the configured one, and the default one as its fallback
+    (alone when the configured one cannot be a folder: answers are never lost to a typo)."""
+    try:
+        configured = spill_dir()
+    except paths.PathSettingError as exc:
+        log.warning("%s; spill files go to %s", exc, _default_spill_dir())
+        return [_default_spill_dir()]
+    return list(dict.fromkeys([configured, _default_spill_dir()]))
 
 
 def _spill_targets(path: Path) -> list[Path]:

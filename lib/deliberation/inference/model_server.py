@@ -80,8 +80,8 @@ class ServerOptions(BaseModel):
     ready_url: str | None = Field(
         None, description="answers HTTP 200 once the model is loaded (default: base_url/models)"
     )
-    ready_timeout_s: float = Field(180.0, gt=0)
-    stop_timeout_s: float = Field(15.0, gt=0)
+    ready_timeout_s: float = Field(180.0, gt=0, le=86_400)
+    stop_timeout_s: float = Field(15.0, gt=0, le=3600)
     log_file: str = Field(
         "build/servers/{profile}.log", description="the server's output ({profile} filled in)"
     )

@@ -198,13 +198,18 @@ class OpenAIOptions(BaseModel):
     api_key_env: str | None = transport_only(
         None, description="name of the environment variable holding the key (never the key)"
     )
-    concurrency: int = transport_only(16, gt=0)
-    max_retries: int = transport_only(6, ge=0)
-    timeout_s: float = transport_only(120.0, gt=0)
-    backoff_base_s: float = transport_only(1.0, ge=0)
-    backoff_max_s: float = transport_only(60.0, ge=0)
+    concurrency: int = transport_only(16, gt=0, le=1024)
+    max_retries: int = transport_only(6, ge=0, le=100)
+    timeout_s: float = transport_only(
+        120.0, gt=0, le=86_400, description="the longest a whole reply may take (per attempt)"
+    )
+    backoff_base_s: float = transport_only(1.0, ge=0, le=3600)
+    backoff_max_s: float = transport_only(60.0, ge=0, le=86_400)
     retry_after_max_s: float = transport_only(
-        300.0, ge=0, description="longest wait a server's Retry-After can impose before a retry"
+        300.0,
+        ge=0,
+        le=86_400,
+        description="longest wait a server's Retry-After can impose before a retry",
     )
     # How structured outputs travel (see inference/structured.py).
     structured_output: ServerStructuredMode = "structured_outputs"

@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,82 @@ from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_e
 from deliberation.profiles.cost import CostModel
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
+# A profile name names output folders and files (<name>.sqlite, <name>.yaml): well under the
+# file systems' 255 bytes.
+NAME_MAX = 100
+# The largest max_tokens any profile may ask for (no served model has a longer context; it also
+# bounds each reply's size, see openai_api.reply_byte_limit).
+MAX_TOKENS_MAX = 1_000_000
+# Whole numbers a profile holds (seeds included) fit in 64 bits.
+INT_LIMIT = 2**63
+
+
+def _control_character(value: str, *, lines: bool = False) -> str | None:
+    """The first control or format character of ``value`` (NUL, escape, a right-to-left
+    override, a zero-width joiner ...), as U+XXXX; tabs and line breaks are allowed where
+    ``lines``. None when there is none."""
+    for char in value:
+        if lines and char in "\t\n\r":
+            continue
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def _unprintable(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The dotted key and character of the first string in YAML data that holds a control or
+    format character (keys too); free-text fields (``description``, ``basis``) may break lines."""
+    if isinstance(value, str):
+        found = _control_character(value, lines=path.rsplit(".", 1)[-1] in ("description", "basis"))
+        return None if found is None else (path, found)
+    children: Any = ()
+    if isinstance(value, dict):
+        children = [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
+        for key, _ in children:
+            found = _control_character(key)
+            if found is not None:
+                return key, found
+    elif isinstance(value, list):
+        children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    for where, child in children:
+        hit = _unprintable(child, where)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _huge_integer(value: Any, path: str = "") -> str | None:
+    """The dotted key of the first whole number in YAML data past 64 bits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= INT_LIMIT:
+        return path
+    children: Any = ()
+    if isinstance(value, dict):
+        children = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    for where, child in children:
+        found = _huge_integer(child, where)
+        if found is not None:
+            return found
+    return None
+
+
+def check_profile_name(name: str, what: str = "profile") -> str:
+    """``name`` when it can name a profile (letters, digits, ``.``, ``_``, ``-``; at most
+    ``NAME_MAX`` characters); a ``ValueError`` naming ``what`` otherwise."""
+    shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+    where = f"{what}: " if what else ""
+    if len(name) > NAME_MAX:
+        raise ValueError(
+            f"{where}{shown!r} is too long for a profile name: at most {NAME_MAX} characters"
+            " (it names output folders and files)"
+        )
+    if not NAME_PATTERN.fullmatch(name) or set(name) == {"."}:
+        raise ValueError(
+            f"{where}{shown!r} is not a profile name: use letters, digits, '.', '_' and '-'"
+            " only (it names output folders)"
+        )
+    return name
 
 
 class Strict(BaseModel):
@@ -66,9 +143,9 @@ class Sampling(Strict):
     """The profile's request defaults; :func:`deliberation.inference.generation.generation_settings`
     merges a stage's own values over them."""
 
-    temperature: float = Field(0.0, ge=0.0)
+    temperature: float = Field(0.0, ge=0.0, le=100.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(512, gt=0)
+    max_tokens: int = Field(512, gt=0, le=MAX_TOKENS_MAX)
 
 
 def check_distinct(values: Sequence[Any] | None, field: str = "") -> Sequence[Any] | None:
@@ -246,12 +323,7 @@ class Profile(Strict):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not NAME_PATTERN.fullmatch(value) or set(value) == {"."}:
-            raise ValueError(
-                f"{value!r} is not a profile name: use letters, digits, '.', '_' and '-' only"
-                " (it names output folders)"
-            )
-        return value
+        return check_profile_name(value, "")  # the error's location names the field
 
     @property
     def synthetic(self) -> bool:
@@ -338,8 +410,18 @@ def profile_files(name_or_path: str | Path) -> list[Path]:
 def _profile_path(name_or_path: str | Path) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix not in {".yaml", ".yml"}:
+        try:
+            check_profile_name(str(name_or_path))
+        except ValueError as exc:
+            raise ProfileError(str(exc)) from None
         candidate = paths.params_dir() / f"{name_or_path}.yaml"
-    if not candidate.is_file():
+    try:
+        found = candidate.is_file()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise ProfileError(
+            f"profile: {str(candidate)[:80]!r}: not a readable path ({exc})"
+        ) from None
+    if not found:
         available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
         raise ProfileError(f"{candidate}: no such profile; available: {available}")
     return candidate
@@ -441,6 +523,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
     bad_number = _non_finite(data)
     if bad_number is not None:
         raise ProfileError(f"{candidate}: {bad_number}: expected a finite number, got .nan or .inf")
+    huge = _huge_integer(data)
+    if huge is not None:
+        raise ProfileError(f"{candidate}: {huge}: a whole number past 64 bits; give a smaller one")
+    unprintable = _unprintable(data)
+    if unprintable is not None:
+        raise ProfileError(
+            f"{candidate}: {unprintable[0]}: holds the control or format character"
+            f" {unprintable[1]} (NUL, escape, a right-to-left override, ...): write it without"
+        )
     data.setdefault("name", candidate.stem)
     data["source"] = str(candidate)
     try:
