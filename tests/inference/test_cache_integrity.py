@@ -192,16 +192,18 @@ def test_damage_found_only_when_reading_still_names_the_file(tmp_path):
 LEAF_TABLE, LEAF_INDEX = 0x0D, 0x0A
 
 
-def _damage_page(path, kind):
-    """Overwrite the middle of one b-tree leaf page of ``kind`` (a data page of the responses
-    table, or a page of its key index), as a failing disk or a bad copy would."""
+def _damage_page(path, kind, at):
+    """Overwrite 64 bytes of one b-tree leaf page of ``kind`` (a data page of the responses
+    table, or a page of its key index), as a failing disk or a bad copy would: its header and
+    cell pointers, or its last cells (cells fill a page from its end)."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
     pages = [n for n in range(2, len(data) // page_size) if data[n * page_size] == kind]
     page = pages[len(pages) // 2] * page_size
-    data[page + page_size // 2 : page + page_size // 2 + 64] = b"\xa5" * 64
+    start = page if at == "header" else page + page_size - 64
+    data[start : start + 64] = b"\xa5" * 64
     path.write_bytes(bytes(data))
 
 
@@ -222,13 +224,20 @@ def _change_an_indexed_key(path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", ["data page", "index page", "index content"])
+@pytest.mark.parametrize("damage", ["data page", "index page", "index content", "stored answer"])
 def test_a_damaged_cache_is_found_on_open_before_anything_is_sent(tmp_path, damage):
     path = _filled(tmp_path / "c.sqlite")
     if damage == "index content":
         _change_an_indexed_key(path)
+    elif damage == "stored answer":  # bytes inside a record: no SQLite check can see them
+        _damage_page(path, LEAF_TABLE, "cells")
+        with ResponseCache(path) as cache, pytest.raises(CacheDamagedError, match="damaged"):
+            cache.get_many(cache.keys())
+        return
     else:
-        _damage_page(path, LEAF_TABLE if damage == "data page" else LEAF_INDEX)
+        _damage_page(
+            path, *((LEAF_TABLE, "header") if damage == "data page" else (LEAF_INDEX, "cells"))
+        )
     for read_only in (False, True):
         with pytest.raises(CacheDamagedError) as caught:
             ResponseCache(path, read_only=read_only)

@@ -177,7 +177,7 @@ def probe_readings(p: Probe) -> list[Outcome]:
 
 OPENAI_PROFILE = """\
 backend: openai
-model: m
+model: {model}
 openai:
   base_url: {url}
   concurrency: {concurrency}
@@ -195,9 +195,9 @@ experiments:
 
 
 def _run_crossprofile(p: Probe, folder: Path, url: str, *, timeout: int = 10, concurrency: int = 4,
-                      preflight: str = "true") -> Run:  # fmt: skip
+                      preflight: str = "true", model: str = "m") -> Run:  # fmt: skip
     profile = p.profile(folder, "probe", OPENAI_PROFILE.format(
-        url=url, concurrency=concurrency, timeout=timeout, preflight=preflight))  # fmt: skip
+        url=url, concurrency=concurrency, timeout=timeout, preflight=preflight, model=model))  # fmt: skip
     return p.run(["run", "crossprofile", "--profile", str(profile)], p.env(folder))
 
 
@@ -316,34 +316,61 @@ def probe_spill_unusable(p: Probe) -> Outcome:
 
 
 def _filled_cache(p: Probe, folder: Path, url: str) -> Path:
-    run = _run_crossprofile(p, folder, url, preflight="false")
+    run = _run_crossprofile(p, folder, url, preflight="false", model="sim-mechanism")
     assert run.code == 0, run.stderr[-2000:]
     return folder / "cache" / "probe.sqlite"
 
 
-def _damage(path: Path, kind: int) -> None:
+def _damage(path: Path, kind: int, *, at: str = "content", which: str = "middle") -> None:
+    """Overwrite 64 bytes of one b-tree leaf page of ``kind``: its last cells (``content``: the
+    cell area fills a page from its end) or its header and cell pointers (``header``); the page
+    is the last one (where new rows go) or the middle one."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
     pages = [n for n in range(2, len(data) // page_size) if data[n * page_size] == kind]
-    page = pages[len(pages) // 2] * page_size
-    data[page + page_size // 2 : page + page_size // 2 + 64] = b"\xa5" * 64
+    page = pages[-1 if which == "last" else len(pages) // 2] * page_size
+    start = page + (page_size - 64 if at == "content" else 0)
+    data[start : start + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+
+
+def _change_an_indexed_key(path: Path) -> None:
+    """One character of one key changed in the key index only: every page still parses, but
+    the index no longer matches its table."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        key = conn.execute("SELECT key FROM responses ORDER BY key LIMIT 1 OFFSET 3").fetchone()[0]
+    data = bytearray(path.read_bytes())
+    start = 0
+    while (at := data.find(key.encode(), start)) >= 0:
+        if data[at // page_size * page_size] == 0x0A:
+            data[at + 63] = ord("0" if key[63] != "0" else "1")
+            break
+        start = at + 1
     path.write_bytes(bytes(data))
 
 
 def probe_damaged(p: Probe) -> list[Outcome]:
+    """The cache of one run, then damaged: the last data page (where new answers go) before a
+    run of other calls; a page of the key index before the same run again (fully cached)."""
     outcomes = []
-    for label, kind, grid in (("a damaged data page", 0x0D, "fresh"),
-                              ("a damaged index page, fully cached run", 0x0A, "same")):  # fmt: skip
+    cases = (("a damaged data page, then new calls", 0x0D, "header", "last"),
+             ("a key changed in the index only, fully cached run", 0x0A, "key", "middle"))  # fmt: skip
+    for label, kind, at, which in cases:
         folder = p.folder(f"damaged-{kind}")
         with sim_server_in_thread() as sim:
             cache = _filled_cache(p, folder, sim.base_url)
-            _damage(cache, kind)
+            if at == "key":
+                _change_an_indexed_key(cache)
+            else:
+                _damage(cache, kind, at=at, which=which)
             sim.reset()
             profile = folder / "probe.yaml"
-            if grid == "fresh":  # a larger grid: the cached answers and new calls
-                profile.write_text(profile.read_text().replace("limit: 1", "limit: 2"))
+            if kind == 0x0D:  # other calls: none of the damaged page's answers is looked up
+                profile.write_text(profile.read_text().replace("[all]", "[empty]"))
             run = p.run(["run", "crossprofile", "--profile", str(profile)], p.env(folder))
             paid = sim.stats()["arrivals"]
         outcomes.append(outcome_of(label, 5, run, f"calls paid: {paid}"))
@@ -423,7 +450,12 @@ def run_all(repo: Path, only: list[str] | None) -> list[Outcome]:
             if only and function.__name__ not in only:
                 continue
             print(f"== {function.__name__}", file=sys.stderr, flush=True)
-            found = function(probe)
+            try:
+                found = function(probe)
+            except Exception as exc:  # a probe that could not be set up: said, the others go on
+                found = Outcome(
+                    function.__name__, 0, "error", 0, f"{type(exc).__name__}: {exc}"[:300]
+                )
             outcomes += found if isinstance(found, list) else [found]
     return outcomes
 

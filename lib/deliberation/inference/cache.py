@@ -69,6 +69,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -186,7 +187,8 @@ def is_damage(error: BaseException) -> bool:
     if code is not None and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return True
     text = str(error).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
+    signs = ("malformed", "not a database", "corrupt", "could not decode to utf-8")
+    return any(sign in text for sign in signs)
 
 
 class CacheConflictError(CacheError):
@@ -903,10 +905,11 @@ class ResponseCache:
         with self._lock:
             try:
                 yield
-            except sqlite3.OperationalError as exc:
-                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
             except sqlite3.DatabaseError as exc:
-                raise CacheDamagedError(self.path, f"cannot read it: SQLite: {exc}") from exc
+                if is_damage(exc):
+                    detail = str(exc).split(" with text ", 1)[0]  # not the damaged bytes
+                    raise CacheDamagedError(self.path, f"cannot read it: SQLite: {detail}") from exc
+                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
 
     # -- spilled answers (see the module docstring) ---------------------------------------------
     def spill(
@@ -1004,7 +1007,7 @@ class ResponseCache:
                     f"SELECT key, response, attempts FROM responses WHERE key IN ({marks})", chunk
                 ).fetchall()
                 for key, blob, attempts in rows:
-                    data = json.loads(blob)
+                    (data,) = self._decoded(key, blob)
                     found[key] = ChatResponse(**data, cached=True, attempts=attempts)
                 if count_hits and rows and not self.read_only:
                     # Only the rows served: another process may add a key between the two
@@ -1019,6 +1022,16 @@ class ResponseCache:
                     except sqlite3.OperationalError as exc:  # disk full: still serve the answers
                         log.warning("%s: hit counts not updated (%s)", self.path, exc)
         return found
+
+    def _decoded(self, key: str, *blobs: str) -> list[Any]:
+        """The JSON of a stored row; a row whose bytes were damaged (SQLite checks pages, not
+        the bytes inside a record) is :class:`CacheDamagedError` naming its key."""
+        try:
+            return [json.loads(blob) for blob in blobs]
+        except (ValueError, TypeError) as exc:
+            raise CacheDamagedError(
+                self.path, f"the stored answer of key {key} does not decode ({type(exc).__name__})"
+            ) from None
 
     def put(
         self,
@@ -1080,7 +1093,8 @@ class ResponseCache:
                     "SELECT response FROM responses WHERE key = ?", (key,)
                 ).fetchone()
                 if row is not None:
-                    if _same_answer(json.loads(row[0]), json.loads(response.to_json())):
+                    (stored,) = self._decoded(key, row[0])
+                    if _same_answer(stored, json.loads(response.to_json())):
                         present += 1
                         continue
                     raise CacheConflictError(
@@ -1100,7 +1114,8 @@ class ResponseCache:
                 "SELECT key, request, response, attempts FROM responses ORDER BY key"
             ).fetchall()
         for key, request, response, attempts in rows:
-            yield key, json.loads(request), json.loads(response), attempts
+            decoded_request, decoded_response = self._decoded(key, request, response)
+            yield key, decoded_request, decoded_response, attempts
 
     def record_failure(
         self, key: str, request: ChatRequest, response: ChatResponse, *, profile: str
@@ -1221,7 +1236,8 @@ class ResponseCache:
                 for key, request, response in self._conn.execute(
                     f"SELECT key, request, response FROM responses WHERE key IN ({marks})", chunk
                 ):
-                    found[key] = (json.loads(request), json.loads(response))
+                    decoded = self._decoded(key, request, response)
+                    found[key] = (decoded[0], decoded[1])
         return found
 
     def _counted_prompt_tokens(self) -> dict[tuple[str, str], int]:
