@@ -22,7 +22,9 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from helpers.json_handler import serving
 
 
 @dataclass
@@ -46,10 +48,15 @@ class Misbehaving:
 
 @functools.lru_cache(maxsize=2)
 def gzip_bomb(decoded_bytes: int) -> bytes:
-    """A chat completion whose content is ``decoded_bytes`` of spaces, gzip-compressed (150 MB
-    of it compresses to about 146 KB)."""
-    head = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "'
-    tail = b'"}, "finish_reason": "stop"}]}'
+    """A chat completion of ``decoded_bytes``, gzip-compressed (150 MB compress to about 146
+    KB): a short answer, then spaces between its JSON tokens (where no check of the answer's
+    text looks)."""
+    head = (
+        b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices":'
+        b' [{"index": 0, "message": {"role": "assistant", "content": "Answer: 1"},'
+        b' "finish_reason": "stop"}],'
+    )
+    tail = b' "usage": {"prompt_tokens": 1, "completion_tokens": 1}}'
     buffer = bytearray(head)
     buffer += b" " * (decoded_bytes - len(head) - len(tail))
     buffer += tail
@@ -141,14 +148,6 @@ def _handler(state: Misbehaving) -> type[BaseHTTPRequestHandler]:
 def misbehaving_server(**options: object) -> Iterator[Misbehaving]:
     """The server on 127.0.0.1 (a free port) for the block; ``base_url`` ends in ``/v1``."""
     state = Misbehaving(**options)  # type: ignore[arg-type]
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(state)) as root:
+        state.base_url = f"{root}/v1"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

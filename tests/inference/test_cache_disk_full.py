@@ -101,6 +101,8 @@ def test_retries_are_bounded(tmp_path, monkeypatch):
 
 
 def test_answers_with_no_room_anywhere_stay_in_the_error(tmp_path, monkeypatch):
+    """The line says truthfully that they are lost when the process ends and that the rerun
+    sends those calls again; a Python caller still finds them in the error."""
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     monkeypatch.setattr(cache_module, "_spill_targets", lambda path: [blocked / "x.jsonl"])
@@ -110,6 +112,9 @@ def test_answers_with_no_room_anywhere_stay_in_the_error(tmp_path, monkeypatch):
                               write_wait_s=0)  # fmt: skip
         with pytest.raises(CacheWriteError, match="could not be saved anywhere") as caught:
             client.generate(requests_for(PROMPTS))
+        message = str(caught.value)
+        assert "are lost when this process ends" in message
+        assert "it sends those 1 calls again" in message and "only the calls never" not in message
         ((request, response),) = caught.value.unwritten
         assert response.text == PROMPTS[0].upper()
         # Nothing was half-written, and the answer can still be stored by hand.
@@ -256,6 +261,19 @@ def test_the_stop_on_a_really_full_disk_is_one_line_with_no_warning_beside_it(
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+def _spill_one(path, profile="p", prompts=PROMPTS[:3]):
+    """Fill the disk of a new cache at ``path`` (SQLite's page limit) under a batch: one answer
+    is spilled beside it. The spill file."""
+    with ResponseCache(path) as cache:
+        _fill_disk(cache)
+        client = CachedClient(CountingBackend(), cache, profile=profile, progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError):
+            client.generate(requests_for(prompts))
+    (spill,) = spill_files(path)
+    return spill
+
+
 def _stop_on_a_full_disk(path, prompts, profile="p"):
     """Run ``prompts`` on a cache at ``path`` whose disk fills: (backend, the error)."""
     backend = CountingBackend()
@@ -295,13 +313,7 @@ def test_a_spill_of_another_cache_still_there_is_left_to_it_and_named(tmp_path, 
                                                                       caplog):  # fmt: skip
     monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
     first = tmp_path / "a" / "p.sqlite"
-    with ResponseCache(first) as cache:
-        _fill_disk(cache)
-        client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
-                              write_wait_s=0)  # fmt: skip
-        with pytest.raises(CacheWriteError):
-            client.generate(requests_for(PROMPTS[:3]))
-    (beside,) = spill_files(first)
+    beside = _spill_one(first)
     parked = tmp_path / "spill" / beside.name
     parked.parent.mkdir()
     beside.rename(parked)  # as if the cache's own disk had had no room
@@ -320,33 +332,9 @@ def test_cache_import_takes_a_spill_file(tmp_path, monkeypatch, capsys):
     from deliberation.io import paths
 
     monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
-    old = tmp_path / "old" / "sim.sqlite"
-    with ResponseCache(old) as cache:
-        _fill_disk(cache)
-        client = CachedClient(CountingBackend(), cache, profile="sim", progress=False,
-                              write_wait_s=0)  # fmt: skip
-        with pytest.raises(CacheWriteError):
-            client.generate(requests_for(PROMPTS[:2]))
-    (spill,) = spill_files(old)
+    spill = _spill_one(tmp_path / "old" / "sim.sqlite", profile="sim")
     assert main(["cache", "import", str(spill)]) == 0
     assert "imported the 1 spilled answers" in capsys.readouterr().out
     with ResponseCache(paths.cache_dir() / "sim.sqlite", read_only=True) as cache:
         assert len(cache.keys()) == 1
     assert not spill.exists()
-
-
-def test_no_room_anywhere_is_said_truthfully(tmp_path, monkeypatch):
-    """Answers that could be written nowhere are lost when the process ends: the line says so,
-    and says the rerun sends those calls again (not that only unanswered calls are sent)."""
-    blocked = tmp_path / "a-file"
-    blocked.write_text("not a folder")
-    monkeypatch.setattr(cache_module, "_spill_targets", lambda path: [blocked / "x.jsonl"])
-    with ResponseCache(tmp_path / "c.sqlite") as cache:
-        _fill_disk(cache)
-        client = CachedClient(CountingBackend(), cache, profile="p", progress=False,
-                              write_wait_s=0)  # fmt: skip
-        with pytest.raises(CacheWriteError) as caught:
-            client.generate(requests_for(PROMPTS[:3]))
-    message = str(caught.value)
-    assert "could not be saved anywhere" in message and "are lost when this process ends" in message
-    assert "it sends those 1 calls again" in message and "only the calls never" not in message

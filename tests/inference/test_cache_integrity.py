@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 from helpers.backends import CountingBackend, requests_for
+from helpers.damage import LEAF_INDEX, LEAF_TABLE, change_an_indexed_key, damage_page
 
 from deliberation import exit_codes
 from deliberation.cli import main
@@ -189,55 +190,19 @@ def test_damage_found_only_when_reading_still_names_the_file(tmp_path):
         cache.get_many(cache.keys())
 
 
-LEAF_TABLE, LEAF_INDEX = 0x0D, 0x0A
-
-
-def _damage_page(path, kind, at):
-    """Overwrite 64 bytes of one b-tree leaf page of ``kind`` (a data page of the responses
-    table, or a page of its key index), as a failing disk or a bad copy would: its header and
-    cell pointers, or its last cells (cells fill a page from its end)."""
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(path.read_bytes())
-    pages = [n for n in range(2, len(data) // page_size) if data[n * page_size] == kind]
-    page = pages[len(pages) // 2] * page_size
-    start = page if at == "header" else page + page_size - 64
-    data[start : start + 64] = b"\xa5" * 64
-    path.write_bytes(bytes(data))
-
-
-def _change_an_indexed_key(path):
-    """Change one character of one key in the key index only: every page still parses, but the
-    index no longer matches its table (lookups of that key miss)."""
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        key = conn.execute("SELECT key FROM responses ORDER BY key LIMIT 1 OFFSET 40").fetchone()[0]
-    data = bytearray(path.read_bytes())
-    start = 0
-    while (at := data.find(key.encode(), start)) >= 0:
-        if data[at // page_size * page_size] == LEAF_INDEX:
-            data[at + 63] = ord("0" if key[63] != "0" else "1")
-            break
-        start = at + 1
-    path.write_bytes(bytes(data))
-
-
 @pytest.mark.parametrize("damage", ["data page", "index page", "index content", "stored answer"])
 def test_a_damaged_cache_is_found_on_open_before_anything_is_sent(tmp_path, damage):
     path = _filled(tmp_path / "c.sqlite")
     if damage == "index content":
-        _change_an_indexed_key(path)
+        change_an_indexed_key(path, offset=40)
     elif damage == "stored answer":  # bytes inside a record: no SQLite check can see them
-        _damage_page(path, LEAF_TABLE, "cells")
+        damage_page(path, LEAF_TABLE, at="cells")
         with ResponseCache(path) as cache, pytest.raises(CacheDamagedError, match="damaged"):
             cache.get_many(cache.keys())
         return
     else:
-        _damage_page(
-            path, *((LEAF_TABLE, "header") if damage == "data page" else (LEAF_INDEX, "cells"))
-        )
+        kind, at = (LEAF_TABLE, "header") if damage == "data page" else (LEAF_INDEX, "cells")
+        damage_page(path, kind, at=at)
     for read_only in (False, True):
         with pytest.raises(CacheDamagedError) as caught:
             ResponseCache(path, read_only=read_only)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/helpers
+from helpers.damage import LEAF_INDEX, LEAF_TABLE, change_an_indexed_key, damage_page  # noqa: E402
 from helpers.misbehaving import gzip_bomb, misbehaving_server  # noqa: E402
 
 from deliberation.testing import sim_server_in_thread  # noqa: E402
@@ -116,20 +117,23 @@ class Probe:
 
 
 def first_line(run: Run) -> str:
-    """The line a user reads about the outcome: the CLI's one-line error, a traceback's last
-    line, or the last line of the output."""
-    lines = [line.strip() for line in (run.stderr + "\n" + run.stdout).splitlines()]
-    lines = [
-        line for line in lines if line and "it/s]" not in line and not line.startswith("INFO ")
-    ]
-    for line in lines:
-        if line.startswith("deliberation ") and ":" in line:
-            return line
+    """The line a user reads about the outcome: a traceback's last line, the CLI's one-line
+    error, or for a success the line naming what it wrote (else the output's last line)."""
     if "Traceback (most recent call last)" in run.stderr:
         tail = [
             line for line in run.stderr.strip().splitlines() if line and not line.startswith(" ")
         ]
         return "Traceback: " + (tail[-1] if tail else "")
+    lines = [line.strip() for line in (run.stderr + "\n" + run.stdout).splitlines()]
+    lines = [line for line in lines if line and "it/s]" not in line and not line.startswith("INFO ")
+             and "a quick try" not in line]  # fmt: skip
+    if run.code:
+        for line in lines:
+            if line.startswith("deliberation ") and ":" in line:
+                return line
+    for line in lines:
+        if " rows -> " in line:
+            return line
     return lines[-1] if lines else "(nothing printed)"
 
 
@@ -205,7 +209,8 @@ def probe_trickle(p: Probe) -> Outcome:
     folder = p.folder("trickle")
     with misbehaving_server(behaviour="trickle", interval_s=3.0) as server:
         run = _run_crossprofile(p, folder, server.base_url)
-    return outcome_of("server sends 1 byte / 3 s, timeout_s: 10 (deliberation run)", 2, run)
+    return outcome_of("server sends 1 byte / 3 s, timeout_s: 10 (deliberation run)", 2, run,
+                      f"peak {run.peak_mib:.0f} MiB")  # fmt: skip
 
 
 def probe_huge_list(p: Probe) -> Outcome:
@@ -261,8 +266,15 @@ def tiny_disk(folder: Path) -> Iterator[Path | None]:
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
-def _sent(run: Run) -> int:
-    return sum(int(n) for n in re.findall(r"already cached, (\d+) sent", run.stdout + run.stderr))
+_STAGE_COUNTS = re.compile(
+    r"requests built, (\d+) unique prompts, (\d+) already cached, (\d+) sent"
+)
+
+
+def _counts(run: Run) -> tuple[int, int]:
+    """(unique prompts, calls sent) over every stage a run summed up."""
+    found = [tuple(map(int, m)) for m in _STAGE_COUNTS.findall(run.stdout + run.stderr)]
+    return sum(f[0] for f in found), sum(f[2] for f in found)
 
 
 def probe_spill_moved(p: Probe) -> list[Outcome]:
@@ -290,8 +302,8 @@ def probe_spill_moved(p: Probe) -> list[Outcome]:
         outcomes.append(outcome_of("deliberation cache import <spill file>", 4, imported))
     again = p.run(["run", "crossprofile", "--profile", "sim", *SIM_GRID],
                   p.env(folder, DELIBERATION_CACHE_DIR=str(bigger)))  # fmt: skip
-    total = sum(int(n) for n in re.findall(r"(\d+) unique prompts", again.stdout + again.stderr))
-    paid_again = _sent(again) - (total - stored - spilled)
+    total, sent = _counts(again)
+    paid_again = sent - (total - stored - spilled)
     outcomes.append(outcome_of("rerun after moving the cache (DELIBERATION_CACHE_DIR)", 4, again,
                                f"spilled answers paid again: {paid_again} of {spilled}"))  # fmt: skip
     return outcomes
@@ -321,55 +333,23 @@ def _filled_cache(p: Probe, folder: Path, url: str) -> Path:
     return folder / "cache" / "probe.sqlite"
 
 
-def _damage(path: Path, kind: int, *, at: str = "content", which: str = "middle") -> None:
-    """Overwrite 64 bytes of one b-tree leaf page of ``kind``: its last cells (``content``: the
-    cell area fills a page from its end) or its header and cell pointers (``header``); the page
-    is the last one (where new rows go) or the middle one."""
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(path.read_bytes())
-    pages = [n for n in range(2, len(data) // page_size) if data[n * page_size] == kind]
-    page = pages[-1 if which == "last" else len(pages) // 2] * page_size
-    start = page + (page_size - 64 if at == "content" else 0)
-    data[start : start + 64] = b"\xa5" * 64
-    path.write_bytes(bytes(data))
-
-
-def _change_an_indexed_key(path: Path) -> None:
-    """One character of one key changed in the key index only: every page still parses, but
-    the index no longer matches its table."""
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        key = conn.execute("SELECT key FROM responses ORDER BY key LIMIT 1 OFFSET 3").fetchone()[0]
-    data = bytearray(path.read_bytes())
-    start = 0
-    while (at := data.find(key.encode(), start)) >= 0:
-        if data[at // page_size * page_size] == 0x0A:
-            data[at + 63] = ord("0" if key[63] != "0" else "1")
-            break
-        start = at + 1
-    path.write_bytes(bytes(data))
-
-
 def probe_damaged(p: Probe) -> list[Outcome]:
     """The cache of one run, then damaged: the last data page (where new answers go) before a
     run of other calls; a page of the key index before the same run again (fully cached)."""
     outcomes = []
-    cases = (("a damaged data page, then new calls", 0x0D, "header", "last"),
-             ("a key changed in the index only, fully cached run", 0x0A, "key", "middle"))  # fmt: skip
+    cases = (("a damaged data page, then new calls", LEAF_TABLE, "header", "last"),
+             ("a key changed in the index only, fully cached run", LEAF_INDEX, "key", "middle"))  # fmt: skip
     for label, kind, at, which in cases:
         folder = p.folder(f"damaged-{kind}")
         with sim_server_in_thread() as sim:
             cache = _filled_cache(p, folder, sim.base_url)
             if at == "key":
-                _change_an_indexed_key(cache)
+                change_an_indexed_key(cache)
             else:
-                _damage(cache, kind, at=at, which=which)
+                damage_page(cache, kind, at=at, which=which)
             sim.reset()
             profile = folder / "probe.yaml"
-            if kind == 0x0D:  # other calls: none of the damaged page's answers is looked up
+            if kind == LEAF_TABLE:  # other calls: none of the damaged page's answers is looked up
                 profile.write_text(profile.read_text().replace("[all]", "[empty]"))
             run = p.run(["run", "crossprofile", "--profile", str(profile)], p.env(folder))
             paid = sim.stats()["arrivals"]
@@ -404,6 +384,8 @@ def probe_settings(p: Probe) -> list[Outcome]:
         run = p.run(["run", "crossprofile", "--profile", str(profile), *SIM_GRID[:2], "--policies",
                      "all", "--tags", "keep"], p.env(sub))  # fmt: skip
         measured = ""
+        if run.code == 0:
+            measured = "accepted"
         if run.code == 0 and "NUL" in label:
             rows = sub / "build" / "runs" / "probe" / "crossprofile_rows.csv"
             measured = (

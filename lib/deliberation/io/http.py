@@ -158,26 +158,12 @@ def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def request(
-    method: str,
-    url: str,
-    *,
-    deadline_s: float,
-    max_bytes: int,
-    deadline_what: str,
-    size_what: str,
-    json: Any = None,
-    headers: Mapping[str, str] | None = None,
-    sink: Callable[[bytes], None] | None = None,
-) -> Reply:
-    """:func:`exchange` from synchronous code, on a client of its own."""
+def request(method: str, url: str, **options: Any) -> Reply:
+    """:func:`exchange` from synchronous code, on a client of its own (``options`` are
+    :func:`exchange`'s keyword arguments: ``deadline_s`` and ``max_bytes`` are required)."""
 
     async def one() -> Reply:
-        async with new_client(deadline_s=deadline_s, connections=1) as client:
-            return await exchange(
-                client, method, url, deadline_s=deadline_s, max_bytes=max_bytes,
-                deadline_what=deadline_what, size_what=size_what, json=json, headers=headers,
-                sink=sink,
-            )  # fmt: skip
+        async with new_client(deadline_s=options["deadline_s"], connections=1) as client:
+            return await exchange(client, method, url, **options)
 
     return run_now(one())

@@ -27,7 +27,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,41 +76,37 @@ def _control_character(value: str, *, lines: bool = False) -> str | None:
     return None
 
 
-def _unprintable(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The dotted key and character of the first string in YAML data that holds a control or
-    format character (keys too); free-text fields (``description``, ``basis``) may break lines."""
-    if isinstance(value, str):
-        found = _control_character(value, lines=path.rsplit(".", 1)[-1] in ("description", "basis"))
-        return None if found is None else (path, found)
-    children: Any = ()
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every scalar in YAML data, and of every mapping key (as text)."""
     if isinstance(value, dict):
-        children = [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
-        for key, _ in children:
-            found = _control_character(key)
+        for key, child in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            yield where, str(key)
+            yield from _leaves(child, where)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _leaves(child, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _first_problem(data: Any) -> str | None:
+    """The first value in YAML data no field may hold, as ``key: why``: a non-finite number, a
+    whole number past 64 bits, a control or format character (free-text fields ``description``
+    and ``basis`` may break lines)."""
+    for where, value in _leaves(data):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}: expected a finite number, got .nan or .inf"
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= INT_LIMIT:
+            return f"{where}: a whole number past 64 bits; give a smaller one"
+        if isinstance(value, str):
+            lines = where.rsplit(".", 1)[-1] in ("description", "basis")
+            found = _control_character(value, lines=lines)
             if found is not None:
-                return key, found
-    elif isinstance(value, list):
-        children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
-    for where, child in children:
-        hit = _unprintable(child, where)
-        if hit is not None:
-            return hit
-    return None
-
-
-def _huge_integer(value: Any, path: str = "") -> str | None:
-    """The dotted key of the first whole number in YAML data past 64 bits."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= INT_LIMIT:
-        return path
-    children: Any = ()
-    if isinstance(value, dict):
-        children = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    for where, child in children:
-        found = _huge_integer(child, where)
-        if found is not None:
-            return found
+                return (
+                    f"{where}: holds the control or format character {found} (NUL, escape, a"
+                    " right-to-left override, ...): write it without"
+                )
     return None
 
 
@@ -490,22 +486,6 @@ def _converted(given: Any, validated: Any, path: str = "") -> list[str]:
     return [f"{path}: expected {_yaml_type(validated)} (got {_yaml_type(given)}; not converted)"]
 
 
-def _non_finite(value: Any, path: str = "") -> str | None:
-    """The dotted key of the first non-finite number (``.nan``, ``.inf``) in YAML data."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    children: Any = ()
-    if isinstance(value, dict):
-        children = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    for where, child in children:
-        found = _non_finite(child, where)
-        if found is not None:
-            return found
-    return None
-
-
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
     if not isinstance(name_or_path, str | Path) or isinstance(name_or_path, bool):
@@ -520,18 +500,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if "served_by_sim" in data or "options" in data:
         key = "served_by_sim" if "served_by_sim" in data else "options"
         raise ProfileError(f"{candidate}: {key}: not a profile key")
-    bad_number = _non_finite(data)
-    if bad_number is not None:
-        raise ProfileError(f"{candidate}: {bad_number}: expected a finite number, got .nan or .inf")
-    huge = _huge_integer(data)
-    if huge is not None:
-        raise ProfileError(f"{candidate}: {huge}: a whole number past 64 bits; give a smaller one")
-    unprintable = _unprintable(data)
-    if unprintable is not None:
-        raise ProfileError(
-            f"{candidate}: {unprintable[0]}: holds the control or format character"
-            f" {unprintable[1]} (NUL, escape, a right-to-left override, ...): write it without"
-        )
+    problem = _first_problem(data)
+    if problem is not None:
+        raise ProfileError(f"{candidate}: {problem}")
     data.setdefault("name", candidate.stem)
     data["source"] = str(candidate)
     try:
