@@ -338,3 +338,24 @@ def test_cache_import_takes_a_spill_file(tmp_path, monkeypatch, capsys):
     with ResponseCache(paths.cache_dir() / "sim.sqlite", read_only=True) as cache:
         assert len(cache.keys()) == 1
     assert not spill.exists()
+
+
+def test_the_shared_default_folder_gives_up_only_spills_written_for_this_cache(tmp_path,
+                                                                               monkeypatch):  # fmt: skip
+    """With DELIBERATION_SPILL_DIR naming the run's own folder, a spill left in the system's
+    default folder by a cache of the same name that is gone (another run's temporary one) is not
+    taken; the folder runs spill into adopts it."""
+    shared = tmp_path / "system-tmp"
+    monkeypatch.setattr(cache_module, "_default_spill_dir", lambda: shared)
+    gone = tmp_path / "gone" / "p.sqlite"
+    spill = _spill_one(gone)
+    shared.mkdir()
+    spill = spill.rename(shared / spill.name)
+    for part in gone.parent.iterdir():
+        part.unlink()
+    gone.parent.rmdir()
+    with ResponseCache(tmp_path / "mine" / "p.sqlite") as cache:  # SPILL_DIR: the test's own
+        assert cache.keys() == set() and spill.exists()
+    monkeypatch.delenv("DELIBERATION_SPILL_DIR")
+    with ResponseCache(tmp_path / "mine" / "p.sqlite") as cache:  # the default is the folder
+        assert len(cache.keys()) == 1 and not spill.exists()

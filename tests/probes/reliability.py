@@ -74,6 +74,7 @@ class Probe:
             DELIBERATION_BUILD_DIR=str(folder / "build"),
             DELIBERATION_OUTPUT_ROOT=str(folder / "out"),
             DELIBERATION_SPILL_DIR=str(folder / "spill"),
+            TMPDIR=str(folder),  # the default spill folder too: nothing left in the shared /tmp
             PYTHONIOENCODING="utf-8",
         )
         env.update(extra)
@@ -130,6 +131,9 @@ def first_line(run: Run) -> str:
     if run.code:
         for line in lines:
             if line.startswith("deliberation ") and ":" in line:
+                return line
+        for line in lines:  # calls failed (exit 3): the stage's summary says how many
+            if " FAILED" in line and "%|" not in line:
                 return line
     for line in lines:
         if " rows -> " in line:
@@ -223,6 +227,15 @@ def probe_huge_list(p: Probe) -> Outcome:
 
 
 # -- item 3: compression ------------------------------------------------------------------------
+
+
+def probe_plain_run(p: Probe) -> Outcome:
+    """The same run against a server that behaves (serve-sim): the memory a run takes anyway."""
+    folder = p.folder("plain")
+    with sim_server_in_thread() as sim:
+        run = _run_crossprofile(p, folder, sim.base_url, preflight="false", model="sim-mechanism")
+    return outcome_of("the same run, a server that behaves (for scale)", 3, run,
+                      f"peak {run.peak_mib:.0f} MiB")  # fmt: skip
 
 
 def probe_gzip_bomb(p: Probe) -> Outcome:
@@ -419,7 +432,7 @@ def probe_replies(p: Probe) -> list[Outcome]:
 
 
 PROBES: list[Callable[[Probe], Outcome | list[Outcome]]] = [
-    probe_readings, probe_trickle, probe_huge_list, probe_gzip_bomb, probe_spill_moved,
+    probe_readings, probe_trickle, probe_huge_list, probe_gzip_bomb, probe_plain_run, probe_spill_moved,
     probe_spill_unusable, probe_damaged, probe_settings, probe_replies,
 ]  # fmt: skip
 
@@ -446,7 +459,9 @@ def table(before: list[dict], after: list[dict]) -> str:
     """The Markdown table: each probe, before and after (exit code, seconds, first line)."""
 
     def cell(o: dict) -> str:
-        text = o["line"].replace("|", "\\|")
+        text = re.sub(r"/tmp/probes-\w+/", "…/", o["line"])  # each run's own temporary folder
+        text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+        text = (text if len(text) <= 220 else text[:220] + " …").replace("|", "\\|")
         measured = f" [{o['measured']}]" if o["measured"] else ""
         return (
             f"{o['exit']} ({o['seconds']:g} s): {text}{measured}"

@@ -608,23 +608,26 @@ def _stamp_order(spill: Path) -> str:
 def _spills_named(path: Path) -> tuple[list[Path], list[Path]]:
     """Spill files of caches named like ``path`` in the spill folders: (written for this cache,
     or for one of its name that is no longer there; written for another cache that still is).
+    In the default folder, when ``$DELIBERATION_SPILL_DIR`` names another one, only those
+    written for this very cache are taken (that folder is shared by every run on the machine).
     Older spill files carry a 16-hex tag of their cache's path before the name."""
     name = glob.escape(path.name)
     here = str(path.resolve())
     ours: list[Path] = []
     others: list[Path] = []
-    for folder in _spill_dirs():
+    folders = _spill_dirs()
+    for folder in folders:
         if not folder.is_dir():
             continue
+        adopt = folder == folders[0]  # the folder this machine's runs are told to spill into
         found = [
             *folder.glob(f"{name}.spill-*.jsonl"),
             *folder.glob(f"{'?' * 16}-{name}.spill-*.jsonl"),
         ]
         for spill in found:
             written_for = _spill_header(spill).get("cache")
-            if written_for == here or not (
-                isinstance(written_for, str) and Path(written_for).exists()
-            ):
+            gone = not (isinstance(written_for, str) and Path(written_for).exists())
+            if written_for == here or (gone and adopt):
                 ours.append(spill)
             else:
                 others.append(spill)
