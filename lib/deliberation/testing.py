@@ -21,6 +21,8 @@ from deliberation.inference.serve_sim.server import SimServerState
 from deliberation.io import http
 from deliberation.profiles.profile import load_profile
 
+# serve-sim's counters list every prompt it answered: a long run's are tens of megabytes.
+STATS_BYTES = 256 * 2**20
 _PORT_LINE = re.compile(r"http://[^\s/]+:(\d+)/v1")
 
 
@@ -43,7 +45,7 @@ class SimServerHandle:
 
     def _ask(self, method: str, path: str) -> bytes:
         reply = http.request(
-            method, f"{self.root_url}{path}", deadline_s=10, max_bytes=2**20,
+            method, f"{self.root_url}{path}", deadline_s=60, max_bytes=STATS_BYTES,
             deadline_what="serve-sim's counters", size_what="serve-sim's counters",
         )  # fmt: skip
         if reply.status != 200:
