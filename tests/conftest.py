@@ -17,6 +17,8 @@ def _isolated_outputs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("DELIBERATION_OUTPUT_ROOT", str(root / "out"))
     monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(root / "cache"))
     monkeypatch.setenv("DELIBERATION_BUILD_DIR", str(root / "build"))
+    # Spill files stay in the test's folder: the default one is shared by every run here.
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(root / "spill"))
     from deliberation.inference import served_models
 
     served_models.clear()  # model names answered as are noted per process

@@ -339,3 +339,62 @@ def test_verdicts_and_subjects_about_the_choice(text, expected):
 def test_two_quoted_options_joined_as_the_answer_are_a_list():
     text = 'The only option that can be chosen is "Halden Online" and "Cairnmoor College."'
     assert parse_choice(text, SCHOOLS) is None
+
+
+# A reply that rejects an option, or names one and takes it back, chooses what a careful reader
+# would say it chose: the later choice, or none (issue 46).
+PEOPLE = ["Ana Ruiz", "Ben Okafor", "Chen Wei"]
+ANA, BEN, CHEN = PEOPLE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Not Ana Ruiz.",
+        "Never Ana Ruiz.",
+        "Avoid Ana Ruiz.",
+        "Reject Ana Ruiz.",
+        "Final answer: Not Ana Ruiz",
+        "final answer: not ana ruiz",
+        "Ana Ruiz is the one to avoid.",
+        "Ana Ruiz should be avoided.",
+        "Ana Ruiz isn't the right choice.",
+        "Ana Ruiz? No.",
+        "Anything but Ana Ruiz.",
+        "I would choose Ana Ruiz. Wait, no.",
+    ],
+)
+def test_a_rejected_option_is_no_choice(text):
+    assert parse_choice(text, PEOPLE) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Not Ana Ruiz \u2014 Ben Okafor is better.", BEN),
+        ("Ana Ruiz. Wait, no: Ben Okafor.", BEN),
+        ("I would not choose Ana Ruiz; Chen Wei is the better fit.", CHEN),
+        ("Not Ana Ruiz but Chen Wei.", CHEN),
+        ("Ana Ruiz? No. Chen Wei.", CHEN),
+        ("I choose Ana Ruiz. Scratch that: I choose Ben Okafor.", BEN),
+        ("My choice: Chen Wei. On second thought, I'll pick Ben Okafor.", BEN),
+        ("I choose Ana Ruiz. Actually, Ana Ruiz is right after all.", ANA),
+        ("Chen Wei, definitely not Ana Ruiz.", CHEN),
+        ("I'd avoid Ben Okafor and choose Ana Ruiz.", ANA),
+    ],
+)
+def test_the_later_choice_wins_over_a_rejected_or_retracted_one(text, expected):
+    assert parse_choice(text, PEOPLE) == expected
+
+
+@pytest.mark.parametrize("word", ["Not", "Never", "Avoid", "Reject", "Hmm", "Nobody", "Banana"])
+def test_no_capitalised_word_before_a_full_name_passes_as_a_misspelling(word):
+    assert parse_choice(f"{word} Ana Ruiz.", PEOPLE) is None
+    assert parse_choice(f"Final answer: {word} Ana Ruiz", PEOPLE) is None
+
+
+def test_an_option_inside_a_longer_option_is_told_apart_when_rejected():
+    streets = ["Oak Street", "Oak Street Annex", "Pine Road"]
+    assert parse_choice("Oak Street, not Oak Street Annex.", streets) == "Oak Street"
+    assert parse_choice("Not Oak Street but Oak Street Annex.", streets) == "Oak Street Annex"
+    assert parse_choice("Not Oak Street Annex.", streets) is None

@@ -307,3 +307,55 @@ def test_every_top_level_help_is_its_registry_summary() -> None:
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert {a.dest: a.help for a in subparsers._choices_actions} == COMMANDS
+
+
+# Path variables are checked before anything is written, with one line naming the variable
+# (issue 46 item 6).
+@pytest.mark.parametrize("variable", ["DELIBERATION_CACHE_DIR", "DELIBERATION_BUILD_DIR",
+                                      "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_DATA_DIR"])  # fmt: skip
+@pytest.mark.parametrize("problem", ["a file", "under a file", "too long"])
+def test_a_path_variable_that_cannot_name_a_folder_is_one_line(tmp_path, monkeypatch, variable,
+                                                               problem):  # fmt: skip
+    from deliberation.io import paths
+
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    value = {"a file": afile, "under a file": afile / "sub", "too long": tmp_path / ("d" * 300)}
+    monkeypatch.setenv(variable, str(value[problem]))
+    getter = {"DELIBERATION_CACHE_DIR": paths.cache_dir, "DELIBERATION_BUILD_DIR": paths.build_dir,
+              "DELIBERATION_OUTPUT_ROOT": paths.output_root,
+              "DELIBERATION_DATA_DIR": paths.external_data_dir}[variable]  # fmt: skip
+    with pytest.raises(paths.PathSettingError, match=rf"^{variable}=") as caught:
+        getter()
+    assert "\n" not in str(caught.value)
+
+
+def test_run_with_the_cache_dir_naming_a_file_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    monkeypatch.setenv("DELIBERATION_CACHE_DIR", str(afile))
+    assert main(["run", "crossprofile", "--profile", "sim", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("deliberation run: DELIBERATION_CACHE_DIR=") and "\n" not in err
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_output_on_a_terminal_that_cannot_show_every_character(encoding, tmp_path):
+    """A lone surrogate and characters outside the terminal's encoding are escaped, never a
+    crash (`deliberation replies` prints model replies as they came)."""
+    import io
+    import sys
+
+    from deliberation.cli import _readable_anywhere
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    old = sys.stdout
+    sys.stdout = stream
+    try:
+        _readable_anywhere()
+        print("caf\u00e9 \u2014 \ud800 lone")
+        stream.flush()
+    finally:
+        sys.stdout = old
+    written = stream.buffer.getvalue().decode(encoding)
+    assert "\\ud800 lone" in written and "\\u2014" in written

@@ -147,3 +147,41 @@ def test_one_name_declared_with_two_defaults_is_an_error(monkeypatch) -> None:
     _declare(monkeypatch, "two", {"shared": 0.2})
     with pytest.raises(ValueError, match="'shared' is declared with default"):
         declared_parameters()
+
+
+# Every name and number a user can set is checked, with one line naming the file and the field
+# (issue 46 item 6).
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (SIM_HEAD + "sampling:\n  max_tokens: 100000000000000000000\n", "sampling.max_tokens"),
+        (SIM_HEAD + "sampling:\n  max_tokens: 2000000\n", "sampling.max_tokens"),
+        (SIM_HEAD + "seed: 100000000000000000000000\n", "seed"),
+        ("backend: sim\nmodel: \"sim\\0x\"\n", "model"),
+        ("backend: sim\nmodel: \"sim\\u202Ex\"\n", "model"),
+        (SIM_HEAD + "revision: \"a\\u200Db\"\n", "revision"),
+        (SIM_HEAD + "experiments:\n  crossprofile:\n    budgets: [-0.5]\n",
+         "experiments.crossprofile.budgets.0"),
+        (SIM_HEAD + "experiments:\n  hiddenbench:\n    budgets: [0.6, 1.5]\n",
+         "experiments.hiddenbench.budgets.1"),
+        (SIM_HEAD + "name: " + "a" * 300 + "\n", "name"),
+        (OPENAI_HEAD + "  timeout_s: 1.0e+9\n", "openai.timeout_s"),
+        (OPENAI_HEAD + "  concurrency: 100000\n", "openai.concurrency"),
+    ],
+    ids=["max_tokens past 64 bits", "max_tokens past the bound", "seed", "NUL", "RLO", "ZWJ",
+         "negative budget", "budget over 1", "long name", "timeout", "concurrency"],
+)  # fmt: skip
+def test_names_and_numbers_out_of_bounds_are_errors_naming_file_and_field(tmp_path, text, where):
+    message = _error(tmp_path, text)
+    assert f"probe.yaml: {where}: " in message and "\n" not in message
+
+
+def test_a_description_may_break_lines(tmp_path) -> None:
+    profile = _load(tmp_path, SIM_HEAD + "description: |\n  two\n  lines\n")
+    assert profile.description == "two\nlines\n"
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a/b", "x\u202ey"])
+def test_a_profile_name_that_cannot_be_one_is_refused_before_any_file_is_looked_for(name):
+    with pytest.raises(ProfileError, match="profile: "):
+        load_profile(name)

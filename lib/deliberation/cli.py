@@ -9,6 +9,7 @@ an error when the parser is built."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
@@ -145,7 +146,18 @@ def _command_given(argv: list[str]) -> bool:
     return any(not arg.startswith("-") for arg in argv)
 
 
+def _readable_anywhere() -> None:
+    """Print on any terminal: a character the terminal's encoding (ASCII, Latin-1) cannot show,
+    or a lone surrogate from a model's reply, is written as a backslash escape, never a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _readable_anywhere()
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser() if _command_given(argv) else summary_parser()
     args = parser.parse_args(argv)

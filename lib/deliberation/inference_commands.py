@@ -40,9 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     export.set_defaults(func=_cache_export)
     load = cache_sub.add_parser(
-        "import", help="load a file written by `cache export` into a profile's response cache"
+        "import",
+        help="load a file written by `cache export`, or a spill file a full disk left, into a"
+        " profile's response cache",
     )
-    load.add_argument("file", type=Path, help="a responses.jsonl.gz file")
+    load.add_argument("file", type=Path, help="a responses.jsonl.gz file or a .spill-*.jsonl file")
     load.add_argument("--profile", help="profile (default: the one the file names)")
     load.set_defaults(func=_cache_import)
 
@@ -112,9 +114,20 @@ def _cache_export(args: argparse.Namespace) -> int:
 
 
 def _cache_import(args: argparse.Namespace) -> int:
+    from deliberation.inference import cache_path
+    from deliberation.inference.cache import ResponseCache, is_spill_file, spill_profile
     from deliberation.inference.published import import_responses, published_profile
     from deliberation.profiles.profile import load_profile
 
+    if is_spill_file(args.file):  # answers a full disk left: into the profile's cache, all or none
+        profile = load_profile(args.profile or spill_profile(args.file))
+        with ResponseCache(cache_path(profile)) as cache:
+            count = cache.import_spill(args.file)
+            print(
+                f"imported the {count:,} spilled answers of {args.file} into {cache.path}"
+                f" (profile {profile.name}); the spill file is removed"
+            )
+        return 0
     profile = load_profile(args.profile or published_profile(args.file))
     done = import_responses(args.file, profile)
     print(

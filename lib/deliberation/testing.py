@@ -13,14 +13,16 @@ import re
 import subprocess
 import sys
 import threading
-import urllib.request
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from deliberation.inference.serve_sim.cli import add_arguments, server_from_args
 from deliberation.inference.serve_sim.server import SimServerState
+from deliberation.io import http
 from deliberation.profiles.profile import load_profile
 
+# serve-sim's counters list every prompt it answered: a long run's are tens of megabytes.
+STATS_BYTES = 256 * 2**20
 _PORT_LINE = re.compile(r"http://[^\s/]+:(\d+)/v1")
 
 
@@ -41,14 +43,20 @@ class _SimServerHandle:
     def root_url(self) -> str:
         return self.base_url.removesuffix("/v1")
 
+    def _ask(self, method: str, path: str) -> bytes:
+        reply = http.request(
+            method, f"{self.root_url}{path}", deadline_s=60, max_bytes=STATS_BYTES,
+            deadline_what="serve-sim's counters", size_what="serve-sim's counters",
+        )  # fmt: skip
+        if reply.status != 200:
+            raise RuntimeError(f"serve-sim answered {path} with HTTP {reply.status}")
+        return reply.body
+
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.root_url}/stats", timeout=10) as reply:
-            return json.loads(reply.read())
+        return json.loads(self._ask("GET", "/stats"))
 
     def reset(self) -> None:
-        request = urllib.request.Request(f"{self.root_url}/stats/reset", data=b"", method="POST")
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            reply.read()
+        self._ask("POST", "/stats/reset")
 
 
 def _cli_options(options: Mapping[str, Any]) -> list[str]:

@@ -151,17 +151,17 @@ CHOICE = ChatRequest.from_prompt("Pick.", structured=StructuredOutput(choices=("
 
 @pytest.mark.parametrize("case", sorted(ANSWERS))
 def test_answers_the_backend_accepts_are_valid_sdk_replies(case) -> None:
-    completion = ChatCompletion.model_validate(ANSWERS[case])
-    assert OpenAIBackend._to_response(CHOICE, completion).error is None
+    ChatCompletion.model_validate(ANSWERS[case])
+    assert OpenAIBackend._to_response(CHOICE, ANSWERS[case]).error is None
 
 
 @pytest.mark.parametrize("case", sorted(NO_ANSWER))
 def test_replies_mapped_to_failures_are_valid_sdk_replies_too(case) -> None:
     """Each is a well-formed ChatCompletion, so the failure is ours to decide (no answer in it),
     not a parse error of the SDK's."""
-    completion = ChatCompletion.model_validate(NO_ANSWER[case])
+    ChatCompletion.model_validate(NO_ANSWER[case])
     with pytest.raises(_AttemptFailed):
-        OpenAIBackend._to_response(CHOICE, completion)
+        OpenAIBackend._to_response(CHOICE, NO_ANSWER[case])
 
 
 def test_serve_sims_replies_to_every_stage_are_valid_sdk_replies(examples) -> None:

@@ -17,10 +17,11 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from deliberation.inference.base import STAGE_HEADER
 from deliberation.testing import sim_server_in_thread
+from helpers.json_handler import serving
 
 
 @dataclass
@@ -109,17 +110,9 @@ def failing_server(**options: object) -> Iterator[FailingServer]:
     """The proxy in front of an in-thread serve-sim (``options`` go to serve-sim)."""
     with sim_server_in_thread(**options) as sim:
         state = FailingServer(base_url="", upstream=sim.base_url)
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-        httpd.daemon_threads = True
-        state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with serving(_handler(state)) as root:
+            state.base_url = f"{root}/v1"
             yield state
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(timeout=5)
 
 
 def cached_openai_client(url: str, cache_file, **options):

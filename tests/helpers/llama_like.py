@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 
-from helpers.json_handler import JsonHandler
+from helpers.json_handler import JsonHandler, serving
 
 SERVED_MODEL = "served-model"
 SERVER_PROMPT_TOKENS = 31
@@ -52,11 +50,5 @@ class LlamaCppPythonLike(JsonHandler):
 def llama_like_server() -> Iterator[str]:
     """The stand-in on a free port for the block; yields its base URL (``.../v1``)."""
     LlamaCppPythonLike.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), LlamaCppPythonLike)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(LlamaCppPythonLike) as root:
+        yield f"{root}/v1"

@@ -101,6 +101,8 @@ def test_retries_are_bounded(tmp_path, monkeypatch):
 
 
 def test_answers_with_no_room_anywhere_stay_in_the_error(tmp_path, monkeypatch):
+    """The line says truthfully that they are lost when the process ends and that the rerun
+    sends those calls again; a Python caller still finds them in the error."""
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     monkeypatch.setattr(cache_module, "_spill_targets", lambda path: [blocked / "x.jsonl"])
@@ -110,6 +112,9 @@ def test_answers_with_no_room_anywhere_stay_in_the_error(tmp_path, monkeypatch):
                               write_wait_s=0)  # fmt: skip
         with pytest.raises(CacheWriteError, match="could not be saved anywhere") as caught:
             client.generate(requests_for(PROMPTS))
+        message = str(caught.value)
+        assert "are lost when this process ends" in message
+        assert "it sends those 1 calls again" in message and "only the calls never" not in message
         ((request, response),) = caught.value.unwritten
         assert response.text == PROMPTS[0].upper()
         # Nothing was half-written, and the answer can still be stored by hand.
@@ -254,3 +259,103 @@ def test_the_stop_on_a_really_full_disk_is_one_line_with_no_warning_beside_it(
             client.generate(requests_for(prompts))
     # The error says it all: no warning beside it (a lease that cannot be released is DEBUG).
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _spill_one(path, profile="p", prompts=PROMPTS[:3]):
+    """Fill the disk of a new cache at ``path`` (SQLite's page limit) under a batch: one answer
+    is spilled beside it. The spill file."""
+    with ResponseCache(path) as cache:
+        _fill_disk(cache)
+        client = CachedClient(CountingBackend(), cache, profile=profile, progress=False,
+                              write_wait_s=0)  # fmt: skip
+        with pytest.raises(CacheWriteError):
+            client.generate(requests_for(prompts))
+    (spill,) = spill_files(path)
+    return spill
+
+
+def _stop_on_a_full_disk(path, prompts, profile="p"):
+    """Run ``prompts`` on a cache at ``path`` whose disk fills: (backend, the error)."""
+    backend = CountingBackend()
+    with ResponseCache(path) as cache:
+        client = CachedClient(backend, cache, profile=profile, progress=False, write_wait_s=0)
+        with pytest.raises(CacheWriteError) as caught:
+            client.generate(requests_for(prompts))
+    return backend, caught.value
+
+
+def test_spilled_answers_follow_the_profile_to_a_moved_cache(tiny_disk, tmp_path, monkeypatch):
+    """Issue 46 item 4: after exit 7 the cache moves to a bigger disk (DELIBERATION_CACHE_DIR);
+    the rerun finds the spill by the cache's name, imports it, and pays only for the rest."""
+    import shutil
+
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    prompts = [f"{i:03d} " + "y" * 20_000 for i in range(40)]
+    backend, error = _stop_on_a_full_disk(tiny_disk / "p.sqlite", prompts)
+    (spill,) = spill_files(tiny_disk / "p.sqlite")
+    assert spill.parent == tmp_path / "spill"
+    message = str(error)
+    assert f"saved in {spill}: the next run of profile p imports them first" in message
+    assert f"deliberation cache import {spill}" in message
+    assert "it sends only the calls never answered" in message
+    bigger = tmp_path / "bigger"
+    bigger.mkdir()
+    for part in tiny_disk.glob("p.sqlite*"):
+        shutil.move(part, bigger / part.name)
+    again = CountingBackend()
+    with ResponseCache(bigger / "p.sqlite") as cache:
+        CachedClient(again, cache, profile="p", progress=False).generate(requests_for(prompts))
+    assert again.sent == prompts[len(backend.sent) :]  # the spilled answer was not paid again
+    assert not spill.exists()
+
+
+def test_a_spill_of_another_cache_still_there_is_left_to_it_and_named(tmp_path, monkeypatch,
+                                                                      caplog):  # fmt: skip
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    first = tmp_path / "a" / "p.sqlite"
+    beside = _spill_one(first)
+    parked = tmp_path / "spill" / beside.name
+    parked.parent.mkdir()
+    beside.rename(parked)  # as if the cache's own disk had had no room
+    assert spill_files(first) == [parked]
+    with caplog.at_level(logging.WARNING), ResponseCache(tmp_path / "b" / "p.sqlite") as other:
+        assert other.keys() == set()  # not imported into another cache of the same name
+    assert (
+        f"wait in {parked}" in caplog.text and f"deliberation cache import {parked}" in caplog.text
+    )
+    with ResponseCache(first) as cache:
+        assert len(cache.keys()) == 1 and not parked.exists()
+
+
+def test_cache_import_takes_a_spill_file(tmp_path, monkeypatch, capsys):
+    from deliberation.cli import main
+    from deliberation.io import paths
+
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    spill = _spill_one(tmp_path / "old" / "sim.sqlite", profile="sim")
+    assert main(["cache", "import", str(spill)]) == 0
+    assert "imported the 1 spilled answers" in capsys.readouterr().out
+    with ResponseCache(paths.cache_dir() / "sim.sqlite", read_only=True) as cache:
+        assert len(cache.keys()) == 1
+    assert not spill.exists()
+
+
+def test_the_shared_default_folder_gives_up_only_spills_written_for_this_cache(tmp_path,
+                                                                               monkeypatch):  # fmt: skip
+    """With DELIBERATION_SPILL_DIR naming the run's own folder, a spill left in the system's
+    default folder by a cache of the same name that is gone (another run's temporary one) is not
+    taken; the folder runs spill into adopts it."""
+    shared = tmp_path / "system-tmp"
+    monkeypatch.setattr(cache_module, "_default_spill_dir", lambda: shared)
+    gone = tmp_path / "gone" / "p.sqlite"
+    spill = _spill_one(gone)
+    shared.mkdir()
+    spill = spill.rename(shared / spill.name)
+    for part in gone.parent.iterdir():
+        part.unlink()
+    gone.parent.rmdir()
+    with ResponseCache(tmp_path / "mine" / "p.sqlite") as cache:  # SPILL_DIR: the test's own
+        assert cache.keys() == set() and spill.exists()
+    monkeypatch.delenv("DELIBERATION_SPILL_DIR")
+    with ResponseCache(tmp_path / "mine" / "p.sqlite") as cache:  # the default is the folder
+        assert len(cache.keys()) == 1 and not spill.exists()

@@ -9,11 +9,14 @@ import sqlite3
 
 import pytest
 from helpers.backends import CountingBackend, requests_for
+from helpers.damage import LEAF_INDEX, LEAF_TABLE, change_an_indexed_key, damage_page
 
+from deliberation import exit_codes
 from deliberation.cli import main
 from deliberation.inference.base import ChatResponse
 from deliberation.inference.cache import (
     SCHEMA_VERSION,
+    CacheDamagedError,
     CacheFileError,
     CacheWriteError,
     ResponseCache,
@@ -183,5 +186,47 @@ def test_damage_found_only_when_reading_still_names_the_file(tmp_path):
     cache = ResponseCache(path)
     with path.open("r+b") as handle:  # damaged while open (a failing disk, a bad copy-back)
         handle.truncate(path.stat().st_size // 2)
-    with pytest.raises(CacheFileError, match=rf"{path}: cannot read .*damaged or truncated"):
+    with pytest.raises(CacheDamagedError, match=rf"{path}: the response cache is damaged \(cannot"):
         cache.get_many(cache.keys())
+
+
+@pytest.mark.parametrize("damage", ["data page", "index page", "index content", "stored answer"])
+def test_a_damaged_cache_is_found_on_open_before_anything_is_sent(tmp_path, damage):
+    path = _filled(tmp_path / "c.sqlite")
+    if damage == "index content":
+        change_an_indexed_key(path, offset=40)
+    elif damage == "stored answer":  # bytes inside a record: no SQLite check can see them
+        damage_page(path, LEAF_TABLE, at="cells")
+        with ResponseCache(path) as cache, pytest.raises(CacheDamagedError, match="damaged"):
+            cache.get_many(cache.keys())
+        return
+    else:
+        kind, at = (LEAF_TABLE, "header") if damage == "data page" else (LEAF_INDEX, "cells")
+        damage_page(path, kind, at=at)
+    for read_only in (False, True):
+        with pytest.raises(CacheDamagedError) as caught:
+            ResponseCache(path, read_only=read_only)
+        message = str(caught.value)
+        assert message.startswith(f"{path}: the response cache is damaged (")
+        assert f"mv {path} {path}.damaged" in message and ".recover" in message
+        assert "disk is full" not in message and "free space" not in message
+
+
+def test_damage_met_while_writing_is_told_apart_from_a_full_disk(tmp_path, monkeypatch):
+    """A page that turns bad during a run: the answers received are spilled, and the one line
+    says the file is damaged and what to do, never "free space"."""
+    monkeypatch.setenv("DELIBERATION_SPILL_DIR", str(tmp_path / "spill"))
+    path = _filled(tmp_path / "c.sqlite", PROMPTS[:5])
+    cache = ResponseCache(path)
+
+    def malformed(row):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(cache, "_insert_row", malformed)
+    client = CachedClient(CountingBackend(), cache, profile="p", progress=False, write_wait_s=0)
+    with pytest.raises(CacheDamagedError) as caught:
+        client.generate(requests_for(PROMPTS[5:8]))
+    message = str(caught.value)
+    assert "damaged (SQLite: database disk image is malformed)" in message
+    assert "received answers saved in" in message and "free space" not in message
+    assert caught.value.exit_code == exit_codes.BAD_INPUT != CacheWriteError.exit_code

@@ -11,6 +11,7 @@ from email.utils import format_datetime
 
 import numpy as np
 import pytest
+from helpers.retry import retry_wait
 from helpers.serve_sim import SIM_MODEL, arithmetic_requests, openai_profile
 
 from deliberation.inference.backends import backend_class
@@ -113,12 +114,12 @@ def test_backoff_is_full_jitter_capped_and_at_least_retry_after() -> None:
     rng = np.random.default_rng(0)
     for retry in range(8):
         ceiling = min(3.0, 0.5 * 2**retry)  # 0.5, 1, 2, 3, 3, ...
-        waits = [policy.delay(retry, rng, None) for _ in range(200)]
+        waits = [retry_wait(policy, retry, rng, None) for _ in range(200)]
         assert min(waits) >= 0.0 and max(waits) <= ceiling
         assert max(waits) > 0.8 * ceiling  # the whole range is used (jitter is full)
-    assert all(policy.delay(0, rng, 4.0) >= 4.0 for _ in range(50))  # above the cap if asked
-    first = [policy.delay(k, np.random.default_rng(7), None) for k in range(5)]
-    again = [policy.delay(k, np.random.default_rng(7), None) for k in range(5)]
+    assert all(retry_wait(policy, 0, rng, 4.0) >= 4.0 for _ in range(50))  # above the cap if asked
+    first = [retry_wait(policy, k, np.random.default_rng(7), None) for k in range(5)]
+    again = [retry_wait(policy, k, np.random.default_rng(7), None) for k in range(5)]
     assert first == again  # seeded
 
 

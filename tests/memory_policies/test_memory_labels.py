@@ -43,3 +43,15 @@ def test_balance_labels_and_their_problems():
 def test_json_object_rejects_non_objects():
     assert json_object("[1, 2]") is None
     assert json_object("") is None
+
+
+def test_a_balance_label_is_read_as_decisions_are_read():
+    """The option field is read by parse_choice: "Option Beta" is Beta, "not Alpha" names
+    none (an unreadable entry, never Alpha)."""
+    text = (
+        '{"labels": [{"statement": 1, "option": "Option Beta.", "direction": "for"},'
+        ' {"statement": 2, "option": "not Alpha", "direction": "against"}]}'
+    )
+    reading = read_balance(text, IDS, OPTIONS)
+    assert reading.labels == {"c1": BalanceLabel("Beta", 1)}
+    assert "1 unreadable entries" in reading.error

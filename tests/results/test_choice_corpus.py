@@ -12,6 +12,9 @@ from deliberation.profiles.profile import load_profile
 from deliberation.results import choice_corpus as corpus
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "choice_replies" / "replies.jsonl"
+# Replies written the way larger chat models write (hedges, markdown, "Final answer:", negations,
+# self-corrections, quoted and nested option names), labelled by reading (README).
+WRITTEN = FIXTURE.with_name("written.jsonl")
 # A little under the recall measured when the corpus was labelled (0.960, README), so a parser
 # change that loses real choices fails here.
 RECALL_FLOOR = 0.94
@@ -37,6 +40,17 @@ def test_parse_choice_is_precise_on_real_replies(records):
     false_parses = [(r["source"], got) for r, got in wrong if got is not None]
     assert score.precision >= 0.98, false_parses
     assert score.recall >= RECALL_FLOOR, score
+
+
+def test_parse_choice_reads_written_replies_as_a_careful_reader_does():
+    records = corpus.read_corpus(WRITTEN)
+    assert len(records) >= 150 and all("label" in r for r in records)
+    score, wrong = corpus.measure(records)
+    false_parses = [(r["source"], r["reply"], got) for r, got in wrong if got is not None]
+    assert not false_parses  # no rejected, retracted or merely mentioned option is a choice
+    assert score.recall >= 0.95, [(r["source"], r["reply"]) for r, _ in wrong]
+    kinds = {r["source"].split("/")[2] for r in records}
+    assert {"negation", "correction", "markdown", "hedge", "case", "quotes", "json"} <= kinds
 
 
 def test_measure_counts_precision_over_parses_and_recall_over_labelled_choices():

@@ -32,9 +32,17 @@ read there, log included.
 
 A full disk stops a run at once (``client.py``): the answers received but not stored are
 *spilled*, written as one JSON-lines file beside the cache (``<file>.spill-*.jsonl``) or, when
-that disk has no room either, in :func:`spill_dir` (named by a hash of the cache's path). Every
-writable open imports the spill files of its cache first, all or none per file, and then removes
-them, so the next run serves those answers and sends only what was never received.
+that disk has no room either, in :func:`spill_dir` under the cache file's name (its header names
+the cache it was written for). Every writable open imports the spill files of its cache first,
+all or none per file, and then removes them: those beside it, and those in the spill folder
+written for it or for a cache of the same name that is no longer there (moved to a bigger disk).
+So the next run of the profile serves those answers wherever its cache now lives and sends only
+what was never received; ``deliberation cache import`` takes a spill file too.
+
+The file is checked when opened, before anything is sent: SQLite's own ``integrity_check``
+(``quick_check`` for a large file, see :func:`_integrity_problem`). A damaged file (a bad page, a
+damaged index) is a :class:`CacheDamagedError` naming it and the way to repair it or move it
+aside, never mistaken for a full disk; damage met later, while writing, is the same error.
 
 The key is :func:`request_key`; its fields are written down there and nowhere else.
 """
@@ -61,6 +69,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -76,7 +85,7 @@ from deliberation.inference.base import (
     unencodable_text,
 )
 from deliberation.inference.tokens import count_tokens
-from deliberation.io import disk
+from deliberation.io import disk, paths
 from deliberation.io.processes import HOST, process_alive
 
 log = logging.getLogger(__name__)
@@ -141,6 +150,45 @@ class CacheError(RuntimeError):
 
 class CacheFileError(CacheError):
     """The file is not a response cache this code can use (foreign, damaged, other schema)."""
+
+
+class CacheDamagedError(CacheFileError):
+    """The file is damaged (SQLite finds malformed pages or indexes): not a full disk."""
+
+    exit_code = exit_codes.BAD_INPUT  # the message names the file, as for any bad input file
+
+    def __init__(self, path: Path, detail: str, *, kept: str = "") -> None:
+        super().__init__(path, damaged_advice(path, detail, kept))
+        self.detail = detail
+        # (request, response) pairs received but not stored, when a client gives up writing.
+        self.unwritten: list[tuple[ChatRequest, ChatResponse]] = []
+
+
+def damaged_advice(path: Path, detail: str, kept: str = "") -> str:
+    """What a damaged cache's error says: that it is damaged, what was kept, the ways on."""
+    return (
+        f"the response cache is damaged ({detail}); {kept + '; ' if kept else ''}"
+        f"move it aside (mv {path} {path}.damaged)"
+        " and rerun to start a new cache (its calls are then sent again; published answers"
+        " come back with `deliberation cache import results/<profile>/responses.jsonl.gz`),"
+        " or restore it from a copy, or recover what is readable with the sqlite3 tool"
+        f" (sqlite3 {path} .recover | sqlite3 {path}.recovered)"
+    )
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def is_damage(error: BaseException) -> bool:
+    """Whether an SQLite error says the file is damaged (not full, not locked)."""
+    if not isinstance(error, sqlite3.DatabaseError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return True
+    text = str(error).lower()
+    signs = ("malformed", "not a database", "corrupt", "could not decode to utf-8")
+    return any(sign in text for sign in signs)
 
 
 class CacheConflictError(CacheError):
@@ -268,6 +316,44 @@ def check_cache_file(path: Path) -> None:
             f"truncated SQLite file: {size} bytes, its header says {pages * page_size};"
             " restore it from a copy or move it aside to start a new cache",
         )
+
+
+# The check on open, sized to the file: SQLite's integrity_check (pages, b-trees, and every index
+# against its table) up to FULL_CHECK_BYTES, quick_check (the same without the index-content
+# comparison) up to QUICK_CHECK_BYTES; each reads the whole file (about 0.2 s per 40 MiB on a
+# loaded 2-core machine). Larger files are not checked on open (`deliberation cache check`).
+FULL_CHECK_BYTES = 256 * 2**20
+QUICK_CHECK_BYTES = 2 * 2**30
+# Files already found sound in this process: (path, size, mtime, log size).
+_SOUND: set[tuple[str, int, int, int]] = set()
+
+
+def _integrity_problem(conn: sqlite3.Connection, path: Path, *, force: bool = False) -> str | None:
+    """What SQLite's check finds wrong with the open file (the first problems it lists), or
+    None when it is sound or too large to check on open (``force`` checks any size)."""
+    wal = wal_path(path)
+    try:
+        stat = path.stat()
+        state = (str(path.resolve()), stat.st_size, stat.st_mtime_ns,
+                 wal.stat().st_size if wal.exists() else 0)  # fmt: skip
+    except OSError:
+        return None
+    if state in _SOUND:
+        return None
+    size = stat.st_size + state[3]
+    if size > FULL_CHECK_BYTES and not force:
+        if size > QUICK_CHECK_BYTES:
+            log.info("%s: %s, not checked on open (`deliberation cache check` checks it)",
+                     path, disk.mib(size))  # fmt: skip
+            return None
+        rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+    else:
+        rows = conn.execute("PRAGMA integrity_check(5)").fetchall()
+    found = [str(row[0]) for row in rows]
+    if found == ["ok"]:
+        _SOUND.add(state)
+        return None
+    return "SQLite's check: " + "; ".join(found)[:400]
 
 
 # The write-ahead log's format (https://www.sqlite.org/fileformat.html#the_write_ahead_log): a
@@ -462,30 +548,99 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 def spill_dir() -> Path:
     """Where answers go when the cache's own disk has no room: ``$DELIBERATION_SPILL_DIR``, else
     ``deliberation-spill`` in the system's temporary folder (often another disk, or memory)."""
-    configured = os.environ.get(SPILL_DIR_ENV)
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "deliberation-spill"
+    return paths.folder_from_env(SPILL_DIR_ENV) or _default_spill_dir()
 
 
-def _spill_tag(path: Path) -> str:
-    return hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:16]
+def _default_spill_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "deliberation-spill"
+
+
+def _spill_dirs() -> list[Path]:
+    """The spill folders looked in: the configured one, and the default one as its fallback
+    (alone when the configured one cannot be a folder: answers are never lost to a typo)."""
+    try:
+        configured = spill_dir()
+    except paths.PathSettingError as exc:
+        log.warning("%s; spill files go to %s", exc, _default_spill_dir())
+        return [_default_spill_dir()]
+    return list(dict.fromkeys([configured, _default_spill_dir()]))
 
 
 def _spill_targets(path: Path) -> list[Path]:
+    """Where a spill file of cache ``path`` may go, in order: beside it, then in the spill
+    folders, under the cache file's name (found there by any cache of that name)."""
     stamp = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    return [
-        path.with_name(f"{path.name}.spill-{stamp}.jsonl"),
-        spill_dir() / f"{_spill_tag(path)}-{path.name}.spill-{stamp}.jsonl",
-    ]
+    name = f"{path.name}.spill-{stamp}.jsonl"
+    return [path.with_name(name), *(folder / name for folder in _spill_dirs())]
+
+
+def _spill_header(spill: Path) -> dict:
+    """A spill file's first line (``{}`` when it cannot be read: the import names the problem)."""
+    try:
+        with spill.open(encoding="ascii") as handle:
+            header = json.loads(handle.readline(_SPILL_MAX_LINE))
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def is_spill_file(path: Path) -> bool:
+    return _spill_header(Path(path)).get("format") == SPILL_FORMAT
+
+
+def spill_profile(spill: Path) -> str:
+    """The profile whose answers a spill file holds (its header; the first answer's for older
+    files), for ``deliberation cache import``."""
+    header = _spill_header(Path(spill))
+    name = header.get("profile")
+    if not isinstance(name, str):
+        rows = _read_spill(Path(spill), Path(str(header.get("cache", "?"))))
+        name = rows[0]["profile"] if rows else None
+    if not isinstance(name, str) or not name:
+        raise CacheFileError(Path(spill), "names no profile: give one with --profile")
+    return name
+
+
+def _stamp_order(spill: Path) -> str:
+    return spill.name.rsplit(".spill-", 1)[1]
+
+
+def _spills_named(path: Path) -> tuple[list[Path], list[Path]]:
+    """Spill files of caches named like ``path`` in the spill folders: (written for this cache,
+    or for one of its name that is no longer there; written for another cache that still is).
+    In the default folder, when ``$DELIBERATION_SPILL_DIR`` names another one, only those
+    written for this very cache are taken (that folder is shared by every run on the machine).
+    Older spill files carry a 16-hex tag of their cache's path before the name."""
+    name = glob.escape(path.name)
+    here = str(path.resolve())
+    ours: list[Path] = []
+    others: list[Path] = []
+    folders = _spill_dirs()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        adopt = folder == folders[0]  # the folder this machine's runs are told to spill into
+        found = [
+            *folder.glob(f"{name}.spill-*.jsonl"),
+            *folder.glob(f"{'?' * 16}-{name}.spill-*.jsonl"),
+        ]
+        for spill in found:
+            written_for = _spill_header(spill).get("cache")
+            gone = not (isinstance(written_for, str) and Path(written_for).exists())
+            if written_for == here or (gone and adopt):
+                ours.append(spill)
+            else:
+                others.append(spill)
+    return ours, others
 
 
 def spill_files(path: Path) -> list[Path]:
-    """The spill files waiting to be imported into cache ``path``, oldest first."""
+    """The spill files an open of cache ``path`` imports, oldest first: beside it, and in the
+    spill folders those written for it or for a cache of its name that is gone (moved)."""
     path = Path(path)
-    found = list(path.parent.glob(f"{glob.escape(path.name)}.spill-*.jsonl"))
-    elsewhere = spill_dir()
-    if elsewhere.is_dir():
-        found += elsewhere.glob(f"{_spill_tag(path)}-{glob.escape(path.name)}.spill-*.jsonl")
-    return sorted(found, key=lambda p: p.name.rsplit(".spill-", 1)[1])
+    beside = list(path.parent.glob(f"{glob.escape(path.name)}.spill-*.jsonl"))
+    ours, _ = _spills_named(path)
+    return sorted(dict.fromkeys([*beside, *ours]), key=_stamp_order)
 
 
 def _read_spill(spill: Path, cache: Path) -> list[dict]:
@@ -569,6 +724,10 @@ class ResponseCache:
         self.read_only = read_only
         try:
             self._conn = self._connect()
+            if exists:
+                problem = _integrity_problem(self._conn, self.path)
+                if problem is not None:
+                    raise CacheDamagedError(self.path, problem)
             if self.read_only:
                 self._check_schema()
             else:  # check and create (or migrate) in one transaction: processes may race here
@@ -583,6 +742,8 @@ class ResponseCache:
             with contextlib.suppress(AttributeError, sqlite3.Error):
                 self._conn.close()
             self._remove_private_copy()
+            if is_damage(exc):
+                raise CacheDamagedError(self.path, f"SQLite: {exc}") from exc
             if disk.is_disk_full(exc) and not isinstance(exc, CacheError):
                 raise CacheWriteError(
                     self.path,
@@ -592,10 +753,6 @@ class ResponseCache:
                 ) from exc
             if isinstance(exc, sqlite3.OperationalError):
                 raise CacheError(self.path, f"cannot open the response cache ({exc})") from exc
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise CacheFileError(
-                    self.path, f"not a readable response cache ({exc}); damaged or truncated?"
-                ) from exc
             raise
 
     def _connect(self) -> sqlite3.Connection:
@@ -734,6 +891,8 @@ class ResponseCache:
                 with self._transaction():
                     yield
             except sqlite3.Error as exc:
+                if is_damage(exc):
+                    raise CacheDamagedError(self.path, f"SQLite: {exc}") from exc
                 full = disk.is_disk_full(exc)
                 problem = (
                     f"cannot {what}: the disk holding this file (or its -wal journal) is full,"
@@ -749,12 +908,11 @@ class ResponseCache:
         with self._lock:
             try:
                 yield
-            except sqlite3.OperationalError as exc:
-                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
             except sqlite3.DatabaseError as exc:
-                raise CacheFileError(
-                    self.path, f"cannot read the response cache ({exc}); damaged or truncated?"
-                ) from exc
+                if is_damage(exc):
+                    detail = str(exc).split(" with text ", 1)[0]  # not the damaged bytes
+                    raise CacheDamagedError(self.path, f"cannot read it: SQLite: {detail}") from exc
+                raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
 
     # -- spilled answers (see the module docstring) ---------------------------------------------
     def spill(
@@ -768,7 +926,7 @@ class ResponseCache:
         file (beside the cache, else in :func:`spill_dir`; None when neither could be written)
         and the problems met on the way."""
         header = {"format": SPILL_FORMAT, "version": 1, "cache": str(self.path.resolve()),
-                  "answers": len(answers)}  # fmt: skip
+                  "answers": len(answers), "profile": profile}  # fmt: skip
         lines = [json.dumps(header)]
         for key, request, response in answers:
             row = _answer_row(key, request, response, profile, identity)
@@ -792,29 +950,42 @@ class ResponseCache:
         return None, problems
 
     def _import_spills(self) -> None:
-        """Store the answers of every spill file of this cache, one transaction per file, and
-        remove the file (a disk still full raises :class:`CacheWriteError` naming it)."""
+        """Store the answers of every spill file of this cache (:func:`spill_files`), one
+        transaction per file, and remove the file (a disk still full raises
+        :class:`CacheWriteError` naming it). Spill files of another cache of the same name that
+        still exists are left to it, and named."""
         for spill in spill_files(self.path):
-            rows = _read_spill(spill, self.path)
-            try:
-                with self._writing("import spilled answers"):
-                    for row in rows:
-                        self._insert_row(row)
-            except CacheWriteError as exc:
-                why = (
-                    f"its disk is full, {disk.free_space(self.path)}"
-                    if exc.disk_full
-                    else exc.problem
-                )
-                raise CacheWriteError(
-                    self.path,
-                    f"cannot import the {len(rows)} answers an earlier run spilled to {spill}"
-                    f" ({why}); free space, then rerun the same command",
-                    disk_full=exc.disk_full,
-                ) from exc
-            spill.unlink(missing_ok=True)
-            log.info("%s: imported %d answers spilled by an earlier run (%s)", self.path,
-                     len(rows), spill)  # fmt: skip
+            added = self.import_spill(spill)
+            log.info("%s: imported %d answers spilled by an earlier run (%s)", self.path, added,
+                     spill)  # fmt: skip
+        _, others = _spills_named(self.path)
+        for spill in others:
+            log.warning(
+                "%s: answers spilled for another cache of this name (%s) wait in %s; they are"
+                " imported when that cache is opened, or here by `deliberation cache import %s`",
+                self.path, _spill_header(spill).get("cache"), spill, spill,
+            )  # fmt: skip
+
+    def import_spill(self, spill: Path) -> int:
+        """Store a spill file's answers (all or none; answers already here are kept), then
+        remove the file; the number of its answers."""
+        rows = _read_spill(spill, self.path)
+        try:
+            with self._writing("import spilled answers"):
+                for row in rows:
+                    self._insert_row(row)
+        except CacheWriteError as exc:
+            why = (
+                f"its disk is full, {disk.free_space(self.path)}" if exc.disk_full else exc.problem
+            )
+            raise CacheWriteError(
+                self.path,
+                f"cannot import the {len(rows)} answers an earlier run spilled to {spill}"
+                f" ({why}); free space, then rerun the same command",
+                disk_full=exc.disk_full,
+            ) from exc
+        spill.unlink(missing_ok=True)
+        return len(rows)
 
     def close(self) -> None:
         with self._lock:
@@ -839,7 +1010,7 @@ class ResponseCache:
                     f"SELECT key, response, attempts FROM responses WHERE key IN ({marks})", chunk
                 ).fetchall()
                 for key, blob, attempts in rows:
-                    data = json.loads(blob)
+                    (data,) = self._decoded(key, blob)
                     found[key] = ChatResponse(**data, cached=True, attempts=attempts)
                 if count_hits and rows and not self.read_only:
                     # Only the rows served: another process may add a key between the two
@@ -854,6 +1025,16 @@ class ResponseCache:
                     except sqlite3.OperationalError as exc:  # disk full: still serve the answers
                         log.warning("%s: hit counts not updated (%s)", self.path, exc)
         return found
+
+    def _decoded(self, key: str, *blobs: str) -> list[Any]:
+        """The JSON of a stored row; a row whose bytes were damaged (SQLite checks pages, not
+        the bytes inside a record) is :class:`CacheDamagedError` naming its key."""
+        try:
+            return [json.loads(blob) for blob in blobs]
+        except (ValueError, TypeError) as exc:
+            raise CacheDamagedError(
+                self.path, f"the stored answer of key {key} does not decode ({type(exc).__name__})"
+            ) from None
 
     def put(
         self,
@@ -915,7 +1096,8 @@ class ResponseCache:
                     "SELECT response FROM responses WHERE key = ?", (key,)
                 ).fetchone()
                 if row is not None:
-                    if _same_answer(json.loads(row[0]), json.loads(response.to_json())):
+                    (stored,) = self._decoded(key, row[0])
+                    if _same_answer(stored, json.loads(response.to_json())):
                         present += 1
                         continue
                     raise CacheConflictError(
@@ -935,7 +1117,8 @@ class ResponseCache:
                 "SELECT key, request, response, attempts FROM responses ORDER BY key"
             ).fetchall()
         for key, request, response, attempts in rows:
-            yield key, json.loads(request), json.loads(response), attempts
+            decoded_request, decoded_response = self._decoded(key, request, response)
+            yield key, decoded_request, decoded_response, attempts
 
     def record_failure(
         self, key: str, request: ChatRequest, response: ChatResponse, *, profile: str
@@ -1056,7 +1239,8 @@ class ResponseCache:
                 for key, request, response in self._conn.execute(
                     f"SELECT key, request, response FROM responses WHERE key IN ({marks})", chunk
                 ):
-                    found[key] = (json.loads(request), json.loads(response))
+                    decoded = self._decoded(key, request, response)
+                    found[key] = (decoded[0], decoded[1])
         return found
 
     def _counted_prompt_tokens(self) -> dict[tuple[str, str], int]:

@@ -21,7 +21,7 @@ Paid answers are never lost:
   the rest of its finished chunk: those answers are kept with the others). The write of what
   was received is retried ``write_attempts`` times, ``write_wait_s`` apart and doubling; what
   still cannot be stored is *spilled* (``ResponseCache.spill``: a file beside the cache or in
-  ``spill_dir()``, which the next open imports). Then
+  ``spill_dir()``, which the next open of the profile's cache imports, wherever it is). Then
   :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
   space needed (exit code ``OUTPUT_UNWRITABLE``); anything neither stored nor spilled (failure
   rows, or everything when no spill file could be written) is in its ``unwritten``.
@@ -47,7 +47,12 @@ from deliberation.inference.base import (
     SendingForbiddenError,
     sending_forbidden,
 )
-from deliberation.inference.cache import CacheWriteError, ResponseCache, request_key
+from deliberation.inference.cache import (
+    CacheDamagedError,
+    CacheWriteError,
+    ResponseCache,
+    request_key,
+)
 from deliberation.inference.call_progress import calls_done, progress_bar
 from deliberation.inference.failures import FailedCall, FailedCalls
 from deliberation.io import disk
@@ -329,18 +334,20 @@ class CachedClient:
         cause: BaseException,
     ) -> None:
         """Store the held answers (a few tries), else spill them; after a failed write, raise
-        one line saying where the answers are and what to free. Returns quietly when ``cause``
-        is no write error (an interrupt, a crash) and every held answer is stored."""
-        last = cause if isinstance(cause, CacheWriteError) else None
+        one line saying where the answers are, what to do and what the rerun will send.
+        Returns quietly when ``cause`` is no write error (an interrupt, a crash) and every held
+        answer is stored. A damaged cache is said to be damaged, never a full disk."""
+        unwritable = (CacheWriteError, CacheDamagedError)
+        last = cause if isinstance(cause, unwritable) else None
         received = len(held)
         for attempt in range(self.write_attempts):
-            if not held:
+            if not held or isinstance(last, CacheDamagedError):
                 break
             if attempt:
                 time.sleep(self.write_wait_s * 2 ** (attempt - 1))
             try:
                 write_held()
-            except CacheWriteError as exc:
+            except unwritable as exc:
                 last = exc
                 log.debug("%s; attempt %d of %d", exc, attempt + 1, self.write_attempts)
         if last is None:
@@ -351,25 +358,40 @@ class CachedClient:
             spilled, problems = self.cache.spill(
                 answers, profile=self.profile, identity=self.backend.identity
             )
+        rerun = "rerun the same command: it sends only the calls never answered"
         if not held:
             where = f"the {received} replies held are stored now (space was freed)"
         elif spilled is not None:
-            where = f"{len(answers)} received answers saved in {spilled} (the next run imports it)"
+            where = (
+                f"{len(answers)} received answers saved in {spilled}: the next run of profile"
+                f" {self.profile} imports them first, wherever its cache is (or `deliberation"
+                f" cache import {spilled}`)"
+            )
         elif answers:
             where = (
                 f"{len(answers)} received answers could not be saved anywhere"
-                f" ({'; '.join(problems)}): they are only in this error's .unwritten"
+                f" ({'; '.join(problems)}) and are lost when this process ends"
+            )
+            rerun = (
+                f"rerun the same command: it sends those {len(answers)} calls again, with the"
+                " calls never answered"
             )
         else:
             where = "no answer is lost (only failed calls, which the next run retries)"
-        needed = space_needed(last.path, [held[i] for i in sorted(held)], requests)
-        error = CacheWriteError(
-            last.path,
-            f"stopped, {'its disk is full' if last.disk_full else last.problem}; {where};"
-            f" {needed}; free space, then rerun the same command (only calls never answered"
-            " are sent)",
-            disk_full=last.disk_full,
-        )
+        if isinstance(
+            last, CacheDamagedError
+        ):  # the rerun starts a new cache: "rerun" is said there
+            error: CacheWriteError | CacheDamagedError = CacheDamagedError(
+                last.path, last.detail, kept=f"stopped; {where}"
+            )
+        else:
+            needed = space_needed(last.path, [held[i] for i in sorted(held)], requests)
+            error = CacheWriteError(
+                last.path,
+                f"stopped, {'its disk is full' if last.disk_full else last.problem}; {where};"
+                f" {needed}; free space, then {rerun}",
+                disk_full=last.disk_full,
+            )
         error.unwritten = [
             (requests[i], held[i]) for i in sorted(held) if spilled is None or not held[i].ok
         ]

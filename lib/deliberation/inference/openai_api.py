@@ -1,9 +1,10 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions server (``vllm serve``,
 DeepSeek, hosted APIs, and ``deliberation serve-sim`` in tests).
 
-Requests run on asyncio with at most ``concurrency`` in flight. The ``openai`` client's own
-retries are off (``max_retries=0``); this module retries instead, so it can count attempts and
-honour ``Retry-After`` exactly:
+Requests run on asyncio with at most ``concurrency`` in flight, over the project's one HTTP path
+(:mod:`deliberation.io.http`: each attempt bounded in total time by ``timeout_s`` and in decoded
+size by :func:`reply_byte_limit`). Retries are tenacity's (``AsyncRetrying``: the policy is its
+configuration, see :meth:`OpenAIBackend._retrying`):
 
 * retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
   chat completion; everything else (400, 401, 404, a request httpx refuses to send such as a
@@ -30,7 +31,8 @@ honour ``Retry-After`` exactly:
   the provenance of every output made from it and the run's summary;
 * a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
   before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
-  ``max_tokens`` token, checked on the bytes as they arrive and on the decoded text;
+  ``max_tokens`` token, counted on the decoded bytes of the whole body as they arrive (a gzip
+  body that inflates past it is cut off while it inflates);
 * circuit breaker: until an attempt of the batch has succeeded, at most ``BREAKER_ATTEMPTS``
   (8) attempts are in flight, and when ``BREAKER_ATTEMPTS`` attempts in a row fail with the same
   reason (rate limits and waits the server asked for excepted) before any succeeded, the batch
@@ -45,8 +47,11 @@ section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /model
 request in the structured-output mode (in one of vLLM's modes, first ``GET /version``: a vLLM
 release that would drop the mode's fields stops the run naming the mode to set, see
 :func:`~deliberation.inference.structured.vllm_server_mode_problem`); a refusal stops the run
-naming the profile key (exit code 5), no answer at all exit code 4, and a model name the server does not list or answer
-as exit code 6 unless ``openai.allow_model_alias`` is true (:mod:`deliberation.exit_codes`).
+naming the profile key (exit code 5), no answer at all, or none whole within ``timeout_s``, exit
+code 4, a model list past ``MODEL_LIST_BYTES`` exit code 5, and a model name the server does not
+list or answer as exit code 6 unless ``openai.allow_model_alias`` is true
+(:mod:`deliberation.exit_codes`). Every pre-flight exchange goes through the same HTTP path
+and bounds as the model calls.
 
 ``latency_s`` of an answered request is the duration of the attempt that answered (the model's
 response time); retries and waits show in ``attempts``. For a failed request it is the total time
@@ -60,26 +65,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import dataclasses
 import email.utils
-import importlib
 import json
 import logging
 import math
 import re
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-import openai
-from openai.types.chat import ChatCompletion
+import tenacity
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deliberation import exit_codes
@@ -112,6 +112,8 @@ from deliberation.inference.structured import (
 )
 from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.inference.urls import check_base_url, install_log_redaction
+from deliberation.io import http
+from deliberation.io.http import HttpLimitError, ReplyTimeout, ReplyTooLarge, httpx
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,10 @@ REPLY_BASE_BYTES = 64 * 1024
 REPLY_BYTES_PER_TOKEN = 256
 # A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
 LONG_WAIT_S = 5.0
-T = TypeVar("T")
+# The largest model list (GET /models) and version reply read (OpenRouter lists ~300 models
+# with descriptions in about 1 MiB).
+MODEL_LIST_BYTES = 16 * 2**20
+VERSION_BYTES = 64 * 1024
 
 
 PREFLIGHT_STAGE = "preflight"
@@ -193,13 +198,18 @@ class OpenAIOptions(BaseModel):
     api_key_env: str | None = transport_only(
         None, description="name of the environment variable holding the key (never the key)"
     )
-    concurrency: int = transport_only(16, gt=0)
-    max_retries: int = transport_only(6, ge=0)
-    timeout_s: float = transport_only(120.0, gt=0)
-    backoff_base_s: float = transport_only(1.0, ge=0)
-    backoff_max_s: float = transport_only(60.0, ge=0)
+    concurrency: int = transport_only(16, gt=0, le=1024)
+    max_retries: int = transport_only(6, ge=0, le=100)
+    timeout_s: float = transport_only(
+        120.0, gt=0, le=86_400, description="the longest a whole reply may take (per attempt)"
+    )
+    backoff_base_s: float = transport_only(1.0, ge=0, le=3600)
+    backoff_max_s: float = transport_only(60.0, ge=0, le=86_400)
     retry_after_max_s: float = transport_only(
-        300.0, ge=0, description="longest wait a server's Retry-After can impose before a retry"
+        300.0,
+        ge=0,
+        le=86_400,
+        description="longest wait a server's Retry-After can impose before a retry",
     )
     # How structured outputs travel (see inference/structured.py).
     structured_output: ServerStructuredMode = "structured_outputs"
@@ -243,21 +253,40 @@ class OpenAIOptions(BaseModel):
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """How many times to retry and how long to wait in between (see the module docstring)."""
+    """How many times to retry and how long to wait in between (see the module docstring): the
+    configuration of the tenacity retrying each request gets (:meth:`OpenAIBackend._retrying`)."""
 
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
 
-    def delay(self, retry: int, rng: np.random.Generator, retry_after_s: float | None) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based): full jitter, at least
-        ``retry_after_s`` when the server asked for it, but never more than
-        ``retry_after_max_s`` on the server's say-so."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2.0 ** min(retry, 60)))
-        wait = float(rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
-        if retry_after_s is not None:
-            wait = max(wait, min(retry_after_s, self.retry_after_max_s))
+    def wait(self, rng: Any) -> _FullJitter:
+        """tenacity's wait for one request; ``rng()`` makes its seeded generator when needed."""
+        return _FullJitter(self, rng)
+
+
+class _FullJitter(tenacity.wait_exponential):
+    """Full jitter: tenacity's exponential ceiling (``backoff_base_s * 2**k``, at most
+    ``backoff_max_s``), the wait drawn below it by the request's seeded generator (so a batch's
+    waits are reproducible), and at least the server's ``Retry-After``, but on the server's say-so
+    never more than ``retry_after_max_s``."""
+
+    def __init__(self, policy: RetryPolicy, rng: Any) -> None:
+        super().__init__(multiplier=policy.backoff_base_s, max=policy.backoff_max_s)
+        self.policy = policy
+        self._make_rng = rng
+        self._rng: np.random.Generator | None = None
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        ceiling = super().__call__(retry_state)
+        if self._rng is None:
+            self._rng = self._make_rng()
+        wait = float(self._rng.uniform(0.0, ceiling)) if ceiling > 0 else 0.0
+        outcome = retry_state.outcome
+        asked = getattr(outcome.exception(), "retry_after_s", None) if outcome else None
+        if asked is not None:
+            wait = max(wait, min(asked, self.policy.retry_after_max_s))
         return wait
 
 
@@ -292,10 +321,12 @@ def parse_retry_after(
     return max(0.0, when.timestamp() - reference)
 
 
-async def _within(awaitable: Awaitable[T], seconds: float) -> T:
-    """Await with a hard deadline (``asyncio.timeout``: no extra task)."""
-    async with asyncio.timeout(seconds):
-        return await awaitable
+class _Stopped(Exception):
+    """The batch's circuit breaker tripped: nothing more is sent."""
+
+
+class _Interrupted(Exception):
+    """A stop (Ctrl-C, a cache that cannot take answers) came first: nothing more is sent."""
 
 
 class _AttemptFailed(Exception):
@@ -309,14 +340,14 @@ class _AttemptFailed(Exception):
         self.retry_after_s = retry_after_s
 
 
-def _no_answer(choice: Any, message: Any) -> tuple[str, str]:
+def _no_answer(finish: Any, message: Mapping[str, Any]) -> tuple[str, str]:
     """The failure kind and reason of a choice that carries no usable content."""
-    if choice.finish_reason == "content_filter":
+    if finish == "content_filter":
         return "content-filter", "the server's content filter withheld the reply"
-    refusal = getattr(message, "refusal", None)
+    refusal = message.get("refusal")
     if refusal:
         return "refusal", f"the model refused: {str(refusal)[:200]}"
-    if getattr(message, "tool_calls", None) or getattr(message, "function_call", None):
+    if message.get("tool_calls") or message.get("function_call"):
         return "tool-call", "the reply is a tool call, not an answer (content null)"
     return "no-content", "the reply's message content is null"
 
@@ -335,17 +366,6 @@ def replied_as_other_model(asked: str, replied: Any) -> bool:
     return re.fullmatch(re.escape(asked) + r"-\d[\d-]*", replied) is None
 
 
-def _status_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping) and error.get("message"):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-    return str(exc.message)[:300]
-
-
 def reply_byte_limit(max_tokens: int) -> int:
     """The largest reply body accepted for a request allowing ``max_tokens`` tokens: no token
     spells more than a few dozen bytes even JSON-escaped, so a body past this bound comes from a
@@ -353,56 +373,9 @@ def reply_byte_limit(max_tokens: int) -> int:
     return REPLY_BASE_BYTES + REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
 
 
-class ReplyTooLarge(Exception):
-    """A reply body past :func:`reply_byte_limit` (raised while the body is read)."""
-
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"reply of more than {size} bytes exceeds {limit} bytes")
-        self.size, self.limit = size, limit
-
-
-# The byte bound of the request being sent on this task (read by the response hook).
-_REPLY_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "deliberation_reply_limit", default=None
-)
-
-
-def _capped_stream(inner: Any, limit: int, base: type) -> Any:
-    """``inner`` (a response byte stream) raising :class:`ReplyTooLarge` past ``limit`` bytes;
-    ``base`` is the HTTP library's ``AsyncByteStream`` (the openai package's httpx flavour
-    checks the type)."""
-
-    class CappedStream(base):  # type: ignore[misc, valid-type]
-        async def __aiter__(self) -> Any:
-            size = 0
-            async for chunk in inner:
-                size += len(chunk)
-                if size > limit:
-                    raise ReplyTooLarge(size, limit)
-                yield chunk
-
-        async def aclose(self) -> None:
-            await inner.aclose()
-
-    return CappedStream()
-
-
-async def _cap_reply(response: Any) -> None:
-    """httpx response hook: refuse a body whose declared or streamed size passes the bound."""
-    limit = _REPLY_LIMIT.get()
-    if limit is None:
-        return
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        await response.aclose()
-        raise ReplyTooLarge(int(declared), limit)
-    library = importlib.import_module(type(response).__module__.partition(".")[0])
-    response.stream = _capped_stream(response.stream, limit, library.AsyncByteStream)
-
-
 def _token_count(usage: Any, field: str) -> int:
     """A usage count as a non-negative int; anything else is a malformed reply."""
-    value = getattr(usage, field, None) if usage is not None else None
+    value = usage.get(field) if isinstance(usage, Mapping) else None
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -488,7 +461,7 @@ class _Breaker:
 
 
 class OpenAIBackend(Backend):
-    """Chat completions over HTTP with bounded concurrency and our own retry loop."""
+    """Chat completions over HTTP with bounded concurrency and tenacity's retries."""
 
     Options = OpenAIOptions
 
@@ -533,6 +506,7 @@ class OpenAIBackend(Backend):
         self.strict_model = strict_model
         self.served_as: set[str] = set()  # other names the server answered as (accepted)
         self._api_key = Secret(api_key)
+        self._unresponsive: str | None = None  # why the server sent no whole reply in time
 
     @classmethod
     def from_profile(cls, profile: Any) -> OpenAIBackend:
@@ -573,39 +547,78 @@ class OpenAIBackend(Backend):
 
     def server_is_synthetic(self) -> bool:
         """True when ``GET /models`` lists a model owned by serve-sim (asked without the key;
-        a server that refuses or cannot be reached is taken at its word: not synthetic)."""
+        a server that refuses or cannot be reached is taken at its word: not synthetic). A
+        server that sends no whole reply in time is remembered: the pre-flight stops on it."""
         try:
-            with urllib.request.urlopen(
-                f"{self.base_url}/models", timeout=min(self.timeout_s, 10.0)
-            ) as reply:
-                models = json.loads(reply.read()).get("data", [])
-        except (OSError, ValueError, AttributeError):  # URLError and HTTPError are OSErrors
+            reply = self._exchange("GET", "/models", key=False)
+        except ReplyTimeout as exc:
+            self._unresponsive = str(exc)
             return False
-        if not isinstance(models, list):
+        except (HttpLimitError, httpx.HTTPError, OSError, ValueError):
+            return False
+        try:
+            models = json.loads(reply.body).get("data", [])
+        except (ValueError, AttributeError):
+            return False
+        if reply.status != 200 or not isinstance(models, list):
             return False
         return any(isinstance(m, Mapping) and m.get("owned_by") == SIM_SERVER_OWNER for m in models)
 
     # -- pre-flight -----------------------------------------------------------------------------
+    def _exchange(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, key: bool = True
+    ) -> http.Reply:
+        """One plain HTTP exchange (no retries) on the one HTTP path, within
+        ``openai.timeout_s`` and the size bound of what is asked for: a chat reply's
+        :func:`reply_byte_limit`, a model list's ``MODEL_LIST_BYTES``. ``path`` starting with
+        ``//`` is taken from the server's root (``//version``)."""
+        if path.startswith("//"):
+            parts = urlsplit(self.base_url)
+            url = f"{parts.scheme}://{parts.netloc}{path[1:]}"
+        else:
+            url = f"{self.base_url}{path}"
+        if body is not None:
+            limit, what = (
+                reply_byte_limit(int(body.get("max_tokens") or 0)),
+                "the bound for its max_tokens",
+            )
+        elif path == "/models":
+            limit, what = MODEL_LIST_BYTES, "the bound for a model list"
+        else:
+            limit, what = VERSION_BYTES, "the bound for a version reply"
+        headers = {"Content-Type": "application/json", STAGE_HEADER: PREFLIGHT_STAGE}
+        if key and self._api_key.reveal() != PLACEHOLDER_KEY:
+            headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
+        return http.request(
+            method, url, json=body, headers=headers, deadline_s=self.timeout_s,
+            max_bytes=limit, deadline_what=f"openai.timeout_s={self.timeout_s:g}",
+            size_what=f"{what}, {method} {path.lstrip('/')}",
+        )  # fmt: skip
+
     def _http(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        """One plain HTTP exchange (no retries): status and decoded JSON (None if not JSON);
-        status 0 when nothing answered."""
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        request.add_header(STAGE_HEADER, PREFLIGHT_STAGE)
-        if self._api_key.reveal() != PLACEHOLDER_KEY:
-            request.add_header("Authorization", f"Bearer {self._api_key.reveal()}")
+        """Status and decoded JSON (the text when not JSON) of one pre-flight exchange; status 0
+        with the reason when nothing answered. A server that sends no whole reply within
+        ``openai.timeout_s`` stops the run (:class:`ServerUnreachableError`), and one whose
+        reply passes its size bound too (:class:`PreflightError`); both messages name the bound."""
+        if self._unresponsive is not None:
+            raise ServerUnreachableError(f"the server at {self.server}: {self._unresponsive}")
         try:
-            with urllib.request.urlopen(request, timeout=min(self.timeout_s, 60.0)) as reply:
-                status, raw = reply.status, reply.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (OSError, ValueError) as exc:
+            reply = self._exchange(method, path, body)
+        except ReplyTimeout as exc:
+            self._unresponsive = str(exc)
+            raise ServerUnreachableError(
+                f"the server at {self.server} ({method} {path.lstrip('/')}): {exc}"
+            ) from None
+        except HttpLimitError as exc:
+            raise PreflightError(
+                f"the server at {self.server} ({method} {path.lstrip('/')}): {exc}"
+            ) from None
+        except (httpx.HTTPError, OSError, ValueError) as exc:
             return 0, self._api_key.scrub(f"{type(exc).__name__}: {exc}")
         try:
-            return status, json.loads(raw)
+            return reply.status, json.loads(reply.body)
         except ValueError:
-            return status, raw.decode("utf-8", "replace")[:300]
+            return reply.status, reply.body.decode("utf-8", "replace")[:300]
 
     def preflight_request(self) -> ChatRequest:
         """The one small request of the pre-flight: a choice between two options."""
@@ -679,14 +692,8 @@ class OpenAIBackend(Backend):
         nothing says so. A vLLM release drops the fields of a mode it does not define."""
         if self.structured_output not in VLLM_SERVER_MODES:
             return None
-        parts = urlsplit(self.base_url)
-        try:
-            with urllib.request.urlopen(
-                f"{parts.scheme}://{parts.netloc}/version", timeout=min(self.timeout_s, 10.0)
-            ) as reply:
-                version = json.loads(reply.read()).get("version")
-        except (OSError, ValueError, AttributeError):  # not vLLM (404, no JSON object, ...)
-            return None
+        status, reply = self._http("GET", "//version")
+        version = reply.get("version") if status == 200 and isinstance(reply, Mapping) else None
         return version if isinstance(version, str) else None
 
     def working_structured_mode(self) -> str | None:
@@ -809,14 +816,11 @@ class OpenAIBackend(Backend):
         """One response per request; None for a request a stop kept from being sent."""
         semaphore = asyncio.Semaphore(self.concurrency)
         breaker = _Breaker()
-        client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=self._api_key.reveal(),
-            max_retries=0,
-            timeout=self.timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(
-                timeout=self.timeout_s, event_hooks={"response": [_cap_reply]}
-            ),
+        headers = {"User-Agent": "deliberation"}
+        if self._api_key.reveal() != PLACEHOLDER_KEY:
+            headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
+        client = http.new_client(
+            deadline_s=self.timeout_s, connections=self.concurrency, headers=headers
         )
 
         stop = stop if stop is not None else BatchStop()
@@ -871,9 +875,31 @@ class OpenAIBackend(Backend):
         return stop is not None and stop.is_set()
 
     # -- one request ----------------------------------------------------------------------------
+    def _retrying(
+        self, index: int, request: ChatRequest, stop: BatchStop | None, breaker: _Breaker
+    ) -> tenacity.AsyncRetrying:
+        """The request's retry policy as tenacity configuration: retryable failures only, at
+        most ``max_retries`` retries, full-jitter waits honouring Retry-After, each wait logged
+        (:meth:`_log_wait`) and cut short by an interrupt or the breaker."""
+
+        async def pause(seconds: float) -> None:
+            if await self._pause(seconds, stop, breaker):
+                raise _Interrupted
+
+        return tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.retry.max_retries + 1),
+            wait=self.retry.wait(lambda: np.random.default_rng([abs(self.jitter_seed), index])),
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, _AttemptFailed) and e.retryable
+            ),
+            before_sleep=lambda state: self._log_wait(index, request, state),
+            sleep=pause,
+            reraise=True,
+        )
+
     async def _complete(
         self,
-        client: openai.AsyncOpenAI,
+        client: httpx.AsyncClient,
         semaphore: asyncio.Semaphore,
         index: int,
         request: ChatRequest,
@@ -881,19 +907,20 @@ class OpenAIBackend(Backend):
         breaker: _Breaker | None = None,
     ) -> ChatResponse | None:
         breaker = breaker or _Breaker()
-        rng: np.random.Generator | None = None  # made on the first retry only
         history: Counter[str] = Counter()
         started = time.perf_counter()
         attempts = 0
-        while True:
+
+        async def attempt() -> ChatResponse:
+            nonlocal attempts
             async with semaphore:
                 if stop is not None and stop.is_set():
-                    return None  # interrupted: send nothing more (not a failure of the request)
+                    raise _Interrupted  # send nothing more (not a failure of the request)
                 async with breaker.gate():
                     if breaker.reason is not None:
-                        return self._stopped(request, breaker, attempts, started)
+                        raise _Stopped
                     if stop is not None and stop.is_set():
-                        return None
+                        raise _Interrupted
                     attempts += 1
                     attempt_started = time.perf_counter()
                     try:
@@ -913,21 +940,24 @@ class OpenAIBackend(Backend):
                     profile_hint(last.reason),
                 )  # fmt: skip
             if breaker.reason is not None:
-                return self._stopped(request, breaker, attempts, started)
-            if not last.retryable or attempts > self.retry.max_retries:
-                return self._failed(index, request, last, history, attempts, started)
-            if rng is None:
-                rng = np.random.default_rng([abs(self.jitter_seed), index])
-            wait = self.retry.delay(attempts - 1, rng, last.retry_after_s)
-            self._log_wait(index, request, last, attempts, wait)
-            if await self._pause(wait, stop, breaker):
-                return None
+                raise _Stopped
+            raise last
 
-    def _log_wait(
-        self, index: int, request: ChatRequest, last: _AttemptFailed, attempts: int, wait: float
-    ) -> None:
+        try:
+            return await self._retrying(index, request, stop, breaker)(attempt)
+        except _Interrupted:
+            return None
+        except _Stopped:
+            return self._stopped(request, breaker, attempts, started)
+        except _AttemptFailed as last:
+            return self._failed(index, request, last, history, attempts, started)
+
+    def _log_wait(self, index: int, request: ChatRequest, state: tenacity.RetryCallState) -> None:
         """A short wait at DEBUG; one longer than ``LONG_WAIT_S`` at WARNING, with the server's
         reason and what it asked for, so a stalled run says why."""
+        last = state.outcome.exception() if state.outcome else None
+        assert isinstance(last, _AttemptFailed)
+        wait = state.upcoming_sleep
         asked = last.retry_after_s
         asked_text = "" if asked is None else f"; the server asked for {asked:g} s"
         if asked is not None and asked > self.retry.retry_after_max_s:
@@ -936,8 +966,8 @@ class OpenAIBackend(Backend):
         log.log(
             level,
             "request %d (stage %s, server %s): %s%s; waiting %.1f s before retry %d of %d",
-            index, request.stage, self.server, last.reason, asked_text, wait, attempts,
-            self.retry.max_retries,
+            index, request.stage, self.server, last.reason, asked_text, wait,
+            state.attempt_number, self.retry.max_retries,
         )  # fmt: skip
 
     def _failed(
@@ -988,64 +1018,66 @@ class OpenAIBackend(Backend):
             "headers": {STAGE_HEADER: request.stage},
         }
 
-    async def _attempt(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResponse:
+    async def _attempt(self, client: httpx.AsyncClient, request: ChatRequest) -> ChatResponse:
         """One HTTP attempt: the parsed response, or :class:`_AttemptFailed` saying why not."""
-        # client.post (the openai package's documented route for raw bodies) sends our plain
-        # dict as is: the typed create() would re-walk it against its TypedDicts, which costs a
-        # quarter of the client's CPU per request and adds nothing for a body built here.
         limit = reply_byte_limit(request.max_tokens)
-        _REPLY_LIMIT.set(limit)  # read by _cap_reply on this task while the body arrives
-        call = client.post(
-            "/chat/completions",
-            cast_to=ChatCompletion,
-            body=self.request_body(request),
-            options={"headers": {STAGE_HEADER: request.stage}, "timeout": self.timeout_s},
-        )
         try:
-            completion = await _within(call, self.timeout_s)
+            reply = await http.exchange(
+                client, "POST", f"{self.base_url}/chat/completions",
+                json=self.request_body(request), headers={STAGE_HEADER: request.stage},
+                deadline_s=self.timeout_s, max_bytes=limit,
+                deadline_what=f"openai.timeout_s={self.timeout_s:g}",
+                size_what=f"the bound for max_tokens={request.max_tokens}",
+            )  # fmt: skip
         except ReplyTooLarge as exc:
             raise _AttemptFailed(
-                "too-large",
-                f"reply body larger than {exc.limit} bytes (the bound for max_tokens="
-                f"{request.max_tokens}): the server ignores max_tokens",
+                "too-large", f"{exc}: the server ignores max_tokens", retryable=False
+            ) from None
+        except (ReplyTimeout, httpx.TimeoutException):
+            raise _AttemptFailed(
+                "timeout",
+                f"no response within {self.timeout_s:g} s (openai.timeout_s)",
+                retryable=True,
+            ) from None
+        except HttpLimitError as exc:  # an encoding it did not ask for
+            raise _AttemptFailed("malformed", str(exc), retryable=False) from None
+        except httpx.LocalProtocolError:  # httpx refused to send what we built
+            raise _AttemptFailed(
+                "bad-request",
+                "the request is not valid HTTP (LocalProtocolError: e.g. a header value"
+                " with a newline or non-ASCII character)",
                 retryable=False,
             ) from None
-        except (TimeoutError, openai.APITimeoutError):
+        except httpx.DecodingError as exc:
+            raise _AttemptFailed("malformed", f"response body: {exc}", retryable=True) from None
+        except (httpx.TransportError, OSError) as exc:
             raise _AttemptFailed(
-                "timeout", f"no response within {self.timeout_s:g} s", retryable=True
-            ) from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            raise _AttemptFailed(
-                str(status),
-                self._api_key.scrub(f"HTTP {status}: {_status_detail(exc)}"),
-                retryable=status in RETRYABLE_STATUS or status >= 500,
-                retry_after_s=parse_retry_after(exc.response.headers),
-            ) from None
-        except openai.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "unknown"
-            if cause == "LocalProtocolError":  # httpx refused to send what we built
-                raise _AttemptFailed(
-                    "bad-request",
-                    "the request is not valid HTTP (LocalProtocolError: e.g. a header value"
-                    " with a newline or non-ASCII character)",
-                    retryable=False,
-                ) from None
-            raise _AttemptFailed(
-                "connection", f"connection error ({cause})", retryable=True
-            ) from None
-        except (ValueError, openai.APIResponseValidationError) as exc:
-            raise _AttemptFailed(
-                "malformed",
-                f"response body is not valid JSON ({type(exc).__name__})",
-                retryable=True,
+                "connection", f"connection error ({type(exc).__name__})", retryable=True
             ) from None
         except Exception as exc:  # anything else is recorded against the request, not raised
             raise _AttemptFailed(
                 "error", self._api_key.scrub(f"{type(exc).__name__}: {exc}"), retryable=False
             ) from None
-        response = self._to_response(request, completion, limit)
-        replied = getattr(completion, "model", None)
+        try:
+            data = json.loads(reply.body)
+        except ValueError as exc:
+            if 200 <= reply.status < 300:
+                raise _AttemptFailed(
+                    "malformed",
+                    f"response body is not valid JSON ({type(exc).__name__})",
+                    retryable=True,
+                ) from None
+            data = reply.body.decode("utf-8", "replace")
+        if not 200 <= reply.status < 300:
+            status = reply.status
+            raise _AttemptFailed(
+                str(status),
+                self._api_key.scrub(f"HTTP {status}: {_error_text(data)}"),
+                retryable=status in RETRYABLE_STATUS or status >= 500,
+                retry_after_s=parse_retry_after(reply.headers),
+            )
+        response = self._to_response(request, data)
+        replied = data.get("model")
         if not _names_another(self.model, replied):
             return response
         if self.strict_model:
@@ -1079,40 +1111,33 @@ class OpenAIBackend(Backend):
         return dataclasses.replace(response, served_model=replied[:200])
 
     @staticmethod
-    def _to_response(
-        request: ChatRequest, completion: Any, limit: int | None = None
-    ) -> ChatResponse:
-        if not isinstance(completion, ChatCompletion) or not completion.choices:
+    def _to_response(request: ChatRequest, completion: Any) -> ChatResponse:
+        """The response a chat-completion body (decoded JSON) holds, or :class:`_AttemptFailed`
+        when it holds no usable answer."""
+        choices = completion.get("choices") if isinstance(completion, Mapping) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise _AttemptFailed(
                 "malformed", "response body is not a chat completion with choices", retryable=True
             )
-        choice = completion.choices[0]
-        message = getattr(choice, "message", None)
-        content = getattr(message, "content", None)
-        if message is None or (content is not None and not isinstance(content, str)):
+        choice = choices[0]
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(message, Mapping) or (
+            content is not None and not isinstance(content, str)
+        ):
             raise _AttemptFailed(
                 "malformed", "response choice has no message content", retryable=True
             )
-        if content is None or choice.finish_reason == "content_filter":
+        finish = choice.get("finish_reason")
+        if content is None or finish == "content_filter":
             # HTTP 200 without an answer in it: not a wrong answer of the model's choosing but no
             # answer at all, so it fails (not stored; the next run sends it again).
-            raise _AttemptFailed(*_no_answer(choice, message), retryable=False)
-        text = content
-        if limit is not None and len(text.encode("utf-8", "surrogatepass")) > limit:
-            raise _AttemptFailed(  # a compressed body can decode past the wire bound
-                "too-large",
-                f"reply text larger than {limit} bytes (the bound for max_tokens="
-                f"{request.max_tokens}): the server ignores max_tokens",
-                retryable=False,
-            )
-        usage = completion.usage
-        prompt_tokens = _token_count(usage, "prompt_tokens")
-        completion_tokens = _token_count(usage, "completion_tokens")
-        finish = choice.finish_reason
+            raise _AttemptFailed(*_no_answer(finish, message), retryable=False)
+        usage = completion.get("usage")
         return ChatResponse(
-            text=text,
-            parsed=parse_structured_text(request.structured, text),
+            text=content,
+            parsed=parse_structured_text(request.structured, content),
             finish_reason=finish if isinstance(finish, str) or finish is None else str(finish),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            prompt_tokens=_token_count(usage, "prompt_tokens"),
+            completion_tokens=_token_count(usage, "completion_tokens"),
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deliberation.inference.answer_parsing import parse_choice
 from deliberation.memory_policies.registry import BalanceLabel
 
 _DIRECTIONS = {"for": 1, "against": -1, "neither": 0, "none": 0}
@@ -67,15 +68,13 @@ def read_relevance(text: str, fact_ids: Sequence[str]) -> _LabelReading:
 
 
 def _match_option(name: Any, options: Sequence[str]) -> str | None | bool:
-    """An option name (case-insensitive), None for "none", False if unrecognised."""
+    """The option a label names, read as decisions and votes are read (:func:`parse_choice`:
+    "not X" names none), None for "none", False if it names no single option."""
     if not isinstance(name, str):
         return False
     if name.strip().lower() in ("none", "neither", "", "null"):
         return None
-    for option in options:
-        if name.strip().casefold() == option.casefold():
-            return option
-    return False
+    return parse_choice(name, options) or False
 
 
 def read_balance(text: str, fact_ids: Sequence[str], options: Sequence[str]) -> _LabelReading:

@@ -17,12 +17,13 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from deliberation.io import http
 
 _FLAGS = [
     "--headless",
@@ -112,8 +113,11 @@ def headless_chromium(executable: str | None = None, timeout_s: float = 30.0) ->
         try:
             browser_url = _wait_for_devtools(process, timeout_s)
             port = urllib.parse.urlsplit(browser_url).port
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as reply:
-                targets = json.loads(reply.read())
+            listing = http.request(
+                "GET", f"http://127.0.0.1:{port}/json/list", deadline_s=10, max_bytes=2**20,
+                deadline_what="the browser's DevTools", size_what="the browser's page list",
+            )  # fmt: skip
+            targets = json.loads(listing.body)
             page = next(t for t in targets if t.get("type") == "page")
             session = DevTools(page["webSocketDebuggerUrl"], timeout_s)
             try:

@@ -174,7 +174,9 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
     shutil.rmtree(staging, ignore_errors=True)
     for sub in ("notebooks", "figures", "tables"):
         (staging / sub).mkdir(parents=True)
-    (staging / "style.css").write_text(CSS + _highlight_css())
+    (staging / "style.css").write_text(
+        CSS + _highlight_css(), encoding="utf-8", errors="backslashreplace"
+    )
 
     notebooks = sorted(p for p in executed.glob("*.ipynb") if not p.name.startswith(".tmp-"))
     notebook_items = []
@@ -185,7 +187,11 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
         notebook_page = staging / "notebooks" / f"{name}.html"
         incomplete = "" if failed else _incomplete(executed / f"{name}.inputs.json")
         warning = f'<p class="failed"><b>{html.escape(incomplete)}</b></p>' if incomplete else ""
-        notebook_page.write_text(page(name, label, warning + _notebook_body(path), up="../"))
+        notebook_page.write_text(
+            page(name, label, warning + _notebook_body(path), up="../"),
+            encoding="utf-8",
+            errors="backslashreplace",
+        )
         state = ' <span class="failed">(failed: partial run)</span>' if failed else ""
         if incomplete:
             state = f' <span class="failed">({html.escape(incomplete)})</span>'
@@ -225,22 +231,30 @@ def build_report(profile_arg: str, *, out: Path | None = None, power: bool = Tru
         body = f"<p>{html.escape(caption)}</p><p>files: {' · '.join(links)}</p>" + frame.to_html(
             index=False, na_rep="", border=0
         )
-        (staging / "tables" / f"{stem}.html").write_text(page(stem, label, body, up="../"))
+        (staging / "tables" / f"{stem}.html").write_text(
+            page(stem, label, body, up="../"), encoding="utf-8", errors="backslashreplace"
+        )
         table_items.append(
             f'<li><a href="tables/{stem}.html">{html.escape(stem)}</a> — {html.escape(caption)}</li>'
         )
 
-    (staging / "papers.html").write_text(_papers_page(profile))
+    (staging / "papers.html").write_text(
+        _papers_page(profile), encoding="utf-8", errors="backslashreplace"
+    )
     power_items = ["<li>not built (--no-power)</li>"]
     if power:
-        (staging / "power.html").write_text(_power_page(profile_arg, label, staging))
+        (staging / "power.html").write_text(
+            _power_page(profile_arg, label, staging), encoding="utf-8", errors="backslashreplace"
+        )
         power_items = [
             '<li><a href="power.html">power against grid size per test, and the grid that'
             " reaches 80% (synthetic data with the effects planted)</a></li>"
         ]
 
     replies_body, reply_items = _replies_body(profile_arg)
-    (staging / "replies.html").write_text(page("Replies", label, replies_body, up=""))
+    (staging / "replies.html").write_text(
+        page("Replies", label, replies_body, up=""), encoding="utf-8", errors="backslashreplace"
+    )
 
     def section(title: str, items: list[str], wrap: str = "ul") -> str:
         content = "".join(items) if items else "<li>none</li>"

@@ -26,7 +26,8 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,6 +54,78 @@ from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_e
 from deliberation.profiles.cost import CostModel
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]+")
+# A profile name names output folders and files (<name>.sqlite, <name>.yaml): well under the
+# file systems' 255 bytes.
+NAME_MAX = 100
+# The largest max_tokens any profile may ask for (no served model has a longer context; it also
+# bounds each reply's size, see openai_api.reply_byte_limit).
+MAX_TOKENS_MAX = 1_000_000
+# Whole numbers a profile holds (seeds included) fit in 64 bits.
+INT_LIMIT = 2**63
+
+
+def _control_character(value: str, *, lines: bool = False) -> str | None:
+    """The first control or format character of ``value`` (NUL, escape, a right-to-left
+    override, a zero-width joiner ...), as U+XXXX; tabs and line breaks are allowed where
+    ``lines``. None when there is none."""
+    for char in value:
+        if lines and char in "\t\n\r":
+            continue
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every scalar in YAML data, and of every mapping key (as text)."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            yield where, str(key)
+            yield from _leaves(child, where)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _leaves(child, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _first_problem(data: Any) -> str | None:
+    """The first value in YAML data no field may hold, as ``key: why``: a non-finite number, a
+    whole number past 64 bits, a control or format character (free-text fields ``description``
+    and ``basis`` may break lines)."""
+    for where, value in _leaves(data):
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}: expected a finite number, got .nan or .inf"
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= INT_LIMIT:
+            return f"{where}: a whole number past 64 bits; give a smaller one"
+        if isinstance(value, str):
+            lines = where.rsplit(".", 1)[-1] in ("description", "basis")
+            found = _control_character(value, lines=lines)
+            if found is not None:
+                return (
+                    f"{where}: holds the control or format character {found} (NUL, escape, a"
+                    " right-to-left override, ...): write it without"
+                )
+    return None
+
+
+def check_profile_name(name: str, what: str = "profile") -> str:
+    """``name`` when it can name a profile (letters, digits, ``.``, ``_``, ``-``; at most
+    ``NAME_MAX`` characters); a ``ValueError`` naming ``what`` otherwise."""
+    shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+    where = f"{what}: " if what else ""
+    if len(name) > NAME_MAX:
+        raise ValueError(
+            f"{where}{shown!r} is too long for a profile name: at most {NAME_MAX} characters"
+            " (it names output folders and files)"
+        )
+    if not NAME_PATTERN.fullmatch(name) or set(name) == {"."}:
+        raise ValueError(
+            f"{where}{shown!r} is not a profile name: use letters, digits, '.', '_' and '-'"
+            " only (it names output folders)"
+        )
+    return name
 
 
 class Strict(BaseModel):
@@ -66,9 +139,9 @@ class Sampling(Strict):
     """The profile's request defaults; :func:`deliberation.inference.generation.generation_settings`
     merges a stage's own values over them."""
 
-    temperature: float = Field(0.0, ge=0.0)
+    temperature: float = Field(0.0, ge=0.0, le=100.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(512, gt=0)
+    max_tokens: int = Field(512, gt=0, le=MAX_TOKENS_MAX)
 
 
 def check_distinct(values: Sequence[Any] | None, field: str = "") -> Sequence[Any] | None:
@@ -243,12 +316,7 @@ class Profile(Strict):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not NAME_PATTERN.fullmatch(value) or set(value) == {"."}:
-            raise ValueError(
-                f"{value!r} is not a profile name: use letters, digits, '.', '_' and '-' only"
-                " (it names output folders)"
-            )
-        return value
+        return check_profile_name(value, "")  # the error's location names the field
 
     @property
     def min_interval_clusters(self) -> int:
@@ -342,8 +410,18 @@ def profile_files(name_or_path: str | Path) -> list[Path]:
 def _profile_path(name_or_path: str | Path) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix not in {".yaml", ".yml"}:
+        try:
+            check_profile_name(str(name_or_path))
+        except ValueError as exc:
+            raise ProfileError(str(exc)) from None
         candidate = paths.params_dir() / f"{name_or_path}.yaml"
-    if not candidate.is_file():
+    try:
+        found = candidate.is_file()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise ProfileError(
+            f"profile: {str(candidate)[:80]!r}: not a readable path ({exc})"
+        ) from None
+    if not found:
         available = sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
         raise ProfileError(f"{candidate}: no such profile; available: {available}")
     return candidate
@@ -412,22 +490,6 @@ def _converted(given: Any, validated: Any, path: str = "") -> list[str]:
     return [f"{path}: expected {_yaml_type(validated)} (got {_yaml_type(given)}; not converted)"]
 
 
-def _non_finite(value: Any, path: str = "") -> str | None:
-    """The dotted key of the first non-finite number (``.nan``, ``.inf``) in YAML data."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    children: Any = ()
-    if isinstance(value, dict):
-        children = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    for where, child in children:
-        found = _non_finite(child, where)
-        if found is not None:
-            return found
-    return None
-
-
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load ``params/<name>.yaml`` (or a path), merging ``extends:`` parents, strictly validated."""
     if not isinstance(name_or_path, str | Path) or isinstance(name_or_path, bool):
@@ -442,9 +504,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if "served_by_sim" in data or "options" in data:
         key = "served_by_sim" if "served_by_sim" in data else "options"
         raise ProfileError(f"{candidate}: {key}: not a profile key")
-    bad_number = _non_finite(data)
-    if bad_number is not None:
-        raise ProfileError(f"{candidate}: {bad_number}: expected a finite number, got .nan or .inf")
+    problem = _first_problem(data)
+    if problem is not None:
+        raise ProfileError(f"{candidate}: {problem}")
     data.setdefault("name", candidate.stem)
     data["source"] = str(candidate)
     try:

@@ -3,7 +3,7 @@ registered memory benchmark): the grid of a memory run."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -17,7 +17,9 @@ class MemoryGridOptions(Strict):
     policies: tuple[str, ...] | None = Field(
         None, description="memory policies; none given: every policy the benchmark supports"
     )
-    budgets: tuple[float, ...] = Field((0.4, 0.6, 0.8), description="budget fractions r")
+    budgets: tuple[Annotated[float, Field(gt=0, le=1)], ...] = Field(
+        (0.4, 0.6, 0.8), description="budget fractions r, each in (0, 1]"
+    )
     item_limit: int = Field(7, ge=0, description="fixed item count of the control; 0: none")
     tags: tuple[str, ...] = ("keep", "remove", "shuffle")
     templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
