@@ -45,22 +45,23 @@ $(SETUP_STAMP): pyproject.toml
 # ONLY="00 07" limits the run. The notebooks write figures/<profile>/ and tables/<profile>/;
 # for a profile with published results (results/<profile>/) under build/outputs/ unless PUBLISH=1.
 paper: setup
-	$(PY) -m deliberation paper $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
+	$(PY) -m deliberation paper --profile $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
 	  $(if $(filter 1 yes true,$(PUBLISH)),--publish) $(if $(ONLY),--notebooks $(ONLY))
 
 # Model calls, tokens, cache hits and cost per notebook and stage; sends nothing.
 plan: setup
-	$(PY) -m deliberation plan $(PROFILE) $(if $(ONLY),--notebooks $(ONLY)) $(if $(NOPOWER),--no-power)
+	$(PY) -m deliberation plan --profile $(PROFILE) $(if $(ONLY),--notebooks $(ONLY)) \
+	  $(if $(NOPOWER),--no-power)
 
 # HTML site of the executed notebooks, figures and tables: build/report/<profile>/index.html.
 report: setup
-	$(PY) -m deliberation report $(PROFILE)
+	$(PY) -m deliberation report --profile $(PROFILE)
 
 # A published real-model run (results/<profile>/responses.jsonl.gz, written by `deliberation cache
 # export`) imported into a temporary cache and rebuilt into temporary folders, sending nothing
 # (no server started); every committed file of tables/<profile>/ must come out byte for byte.
 replay: setup
-	$(PY) -m deliberation replay $(PROFILE)
+	$(PY) -m deliberation replay --profile $(PROFILE)
 
 # Each lane of `make test` prints its own wall time (.ci/run prints the total).
 TIMED = t0=$$(date +%s); trap 'echo "== $@: $$(( $$(date +%s) - t0 )) s"' EXIT;
@@ -96,26 +97,23 @@ test: setup
 	@failed=""; for lane in $(LANES); do 	  $(MAKE) --no-print-directory $$lane || failed="$$failed $$lane"; 	done; 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed (of: $(LANES))"; exit 1; fi; 	echo "== make test: passed (lanes: $(LANES))"
 
 # Headless Chromium for the report check in the notebook lane (tests skip it, saying so, without
-# one). A system package, so installed here (CI runs this before `make test`), never by a test.
+# one). A system package, so installed here (CI runs this before `make test`), never by a test:
+# `deliberation chromium` finds it, or installs the chromium package with apt-get as root.
 chromium: setup
-	@if $(PY) -c "import sys; from deliberation.paper.browser import find_chromium; sys.exit(not find_chromium())"; then 	  echo "chromium: installed"; 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then 	  apt-get update -qq && apt-get install -y -qq chromium; 	else 	  echo "chromium: not installed and apt-get (as root) is not available: install the chromium package" >&2; 	  exit 1; 	fi
+	$(PY) -m deliberation chromium
 
-# JupyterLab rooted at the repository, so build/executed/<profile>/ (the notebooks with their
-# outputs) is browsable beside notebooks/; it opens on the profile's executed notebooks when they
-# exist, else on notebooks/. The lab extra is installed once (a stamp, redone when pyproject.toml
-# changes). LAB_ARGS passes options on (make lab LAB_ARGS="--port 8890 --no-browser"); as root,
-# Jupyter's --allow-root is added. Kernels get DELIBERATION_PROFILE=$(PROFILE) (show_memory's default).
+# JupyterLab rooted at the repository (deliberation lab: it opens on build/executed/<profile>/
+# when the profile has executed notebooks, else on notebooks/, and adds --allow-root as root).
+# The lab extra is installed once (a stamp, redone when pyproject.toml changes). LAB_ARGS passes
+# options on (make lab LAB_ARGS="--port 8890 --no-browser"). Kernels get
+# DELIBERATION_PROFILE=$(PROFILE) (the notebooks' and show_memory's default profile).
 LAB_STAMP := $(VENV)/.lab-stamp
 $(LAB_STAMP): $(SETUP_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,lab]'
 	touch $@
 
 lab: setup $(LAB_STAMP)
-	@start=notebooks; if [ -d "$(EXECUTED)" ]; then start="$(EXECUTED)"; fi; \
-	root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; fi; \
-	echo "JupyterLab on $(CURDIR), opening $$start/ (executed notebooks: build/executed/<profile>/)"; \
-	DELIBERATION_PROFILE=$(PROFILE) exec $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
-	  --LabApp.default_url="/lab/tree/$$start" $$root $(LAB_ARGS)
+	@$(PY) -m deliberation lab --profile $(PROFILE) --lab-args="$(LAB_ARGS)"
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external
@@ -136,21 +134,16 @@ $(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
 models: setup $(LLAMACPP_STAMP)
 	$(PY) -m deliberation models fetch
 
-# The real-model lane for any profile (tests/real_model_lane.py; not collected by `make unit`):
-# every experiment's stages with a tiny grid on the profile's own engine (its server started on a
-# free port and stopped when the profile has a server: section), then a per-stage pass/fail table
-# and the measured throughput beside the profile's stated one (build/check-real/<profile>.md),
-# saved where the next `make plan` prices with it (build/measured/<profile>.json). A profile that
-# loads a model file (server.model_file) gets `make models` first. Prints its time.
+# The real-model lane for any profile (deliberation check-real: tests/real_model_lane.py, not
+# collected by `make unit`): every experiment's stages with a tiny grid on the profile's own
+# engine (its server started on a free port and stopped when the profile has a server:
+# section), then a per-stage PASS/FAIL table and the measured throughput beside the profile's
+# stated one (build/check-real/<profile>.md), saved where the next `make plan` prices with it
+# (build/measured/<profile>.json); exits non-zero when a stage fails; prints its time. A profile
+# whose server needs a model file or an engine this machine lacks gets `make models` first.
 check-real: setup
-	@if $(PY) -c "import sys; from deliberation.profiles.profile import load_profile as p; \
-	  s = getattr(p('$(PROFILE)'), 'server', None); sys.exit(0 if s and s.model_file else 1)"; then \
-	  $(MAKE) --no-print-directory models; fi
-	@$(TIMED) status=0; cd tests && DELIBERATION_REAL_PROFILE=$(PROFILE) \
-	  $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py || status=$$?; \
-	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.profiles.profile \
-	  import load_profile as p; print(paths.build_dir() / 'check-real' / (p('$(PROFILE)').name + '.md'))"); \
-	  if [ -f "$$report" ]; then cat "$$report"; fi; exit $$status
+	@$(PY) -m deliberation models ready --profile $(PROFILE) || $(MAKE) --no-print-directory models
+	@$(PY) -m deliberation check-real --profile $(PROFILE)
 
 # The shipped real model on any CPU: SmolLM2-135M behind llama.cpp (CI runs this).
 test-real:

@@ -5,7 +5,9 @@ the registry (:mod:`deliberation.experiments`) names it in one line. From the re
 profile's ``experiments.<name>`` sections (``Experiment.options``), the sim behaviour modules
 (``Experiment.sim_behaviours``, or behaviours named per stage: ``Experiment.sim_stages``), ``deliberation run <name>`` (:mod:`.run_command`: one generic
 skeleton, the experiment adds only its flags and its printed summary), the manifest's experiment
-entries (``Experiment.notebooks``) and with them ``deliberation plan`` and ``make paper``.
+entries (``Experiment.notebooks``) and with them ``deliberation plan`` and ``make paper``, and what its
+notebooks need of a grid (``Experiment.grid_needs``, ``Experiment.starter``:
+:mod:`.grid_needs`).
 
 Code is named by ``"module:attribute"`` strings, imported on first use, so that loading a profile
 or ``deliberation --help`` imports no experiment's code.
@@ -67,6 +69,11 @@ class Experiment:
     sim_stages: Mapping[str, BehaviourPath] = field(default_factory=dict)  # stage -> behaviour
     notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls
     smoke: Mapping[str, Any] = field(default_factory=dict)  # its options in the smoke profile
+    # Its smallest try (`deliberation profile new` writes it with every grid need met).
+    starter: Mapping[str, Any] = field(default_factory=dict)
+    # "module:function": function(**bound) -> the GridNeed records of its notebooks' analyses
+    # (deliberation.experiments.grid_needs: what `make plan` checks before anything is sent).
+    grid_needs: str | None = None
     bound: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments runner always gets
 
     def run(self, profile: Any, client: Any, **options: Any) -> Any:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.inference import cache_path
+from deliberation.inference import cache_path, served_profile
 from deliberation.inference.base import (
     Backend,
     ChatRequest,
@@ -291,6 +291,8 @@ def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None =
     """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send."""
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
+    # Labelled as what answers: a profile naming a serve-sim endpoint is synthetic.
+    profile = served_profile(profile)
     entries = list(entries) if entries is not None else load_manifest()
     backend = backend_class(profile.backend).for_planning(profile)
     real_cache = cache_path(profile)  # resolved before the folders are redirected
@@ -359,7 +361,7 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def format_plan(plan: Plan) -> list[str]:
     profile = plan.profile
-    kind = "synthetic (sim)" if profile.synthetic else f"{profile.backend} {profile.model}"
+    kind = profile.label if profile.synthetic else f"{profile.backend} {profile.model}"
     lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
     table = plan.table()
     if len(table):
@@ -388,7 +390,7 @@ def format_plan(plan: Plan) -> list[str]:
     if profile.synthetic:
         lines.append("cost: none (the sim runs on the CPU)")
     else:
-        priced, measured = priced_cost(profile.name, profile.cost)
+        priced, measured = priced_cost(profile)
         if measured:
             lines.append(measured)
         cost = estimate(
@@ -398,7 +400,7 @@ def format_plan(plan: Plan) -> list[str]:
             totals["completion_ceiling"],
             unshared_prompt_tokens=totals["new_prompt_tokens"],
         )
-        if profile.cost.gpu is not None and profile.cost.gpu.prefix_cache:
+        if priced.gpu is not None and priced.gpu.prefix_cache:
             lines.append(
                 f"prefix cache: {totals['new_prompt_tokens']:,} of the {totals['prompt_tokens']:,}"
                 " prompt tokens to send are not shared with the prompt sent before them (calls"
@@ -417,7 +419,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
     totals = plan.totals()
     profile = plan.profile
     cost = estimate(
-        priced_cost(profile.name, profile.cost)[0],
+        priced_cost(profile)[0],
         totals["prompt_tokens"],
         totals["completion_tokens"],
         totals["completion_ceiling"],

@@ -409,10 +409,10 @@ def _power(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import add_command
+    from deliberation.cli import add_command, add_profile
 
     parser = add_command(subparsers, "power")
-    parser.add_argument("profile")
+    add_profile(parser)
     parser.add_argument("--effect", action="append", default=[], metavar="TEST=POINTS")
     parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
     parser.add_argument("--alpha", type=float, default=0.05)

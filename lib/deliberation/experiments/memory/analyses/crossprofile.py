@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
 
 H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
+# The relevance policies against R1 in the classic cell (:func:`classic_contrasts`).
+CLASSIC_COMPARISONS = (("R1-rel", "R1"), ("oracle-rel", "R1"), ("oracle-rel", "R1-rel"))
 VARIANT_ORDER = (
     "SP-DP-IP", "SP-DP-IS", "SP-DS-IP", "SP-DS-IS",
     "SS-DP-IP", "SS-DP-IS", "SS-DS-IP", "SS-DS-IS",
@@ -222,11 +224,7 @@ def cell_matrix(cells: pd.DataFrame) -> pd.DataFrame:
 
 def classic_contrasts(
     rows: pd.DataFrame,
-    comparisons: Sequence[tuple[str, str]] = (
-        ("R1-rel", "R1"),
-        ("oracle-rel", "R1"),
-        ("oracle-rel", "R1-rel"),
-    ),
+    comparisons: Sequence[tuple[str, str]] = CLASSIC_COMPARISONS,
     *,
     n_resamples: int,
     seed: int,
