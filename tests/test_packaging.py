@@ -109,21 +109,16 @@ def _fake_tool(path, log):
     path.chmod(0o755)
 
 
-def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tmp_path):
-    """The probe: `make lab` failed as root, reinstalled on every call, took no arguments and
-    hid build/executed/ outside its root."""
+def test_make_lab_installs_once_and_passes_its_arguments_to_deliberation_lab(tmp_path):
+    """The probe: `make lab` failed as root, reinstalled on every call and took no arguments
+    (the launch itself, deliberation lab, is tested in tests/paper/test_lab.py)."""
     for name in ("Makefile", "pyproject.toml"):
         (tmp_path / name).write_text((ROOT / name).read_text())
     log = tmp_path / "calls.log"
-    for tool in ("python", "jupyter"):
-        _fake_tool(tmp_path / "venv" / "bin" / tool, log)
-    for uid in ("0", "1000"):  # `id -u` as root and as a user
-        (tmp_path / f"uid{uid}").mkdir()
-        (tmp_path / f"uid{uid}" / "id").write_text(f"#!/bin/sh\necho {uid}\n")
-        (tmp_path / f"uid{uid}" / "id").chmod(0o755)
+    _fake_tool(tmp_path / "venv" / "bin" / "python", log)
 
-    def lab(uid, *args):
-        env = {"PATH": f"{tmp_path / f'uid{uid}'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    def lab(*args):
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
         done = subprocess.run(
             ["make", "--no-print-directory", "-C", str(tmp_path), "lab", f"VENV={tmp_path}/venv",
              *args],
@@ -134,17 +129,13 @@ def test_make_lab_installs_once_passes_arguments_and_allows_root_only_as_root(tm
         log.unlink()
         return calls
 
-    first = lab("1000", "LAB_ARGS=--port 8890 --no-browser")
+    first = lab("LAB_ARGS=--port 8890 --no-browser", "PROFILE=smoke")
     assert sum("pip install" in c and "[dev,lab]" in c for c in first) == 1
-    jupyter = first[-1]
-    assert jupyter.startswith("jupyter lab ") and jupyter.endswith("--port 8890 --no-browser")
-    assert f"--ServerApp.root_dir={tmp_path}" in jupyter and "--allow-root" not in jupyter
-    assert "--LabApp.default_url=/lab/tree/notebooks" in jupyter
-
-    (tmp_path / "build" / "executed" / "sim").mkdir(parents=True)
-    again = lab("0")
-    assert len(again) == 1 and "--allow-root" in again[0]  # installed once: no pip call
-    assert "--LabApp.default_url=/lab/tree/build/executed/sim" in again[0]
+    assert first[-1] == (
+        "python -m deliberation lab --profile smoke --lab-args=--port 8890 --no-browser"
+    )
+    again = lab()
+    assert again == ["python -m deliberation lab --profile sim --lab-args="]  # installed once
 
 
 def test_make_test_runs_every_lane_after_one_fails_and_still_fails(tmp_path):
