@@ -45,7 +45,7 @@ MIN_SHARE = 0.01  # a term (prefill, decode) explaining less of the time than th
 # cannot tell the rates apart when every call has about the same mix of prompt and answer.
 PREFILL_PROBE = "throughput.prefill"
 DECODE_PROBE = "throughput.decode"
-PREFILL_FACTS = 60  # numbered facts in the prefill probe (~700 counter tokens)
+PREFILL_FACTS = 30  # numbered facts in the prefill probe (~430 counter tokens)
 DECODE_TOKENS = 128  # the decode probe's max_tokens
 
 
@@ -91,8 +91,12 @@ def probe_requests(profile: Any) -> list[ChatRequest]:
     decode = StageSettings(DECODE_PROBE, max_tokens=DECODE_TOKENS)
     return [
         stage_request(profile, prefill, f"{facts}\nReply with the single word: ok."),
+        # A story runs to max_tokens even on a 135M model (which stops counting at ten).
         stage_request(
-            profile, decode, "Count from 1 to 400 in words, separated by commas, and nothing else."
+            profile,
+            decode,
+            "Write a long story about a dog named Max who travels around the world. Tell every"
+            " part of the journey in detail.",
         ),
     ]
 
