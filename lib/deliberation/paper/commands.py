@@ -173,7 +173,7 @@ def power_beside_plan(plan) -> list[str]:
     return [
         "",
         *lines,
-        f"(each test's effect and variance source: deliberation power {plan.profile.name};"
+        f"(each test's effect and variance source: deliberation power --profile {plan.profile.name};"
         " skip this table: --no-power, make plan NOPOWER=1)",
     ]
 
