@@ -407,6 +407,11 @@ def format_plan(plan: Plan) -> list[str]:
                 " go out in prefix order); the wall time counts those"
             )
         lines += cost.lines()
+        if cost.gpu_hours is None and cost.money is None:
+            lines.append(
+                f"time: `make check-real PROFILE={profile.name}` measures this server's"
+                " throughput, and the next plan prices the calls with it"
+            )
         lines.append(ESTIMATE_NOTE)
         warning = duration_warning(priced, cost, totals["to_send"])
         if warning:
