@@ -418,7 +418,7 @@ def build_paper(
     ]
     result = BuildResult(profile.name)
     # Labelled as what answers (a serve-sim endpoint: synthetic), as the outputs will be.
-    labelled = served_profile(profile)
+    labelled = profile if replay else served_profile(profile)  # a replay asks no server
     out(f"make paper: profile {profile.name} ({labelled.label})")
     for status in statuses:
         verb = "run " if status.run else "skip"
@@ -430,7 +430,7 @@ def build_paper(
     if (plan or replay) and stale:
         from deliberation.paper.plan import format_plan, plan_calls
 
-        the_plan = plan_calls(profile, stale)
+        the_plan = plan_calls(profile, stale, ask_server=not replay)
         to_send = the_plan.totals()["to_send"] > 0
         out("")
         for line in format_plan(the_plan):

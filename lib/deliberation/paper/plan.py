@@ -287,12 +287,19 @@ class Plan:
         return {c: int(table[c].sum()) for c in PLAN_COLUMNS[2:]}
 
 
-def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None = None) -> Plan:
-    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send."""
+def plan_calls(
+    profile: Profile | str,
+    entries: Sequence[NotebookEntry] | None = None,
+    *,
+    ask_server: bool = True,
+) -> Plan:
+    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send.
+    ``ask_server``: label the profile as what its server says it is (serve-sim: synthetic);
+    a replay asks no server."""
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
-    # Labelled as what answers: a profile naming a serve-sim endpoint is synthetic.
-    profile = served_profile(profile)
+    if ask_server:  # labelled as what answers: a profile naming a serve-sim endpoint is synthetic
+        profile = served_profile(profile)
     entries = list(entries) if entries is not None else load_manifest()
     backend = backend_class(profile.backend).for_planning(profile)
     real_cache = cache_path(profile)  # resolved before the folders are redirected
