@@ -47,6 +47,7 @@ def test_the_profile_names_what_the_server_serves_and_the_mode_it_keeps_to(
         assert profile.options.structured_output == mode
         # llama.cpp answers one request at a time (its mode names it); serve-sim is no engine
         assert profile.options.concurrency == concurrency
+        assert profile.options.timeout_s == (900 if concurrency == 1 else 300)
         assert profile.synthetic is False and (server == "serve-sim") == (
             "The server is serve-sim" in out.read_text()
         )

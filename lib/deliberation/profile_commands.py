@@ -43,7 +43,7 @@ def _new(args: argparse.Namespace) -> int:
     )
     print(f"model: {facts.model} (listed: {', '.join(facts.listed) or 'none'})")
     print(f"structured_output: {facts.structured_output} (asked the server: pre-flight search)")
-    print(f"concurrency: {facts.concurrency} ({facts.concurrency_note()})")
+    print(f"concurrency: {facts.engine.concurrency} ({facts.concurrency_note()})")
     print(f"wrote {path} (the smallest grid every notebook can analyse)")
     profile = path.stem if path.parent.resolve() == _params_dir().resolve() else str(path)
     print(f"next: deliberation run crossprofile --profile {profile} --limit 1 (a quick try),")

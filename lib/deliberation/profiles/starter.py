@@ -28,16 +28,27 @@ from deliberation.profiles.profile import NAME_PATTERN, load_profile
 
 # Notebook 00's arithmetic items in a starter profile (a handful: they only check the plumbing).
 STARTER_SMOKE_ITEMS = 6
-# Requests in flight, by the structured-output mode the server kept to (which names its
-# engine): llama.cpp answers one request at a time on a laptop, vLLM batches many.
-CONCURRENCY = {"json_object_schema": 1, "grammar": 1, "structured_outputs": 64, "guided": 64}
-DEFAULT_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the structured-output mode a server kept to says of its engine: its name, the
+    requests to keep in flight and how long one may take."""
+
+    name: str
+    concurrency: int
+    timeout_s: int
+
+
+# llama.cpp answers one request at a time on a laptop's CPU, where a 2,048-token summary takes
+# minutes (measured: 374 s for SmolLM2-135M on 2 loaded cores); vLLM batches many on a GPU.
 ENGINES = {
-    "json_object_schema": "llama-cpp-python's server",
-    "grammar": "llama.cpp's llama-server",
-    "structured_outputs": "vLLM",
-    "guided": "vLLM",
+    "json_object_schema": Engine("llama-cpp-python's server", 1, 900),
+    "grammar": Engine("llama.cpp's llama-server", 1, 900),
+    "structured_outputs": Engine("vLLM", 64, 300),
+    "guided": Engine("vLLM", 64, 300),
 }
+UNKNOWN_ENGINE = Engine("", 4, 300)  # a hosted API, Ollama, LM Studio, serve-sim
 
 
 def starter_experiments() -> str:
@@ -82,20 +93,20 @@ class ServerFacts:
     synthetic: bool = False  # the server is serve-sim (the sim mechanism, not a model)
 
     @property
-    def concurrency(self) -> int:
+    def engine(self) -> Engine:
         if self.synthetic:  # serve-sim speaks vLLM's dialect but is no batching engine
-            return DEFAULT_CONCURRENCY
-        return CONCURRENCY.get(self.structured_output, DEFAULT_CONCURRENCY)
+            return UNKNOWN_ENGINE
+        return ENGINES.get(self.structured_output, UNKNOWN_ENGINE)
 
     def concurrency_note(self) -> str:
         if self.synthetic:
             return "serve-sim answers at once: a few in flight keep it busy"
-        engine = ENGINES.get(self.structured_output)
-        if engine is None:
+        engine = self.engine
+        if not engine.name:
             return "a guess for this server: raise it for a batching server, 1 for llama.cpp"
-        if self.concurrency == 1:
-            return f"{engine} (its mode says so) answers one request at a time"
-        return f"{engine} (its mode says so) batches the requests in flight"
+        if engine.concurrency == 1:
+            return f"{engine.name} (its mode says so) answers one request at a time"
+        return f"{engine.name} (its mode says so) batches the requests in flight"
 
 
 def ask_server(
@@ -178,9 +189,11 @@ def profile_text(
         f"  base_url: {_quoted(facts.base_url)}",
         f"  api_key_env: {_quoted(api_key_env) if api_key_env else 'null'}"
         "   # the variable holding the key (never the key)",
-        f"  concurrency: {facts.concurrency}   # requests in flight: {facts.concurrency_note()}",
+        f"  concurrency: {facts.engine.concurrency}   # requests in flight:"
+        f" {facts.concurrency_note()}",
         "  max_retries: 3",
-        "  timeout_s: 300",
+        f"  timeout_s: {facts.engine.timeout_s}   # seconds one request may take"
+        + ("; a long answer on a CPU takes minutes" if facts.engine.timeout_s > 300 else ""),
         f"  structured_output: {facts.structured_output}   # {mode_note}",
         "# cost:   # optional: `make check-real` measures the throughput `make plan` prices",
         "#         # the time with; state it here to keep it (changes no answer)",
