@@ -368,8 +368,8 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def format_plan(plan: Plan) -> list[str]:
     profile = plan.profile
-    kind = profile.label if profile.synthetic else f"{profile.backend} {profile.model}"
-    lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
+    # The one label of the profile's outputs: synthetic, or the model's (not the backend's name).
+    lines = [f"plan: profile {profile.name}, {profile.label}; nothing below has been sent"]
     table = plan.table()
     if len(table):
         lines += (

@@ -76,6 +76,7 @@ def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | No
     """Calls and cost of each row's recommended grid: the plan's calls of the test's notebook
     scaled by recommended / current size (calls grow linearly with clusters and replays)."""
     from deliberation.profiles.cost import amount, estimate
+    from deliberation.profiles.throughput import priced_cost
 
     if plan is None:
         return [(None, "not planned (--no-plan)") for _ in rows]
@@ -98,9 +99,10 @@ def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | No
         if profile.synthetic:
             out.append((calls, "none (sim)"))
             continue
-        cost = estimate(profile.cost, prompt, completion, ceiling)
+        # Priced as the plan prices: check-real's measured throughput where there is one.
+        cost = estimate(priced_cost(profile)[0], prompt, completion, ceiling)
         if cost.gpu_hours is not None:
-            out.append((calls, f"{amount(cost.gpu_hours)} GPU h"))
+            out.append((calls, f"{amount(cost.gpu_hours)} {cost.device} h"))
         elif cost.money is not None:
             out.append((calls, f"{amount(cost.money)} {cost.currency}"))
         else:
@@ -205,7 +207,7 @@ def run_power(
 
         the_plan = plan_calls(profile)
     frame = power_frame(rows, recommended_cost(rows, the_plan))
-    kind = "synthetic (sim backend)" if profile.synthetic else f"{profile.backend} {profile.model}"
+    kind = profile.label  # the one label of its outputs (synthetic, or the model's)
     lines = [
         f"power: profile {profile.name} ({kind}); target {target:.0%}, alpha {alpha};"
         f" a planning aid: synthetic data with the effect planted, analysed as the notebooks do",
