@@ -11,7 +11,7 @@ EXECUTED := build/executed/$(PROFILE)
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
-	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage,"
+	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost or time per notebook and stage,"
 	@echo "                          then each test's power and the grid reaching 80% (NOPOWER=1: skip)"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
 	@echo "make replay PROFILE=...   rebuild the committed tables from results/<profile>/ (sends nothing)"
@@ -23,12 +23,14 @@ help:
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
-	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: per-stage table, throughput"
-	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (CPU, ~5-8 min)"
+	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: PASS/FAIL"
+	@echo "                          per stage, throughput for the plan (SmolLM2: 2-3 min idle, 43 min loaded)"
+	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (the real model CI runs)"
 	@echo "make contract             vLLM's own code checks every request the backends build (CPU, no model)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
+	@echo "(every target runs a deliberation command: deliberation --help, docs/commands.md)"
 
 # Re-installs only when pyproject.toml changes, so repeated calls are quick.
 setup: $(SETUP_STAMP)
