@@ -104,5 +104,8 @@ def test_tables_whose_data_is_not_here_are_named_with_make_data_and_exit_data_mi
     assert "1 committed table files NOT REBUILT: the benchmark data" in text
     assert "hiddenbench/benchmark_all_clean.json" in text and "run `make data`" in text
     assert "  NOT REBUILT (needs make data) 02_accuracy.csv" in text
+    assert text.endswith(
+        "every table it rebuilt matched; 1 need `make data` before they can be checked"
+    )
     report.not_rebuilt = ["03_cells.csv"]  # not a data problem: the check fails
     assert report.exit_code == exit_codes.CHECK_FAILED

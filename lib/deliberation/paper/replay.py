@@ -119,7 +119,13 @@ class ReplayReport:
         if self.not_committed:
             out.append(f"replay: {len(self.not_committed)} tables made but not committed:")
             out += [f"  {name}" for name in self.not_committed]
-        out.append(f"replay: {'ok' if self.ok else 'FAILED'}")
+        if self.exit_code == exit_codes.DATA_MISSING:
+            out.append(
+                f"replay: every table it rebuilt matched; {len(self.needs_data)} need `make data`"
+                " before they can be checked"
+            )
+        else:
+            out.append(f"replay: {'ok' if self.ok else 'FAILED'}")
         return out
 
 
