@@ -359,18 +359,24 @@ def _parsed(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _profile_leaves() -> list[tuple[str, ...]]:
-    """Every command with a profile option (found by the option, so a new one is covered)."""
+def _leaf_parsers() -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command's own parser, by its path of names."""
     parser = build_parser()
-    found = []
     for leaf in LEAVES:
         node = parser
         for name in leaf:
             (action,) = [a for a in node._actions if isinstance(a, argparse._SubParsersAction)]
             node = action.choices[name]
-        if any("--profile" in a.option_strings for a in node._actions):
-            found.append(leaf)
-    return found
+        yield leaf, node
+
+
+def _profile_leaves() -> list[tuple[str, ...]]:
+    """Every command with a profile option (found by the option, so a new one is covered)."""
+    return [
+        leaf
+        for leaf, node in _leaf_parsers()
+        if any("--profile" in a.option_strings for a in node._actions)
+    ]
 
 
 def test_every_command_that_loads_a_profile_takes_it_as_profile_and_positionally() -> None:
@@ -411,13 +417,8 @@ def test_every_list_option_takes_commas_and_spaces_alike() -> None:
     """Every option taking several values is a ListOption (found by nargs, so none is missed)."""
     from deliberation.cli import ListOption
 
-    parser = build_parser()
     lists = []
-    for leaf in LEAVES:
-        node = parser
-        for name in leaf:
-            (action,) = [a for a in node._actions if isinstance(a, argparse._SubParsersAction)]
-            node = action.choices[name]
+    for leaf, node in _leaf_parsers():
         for action in node._actions:
             several = action.nargs in ("+", "*") and action.option_strings
             if several and action.type is None:  # names, not paths
