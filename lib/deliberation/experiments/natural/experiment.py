@@ -88,7 +88,6 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     add_list(
         parser,
         "--benchmarks",
-        allowed=memory_benchmarks(),
         help=f"{' '.join(memory_benchmarks())} (commas or spaces; default: the profile's)",
     )
     parser.add_argument("--limit", type=positive_int, help="only the first N templates or tasks")
