@@ -10,7 +10,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
 help:
 	@echo "make paper [PROFILE=sim] [FORCE=1]  plan, then run the notebooks whose inputs changed (papermill)"
-	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost per notebook and stage,"
+	@echo "make plan [PROFILE=sim]   model calls, tokens, cache hits and cost or time per notebook and stage,"
 	@echo "                          then each test's power and the grid reaching 80% (NOPOWER=1: skip)"
 	@echo "make report [PROFILE=sim] HTML report of the executed notebooks: build/report/<profile>/"
 	@echo "make replay PROFILE=...   rebuild the committed tables from results/<profile>/ (sends nothing)"
@@ -23,12 +23,14 @@ help:
 	@echo "make nbval [PROFILE=...]  re-execute the committed executed notebooks (nbval), compare outputs"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
 	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
-	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: per-stage table, throughput"
-	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (CPU, ~5-8 min)"
+	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: PASS/FAIL"
+	@echo "                          per stage, throughput for the plan (SmolLM2: 2-3 min idle, 43 min loaded)"
+	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (the real model CI runs)"
 	@echo "make contract             vLLM's own code checks every request the backends build (CPU, no model)"
 	@echo "make bench                one table of performance figures (build/bench.md)"
 	@echo "make clean                remove build products and tool caches (never .cache/, figures/, tables/)"
 	@echo "make clean-cache          delete .cache/ (paid model answers): asks first, or CONFIRM=1"
+	@echo "(every target runs a deliberation command: deliberation --help, docs/commands.md)"
 
 # Re-installs only when pyproject.toml changes, so repeated calls are quick.
 setup: $(SETUP_STAMP)
@@ -47,22 +49,23 @@ $(SETUP_STAMP): pyproject.toml
 # PUBLISH=1 also writes the executed notebooks to notebooks/executed/<profile>/ (committed for
 # the published profiles; `make nbval` checks them).
 paper: setup
-	$(PY) -m deliberation paper $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
+	$(PY) -m deliberation paper --profile $(PROFILE) $(if $(filter 1 yes true,$(FORCE)),--force) \
 	  $(if $(filter 1 yes true,$(PUBLISH)),--publish) $(if $(ONLY),--notebooks $(ONLY))
 
 # Model calls, tokens, cache hits and cost per notebook and stage; sends nothing.
 plan: setup
-	$(PY) -m deliberation plan $(PROFILE) $(if $(ONLY),--notebooks $(ONLY)) $(if $(NOPOWER),--no-power)
+	$(PY) -m deliberation plan --profile $(PROFILE) $(if $(ONLY),--notebooks $(ONLY)) \
+	  $(if $(NOPOWER),--no-power)
 
 # HTML site of the executed notebooks, figures and tables: build/report/<profile>/index.html.
 report: setup
-	$(PY) -m deliberation report $(PROFILE)
+	$(PY) -m deliberation report --profile $(PROFILE)
 
 # A published real-model run (results/<profile>/responses.jsonl.gz, written by `deliberation cache
 # export`) imported into a temporary cache and rebuilt into temporary folders, sending nothing
 # (no server started); every committed file of tables/<profile>/ must come out byte for byte.
 replay: setup
-	$(PY) -m deliberation replay $(PROFILE)
+	$(PY) -m deliberation replay --profile $(PROFILE)
 
 # The committed executed notebooks (notebooks/executed/<profile>/, written by `make paper
 # PUBLISH=1`) re-executed by nbval in temporary folders and compared with their committed
@@ -105,9 +108,10 @@ test: setup
 	@failed=""; for lane in $(LANES); do 	  $(MAKE) --no-print-directory $$lane || failed="$$failed $$lane"; 	done; 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed (of: $(LANES))"; exit 1; fi; 	echo "== make test: passed (lanes: $(LANES))"
 
 # Headless Chromium for the report check in the notebook lane (tests skip it, saying so, without
-# one). A system package, so installed here (CI runs this before `make test`), never by a test.
+# one). A system package, so installed here (CI runs this before `make test`), never by a test:
+# `deliberation chromium` finds it, or installs the chromium package with apt-get as root.
 chromium: setup
-	@if $(PY) -c "import sys; from deliberation.paper.browser import find_chromium; sys.exit(not find_chromium())"; then 	  echo "chromium: installed"; 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then 	  apt-get update -qq && apt-get install -y -qq chromium; 	else 	  echo "chromium: not installed and apt-get (as root) is not available: install the chromium package" >&2; 	  exit 1; 	fi
+	$(PY) -m deliberation chromium
 
 # JupyterLab on notebooks/ (deliberation.paper.lab: the paper's notebooks, and
 # notebooks/executed/<profile>/ with their outputs), its kernel this venv's Python (registered
@@ -142,21 +146,16 @@ $(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
 models: setup $(LLAMACPP_STAMP)
 	$(PY) -m deliberation models fetch
 
-# The real-model lane for any profile (tests/real_model_lane.py; not collected by `make unit`):
-# every experiment's stages with a tiny grid on the profile's own engine (its server started on a
-# free port and stopped when the profile has a server: section), then a per-stage pass/fail table
-# and the measured throughput beside the profile's stated one (build/check-real/<profile>.md),
-# saved where the next `make plan` prices with it (build/measured/<profile>.json). A profile that
-# loads a model file (server.model_file) gets `make models` first. Prints its time.
+# The real-model lane for any profile (deliberation check-real: tests/real_model_lane.py, not
+# collected by `make unit`): every experiment's stages with a tiny grid on the profile's own
+# engine (its server started on a free port and stopped when the profile has a server:
+# section), then a per-stage PASS/FAIL table and the measured throughput beside the profile's
+# stated one (build/check-real/<profile>.md), saved where the next `make plan` prices with it
+# (build/measured/<profile>.json); exits non-zero when a stage fails; prints its time. A profile
+# whose server needs a model file or an engine this machine lacks gets `make models` first.
 check-real: setup
-	@if $(PY) -c "import sys; from deliberation.profiles.profile import load_profile as p; \
-	  s = getattr(p('$(PROFILE)'), 'server', None); sys.exit(0 if s and s.model_file else 1)"; then \
-	  $(MAKE) --no-print-directory models; fi
-	@$(TIMED) status=0; cd tests && DELIBERATION_REAL_PROFILE=$(PROFILE) \
-	  $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py || status=$$?; \
-	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.profiles.profile \
-	  import load_profile as p; print(paths.build_dir() / 'check-real' / (p('$(PROFILE)').name + '.md'))"); \
-	  if [ -f "$$report" ]; then cat "$$report"; fi; exit $$status
+	@$(PY) -m deliberation models ready --profile $(PROFILE) || $(MAKE) --no-print-directory models
+	@$(PY) -m deliberation check-real --profile $(PROFILE)
 
 # The shipped real model on any CPU: SmolLM2-135M behind llama.cpp (CI runs this).
 test-real:

@@ -1,43 +1,47 @@
-"""The real-model lane (``make check-real PROFILE=...``; ``make test-real`` is
-``PROFILE=smollm2-135m-llamacpp``; not collected by ``make unit``): every experiment's stages on
-the profile's own engine with a tiny grid (one CrossProfile task, one HiddenBench task when its
-data is there, one natural discussion, one DHD pool: about 30 calls; on SmolLM2-135M behind
-llama.cpp an estimated 5-8 minutes on two idle cores, far longer on a loaded machine).
+"""The real-model lane (``deliberation check-real --profile P``, ``make check-real PROFILE=P``;
+``make test-real`` is ``PROFILE=smollm2-135m-llamacpp``; not collected by ``make unit``): every
+experiment's stages on the profile's own engine with a tiny grid (one CrossProfile task, one
+HiddenBench task when its data is there, one natural discussion, one DHD pool, two throughput
+probes: about 30 calls; time measured on SmolLM2-135M in docs/real-model.md).
 ``DELIBERATION_REAL_PROFILE`` names the profile (a name in params/ or a path),
 ``DELIBERATION_REAL_PORT`` the port for a server it starts (default: a free one).
 
 It asserts what a real model allows, not what it gets right: every call is answered, every
 constrained answer parses (a choice, a schema), rows are well formed, a second run sends nothing,
 and a server the profile starts (its ``server:`` section, on a free port here) is left listening
-by no one. At the end it writes ``build/check-real/<profile>.md``: one row per stage (answered,
-failed calls counted apart, constrained answers valid / cut at max_tokens / invalid, PASS or
-FAIL) and the throughput measured on the lane's calls beside the profile's stated
-``cost.gpu`` figures, which it saves for the next plan (:mod:`deliberation.profiles.throughput`).
-"""
+by no one. A server that says it is serve-sim is labelled synthetic and checked the same way.
+At the end it writes ``build/check-real/<profile>.md`` (:mod:`deliberation.paper.check_real`):
+one row per stage (answered, failed calls counted apart, constrained answers valid / cut at
+max_tokens / invalid, PASS or FAIL), the verdict, and the throughput measured on the lane's
+calls beside the profile's stated ``cost.gpu`` figures, saved for the next plan
+(:mod:`deliberation.profiles.throughput`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from deliberation.inference import make_client
+from deliberation.inference import make_client, served_profile
 from deliberation.inference.model_files import MODELS, is_present
 from deliberation.inference.model_server import model_server
 from deliberation.inference.structured import WRAPPED_CHOICE_MODES
-from deliberation.io import paths
-from deliberation.io.atomic import atomic_write_text
+from deliberation.paper.check_real import PROFILE_ENV, write_report
 from deliberation.profiles.profile import load_profile
-from deliberation.profiles.throughput import fit_throughput, save_measured, unshared_in_send_order
+from deliberation.profiles.throughput import (
+    DECODE_PROBE,
+    PREFILL_PROBE,
+    keeps_prefix_cache,
+    probe_requests,
+)
 
 # The real profile the lane runs (a name in params/ or a path): the shipped one by default.
-PROFILE = os.environ.get("DELIBERATION_REAL_PROFILE", "smollm2-135m-llamacpp")
+PROFILE = os.environ.get(PROFILE_ENV, "smollm2-135m-llamacpp")
 MAX_TOKENS = 96  # the lane's cap on free-text answers (hypotheses, turns, votes' rationales)
 # A real model on a loaded 2-core machine is slow (the summary stage alone may generate its
 # 2,048 tokens): far above the unit tests' 600 s limit per test.
@@ -96,9 +100,11 @@ class Lane:
     def __init__(self, root: Path) -> None:
         self.port = int(os.environ.get("DELIBERATION_REAL_PORT", "0")) or free_port()
         self.cache_file = root / "lane.sqlite"  # one cache for every test of the lane
-        self.profile = load_profile(lane_profile_file(root, self.port))
-        self._block = model_server(self.profile)
+        profile = load_profile(lane_profile_file(root, self.port))
+        self._block = model_server(profile)
         self.server = self._block.__enter__()
+        # Labelled as what answers: a serve-sim endpoint is synthetic whatever the profile says.
+        self.profile = served_profile(profile)
         self.closed = False
         self.sending_s = 0.0  # wall time inside the clients' generate (the throughput's clock)
 
@@ -127,78 +133,13 @@ def lane(scratch):
     opened = Lane(scratch)
     yield opened
     opened.close()
-    write_report(opened)
+    source = load_profile(PROFILE)
+    write_report(
+        source, opened.profile, opened.cache_file, sending_s=opened.sending_s,
+        prefix_cache=keeps_prefix_cache(source),
+    )  # fmt: skip
     if opened.server is not None:
         assert not listening(opened.port)
-
-
-def stage_table(cache_file: Path) -> list[dict]:
-    """One row per stage of the lane's cache: answered, failed (no answer), and of the
-    constrained answers the valid ones, those cut at max_tokens and the others (invalid)."""
-    with sqlite3.connect(cache_file) as db:
-        answered = db.execute("SELECT stage, request, response FROM responses").fetchall()
-        failed = db.execute(
-            "SELECT stage, COUNT(DISTINCT key) FROM failures"
-            " WHERE key NOT IN (SELECT key FROM responses) GROUP BY stage"
-        ).fetchall()
-    rows: dict[str, dict] = {}
-    for stage, request, response in answered:
-        row = rows.setdefault(stage, dict.fromkeys(("answered", "failed", "valid", "cut",
-                                                    "invalid"), 0) | {"constrained": False})  # fmt: skip
-        row["answered"] += 1
-        if json.loads(request).get("structured"):
-            row["constrained"] = True
-            got = json.loads(response)
-            kind = "valid" if got["parsed"] is not None else "invalid"
-            kind = "cut" if kind == "invalid" and got["finish_reason"] == "length" else kind
-            row[kind] += 1
-    for stage, count in failed:
-        rows.setdefault(stage, dict.fromkeys(("answered", "valid", "cut", "invalid"), 0)
-                        | {"constrained": False})["failed"] = count  # fmt: skip
-    return [{"stage": stage, **row} for stage, row in sorted(rows.items())]
-
-
-def measure(lane: Lane):
-    """The throughput of the lane's answered calls (see deliberation.profiles.throughput), or None."""
-    gpu = lane.profile.cost.gpu
-    with sqlite3.connect(lane.cache_file) as db:
-        calls = db.execute(
-            "SELECT request, prompt_tokens, completion_tokens, latency_s FROM responses"
-            " ORDER BY created"
-        ).fetchall()
-    texts = ["".join(f"{m['role']}\n{m['content']}\n" for m in json.loads(r)["messages"])
-             for r, *_ in calls]  # fmt: skip
-    shares = unshared_in_send_order(texts) if gpu is not None and gpu.prefix_cache else None
-    prefill = [c[1] * (shares[i] if shares else 1.0) for i, c in enumerate(calls)]
-    return fit_throughput(prefill, [c[2] for c in calls], [c[3] for c in calls], lane.sending_s)
-
-
-def write_report(lane: Lane) -> Path:
-    """build/check-real/<profile>.md: the per-stage table and the measured throughput (saved for
-    the next plan of a profile that is not the sim)."""
-    source = load_profile(PROFILE)
-    lines = [f"# make check-real PROFILE={source.name}", "",
-             "| stage | answered | failed | constrained: valid | cut | invalid | result |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for row in stage_table(lane.cache_file):
-        constrained = (
-            (row["valid"], row["cut"], row["invalid"])
-            if row["constrained"]
-            else ("free text", "", "")
-        )
-        result = "PASS" if row["failed"] == 0 and row["invalid"] == 0 else "FAIL"
-        lines.append(f"| {row['stage']} | {row['answered']} | {row['failed']} | "
-                     + " | ".join(map(str, constrained)) + f" | {result} |")  # fmt: skip
-    measured = None if source.synthetic else measure(lane)
-    if measured is None:
-        lines += ["", "throughput: not measured (the sim, or too few answered calls)"]
-    else:
-        saved = save_measured(source.name, measured)
-        lines += ["", measured.line(source.cost), f"saved for the next plan: {saved}"]
-    target = paths.build_dir() / "check-real" / f"{source.name}.md"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, "\n".join(lines) + "\n")
-    return target
 
 
 def no_failures(client) -> None:
@@ -351,6 +292,21 @@ def test_one_dhd_pool_with_integrator_replays_and_a_judge_on_a_synthetic_problem
     again = lane.client()
     assert sum(c.sent for c in run(again).calls) == 0
     assert again.generate([judge_request(problems[0], reply)])[0].cached
+
+
+def test_the_throughput_probes_are_answered(lane) -> None:
+    """A long prompt with a one-word answer and a short prompt with a long one, so that the
+    report measures both rates (deliberation.profiles.throughput)."""
+    if lane.profile.synthetic:
+        pytest.skip("the sim answers: its speed says nothing about a model's (none measured)")
+    client = lane.client()
+    prefill, decode = client.generate(probe_requests(lane.profile))
+    no_failures(client)
+    assert prefill.ok and decode.ok
+    assert prefill.prompt_tokens > 10 * decode.prompt_tokens  # the prefill probe's long prompt
+    assert decode.completion_tokens > prefill.completion_tokens
+    stages = {s for (s,) in client.cache._conn.execute("SELECT stage FROM responses")}
+    assert {PREFILL_PROBE, DECODE_PROBE} <= stages
 
 
 def test_every_constrained_call_on_the_wire_carried_the_dialect_and_the_server_is_gone(

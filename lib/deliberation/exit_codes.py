@@ -16,6 +16,8 @@ SERVER_UNREACHABLE = 4  # the model server could not be reached or started
 PREFLIGHT_REFUSED = 5  # the server refused or ignored the profile's structured-output mode
 MODEL_MISMATCH = 6  # the server serves (or replied as) another model than the profile names
 OUTPUT_UNWRITABLE = 7  # an output or the response cache could not be written (e.g. disk full)
+CHECK_FAILED = 8  # a check found a problem: check-real's stage table, replay's comparison
+DATA_MISSING = 9  # benchmark data the command needs is not here: `make data` fetches it
 INTERRUPTED = 130  # Ctrl-C / SIGTERM: every received answer is kept, rerun to resume
 
 EXIT_CODES: dict[int, str] = {
@@ -27,6 +29,8 @@ EXIT_CODES: dict[int, str] = {
     PREFLIGHT_REFUSED: "the server refused or ignored the structured-output mode (pre-flight)",
     MODEL_MISMATCH: "the server serves another model than the profile names",
     OUTPUT_UNWRITABLE: "an output or the response cache could not be written (disk full?)",
+    CHECK_FAILED: "a check failed: a stage of check-real, or a table replay rebuilt differently",
+    DATA_MISSING: "benchmark data is missing: run make data (the message names what needs it)",
     INTERRUPTED: "interrupted; every received answer is kept: rerun the same command to resume",
 }
 

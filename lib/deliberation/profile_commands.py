@@ -43,9 +43,13 @@ def _new(args: argparse.Namespace) -> int:
     )
     print(f"model: {facts.model} (listed: {', '.join(facts.listed) or 'none'})")
     print(f"structured_output: {facts.structured_output} (asked the server: pre-flight search)")
-    print(f"wrote {path} (a starter grid: one policy, one budget, one tag mode, two templates)")
+    print(f"concurrency: {facts.engine.concurrency} ({facts.concurrency_note()})")
+    print(f"wrote {path} (the smallest grid every notebook can analyse)")
     profile = path.stem if path.parent.resolve() == _params_dir().resolve() else str(path)
-    print(f"next: deliberation run crossprofile --profile {profile} --limit 1")
+    print(f"next: deliberation run crossprofile --profile {profile} --limit 1 (a quick try),")
+    print(
+        f"      make check-real PROFILE={profile}, make plan PROFILE={profile}, make paper PROFILE={profile}"
+    )
     return 0
 
 

@@ -46,6 +46,9 @@ def test_a_second_plan_finds_every_call_cached(in_smoke_build):
 
 def test_every_listed_output_exists_and_a_second_build_runs_nothing(in_smoke_build):
     assert outputs.missing_outputs("smoke") == []
+    # ... and every output is listed (figures/README.md maps each file to its notebook).
+    assert outputs.unlisted_outputs("smoke") == []
+    assert "not listed in figures/README.md" not in in_smoke_build["text"]
     lines: list[str] = []
     again = build_paper("smoke", out=lines.append)
     assert again.executed == [] and again.ok

@@ -75,3 +75,37 @@ def test_without_published_answers_the_replay_says_so_and_builds_nothing(tmp_pat
     assert report.lines() == [
         f"replay: no published results for smoke ({tmp_path}/results/smoke/responses.jsonl.gz)"
     ]
+
+
+def test_tables_whose_data_is_not_here_are_named_with_make_data_and_exit_data_missing(
+    tmp_path, monkeypatch
+) -> None:
+    """The probe: in a clean clone `make replay` exited 1 with 30 tables "NOT REBUILT" that need
+    `make data`, without saying so. A table whose row in figures/README.md needs data that is
+    not here is set apart, named with the data and the command, with its own exit code; any
+    other table not rebuilt still fails the check."""
+    from deliberation import exit_codes
+    from deliberation.paper.build import BuildResult
+    from deliberation.paper.replay import data_needed
+
+    monkeypatch.setenv("DELIBERATION_DATA_DIR", str(tmp_path / "no-data"))
+    monkeypatch.setenv("DELIBERATION_SHARED_DATA", str(tmp_path / "no-shared"))
+    needed = data_needed("p", "02_accuracy.csv")
+    assert needed == f"{tmp_path}/no-data/hiddenbench/benchmark_all_clean.json"
+    assert data_needed("p", "02_accuracy.provenance.json") == data_needed("p", "02_accuracy.csv")
+    assert data_needed("p", "03_h1_h3.csv") is None  # made from the templates: needs nothing
+    report = ReplayReport("p", tmp_path / "results.jsonl.gz")
+    report.imported = ImportResult(tmp_path / "r.jsonl.gz", tmp_path / "c.sqlite", "p", 3, 0)
+    report.build = BuildResult("p")
+    report.identical = ["03_h1_h3.csv"]
+    report.needs_data = {"02_accuracy.csv": data_needed("p", "02_accuracy.csv")}
+    assert not report.ok and report.exit_code == exit_codes.DATA_MISSING
+    text = "\n".join(report.lines())
+    assert "1 committed table files NOT REBUILT: the benchmark data" in text
+    assert "hiddenbench/benchmark_all_clean.json" in text and "run `make data`" in text
+    assert "  NOT REBUILT (needs make data) 02_accuracy.csv" in text
+    assert text.endswith(
+        "every table it rebuilt matched; 1 need `make data` before they can be checked"
+    )
+    report.not_rebuilt = ["03_cells.csv"]  # not a data problem: the check fails
+    assert report.exit_code == exit_codes.CHECK_FAILED

@@ -66,7 +66,18 @@ def test_two_profiles_side_by_side_with_a_missing_table_and_a_missing_row(tmp_pa
 
     out = tmp_path / "page"
     assert (
-        main(["compare", "sim", "smoke", "--tables", "03_accuracy_by_policy", "--out", str(out)])
+        main(
+            [
+                "compare",
+                "sim",
+                "smoke",
+                "--full",
+                "--tables",
+                "03_accuracy_by_policy",
+                "--out",
+                str(out),
+            ]
+        )  # fmt: skip
         == 0
     )
     text = capsys.readouterr().out
@@ -76,7 +87,7 @@ def test_two_profiles_side_by_side_with_a_missing_table_and_a_missing_row(tmp_pa
 
 
 def test_compare_without_any_table_says_what_to_run(capsys):
-    assert main(["compare", "sim", "smoke", "--out", str(paths.build_dir() / "c")]) == 1
+    assert main(["compare", "sim", "smoke", "--full", "--out", str(paths.build_dir() / "c")]) == 1
     assert "make paper PROFILE" in capsys.readouterr().out
 
 

@@ -90,7 +90,8 @@ def test_an_edited_byte_or_a_missing_sidecar_is_refused():
 
 def test_compare_refuses_a_damaged_table_naming_it_with_exit_2(capsys, tmp_path):
     csv = _written(_accuracy(accuracy=[64.0, np.nan]))
-    code = main(["compare", "smoke", "--tables", "03_accuracy_by_policy", "--out", str(tmp_path)])
+    code = main(["compare", "smoke", "--full", "--tables", "03_accuracy_by_policy", "--out",
+                 str(tmp_path)])  # fmt: skip
     assert code == exit_codes.BAD_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{csv}: line 3, column 'accuracy'" in err

@@ -109,6 +109,30 @@ def test_a_run_without_out_then_replies_shows_its_prompt_and_reply(capsys):
     assert "Options:" in out.split("prompt [user]:", 1)[1]
 
 
+def test_replies_show_the_latest_runs_calls_unless_asked_for_another_run_or_all(capsys):
+    """The probe: after a one-template run, `replies --profile sim` listed every call of the
+    cache (39,619 HiddenBench calls among them) and --rows did not narrow it."""
+    common = ["--profile", "sim", "--limit", "1", "--no-progress", "--policies", "R1"]
+    assert main(["run", "hiddenbench", *common, "--out", str(paths.build_dir() / "hb.csv")]) == 0
+    assert main(["run", "crossprofile", *common]) == 0  # the latest run (build/runs/sim/)
+    rows = paths.build_dir() / "runs" / "sim" / "crossprofile_rows.csv"
+    run_keys = set(pd.read_csv(rows)["request_key"])
+    capsys.readouterr()
+
+    def shown(*extra):
+        assert main(["replies", "--profile", "sim", "--limit", "0", *extra]) == 0
+        out = capsys.readouterr().out
+        return out.splitlines()[0], set(re.findall(r"^key ([0-9a-f]{64})", out, re.MULTILINE))
+
+    head, keys = shown()
+    assert keys == run_keys and len(keys) == 8  # one template's 8 variants, nothing else
+    assert "build/runs/sim/crossprofile_rows.csv name (--all: every call in the cache" in head
+    head, keys = shown("--rows", str(paths.build_dir() / "hb.csv"))
+    assert keys and not keys & run_keys  # another run's calls: the HiddenBench ones
+    head, every = shown("--all")
+    assert every >= run_keys | keys and "of every call in the cache" in head
+
+
 def test_replies_without_a_cache_say_nothing_ran(capsys):
     assert main(["replies", "--profile", "smoke"]) == 0
     assert "no response cache" in capsys.readouterr().out

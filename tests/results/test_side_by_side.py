@@ -196,7 +196,7 @@ def test_the_readme_section_is_replaced_between_its_markers(tmp_path):
     text = readme.read_text()
     assert "old table" not in text and "| H1 interaction (points)" in text
     assert text.startswith("# x\n\nintro\n\n") and text.endswith(f"{README_END}\n\n## next\n")
-    assert "deliberation compare --papers alpha --readme" in text
+    assert "deliberation compare --profile alpha --readme" in text
     readme.write_text("# no markers\n")
     with pytest.raises(ValueError, match="needs the markers"):
         write_readme_section(comparison, readme)
@@ -206,13 +206,17 @@ def test_compare_papers_on_the_command_line(tmp_path, capsys):
     _table("smoke", "03_h1_h3", pd.DataFrame(
         {"test": ["H1"], "estimate": [5.0], "low": [-1.0], "high": [11.0]}))  # fmt: skip
     out = tmp_path / "page"
-    assert main(["compare", "--papers", "sim", "smoke", "--out", str(out)]) == 0
+    # The headline view is the default (--papers is kept for older scripts and changes nothing).
+    assert main(["compare", "--profile", "sim", "smoke", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| sim (synthetic)" in printed and "smoke (synthetic)" in printed
     assert "5.0 [-1.0, 11.0]" in printed and "missing (no table)" in printed
     assert (out / "index.html").is_file()
-    assert main(["compare", "--readme", "sim"]) == 2
-    assert main(["compare", "--papers", "sim", "--tables", "03_h1_h3"]) == 2
+    assert main(["compare", "--papers", "sim", "smoke", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == printed.splitlines()[0]
+    assert len(printed.splitlines()) < 60  # one row per headline, then the notes
+    assert main(["compare", "--full", "--readme", "sim"]) == 2  # --readme writes headlines
+    assert main(["compare", "sim", "--tables", "03_h1_h3"]) == 2  # --tables needs --full
 
 
 def test_the_report_has_the_papers_page_beside_the_sim_and_its_profile():

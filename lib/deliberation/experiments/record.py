@@ -6,7 +6,8 @@ profile's ``experiments.<name>`` sections (``Experiment.options``), the sim beha
 (``Experiment.sim_behaviours``, or behaviours per stage: ``Experiment.sim_stages``),
 ``deliberation run <name>`` (:mod:`.run_command`: one generic skeleton, the experiment adds only
 its flags and its printed summary), the manifest's experiment entries (``Experiment.notebooks``)
-and with them ``deliberation plan`` and ``make paper``.
+and with them ``deliberation plan`` and ``make paper``, and what its notebooks need of a grid
+(``Experiment.grid_needs``, ``Experiment.starter``: :mod:`.grid_needs`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class Experiment:
     sim_stages: Mapping[str, StageBehaviour] = field(default_factory=dict)  # stage -> behaviour
     notebooks: Mapping[str, NotebookCall] = field(default_factory=dict)  # notebook -> its calls
     smoke: Mapping[str, Any] = field(default_factory=dict)  # its options in the smoke profile
+    # Its smallest try (`deliberation profile new` writes it with every grid need met).
+    starter: Mapping[str, Any] = field(default_factory=dict)
+    # grid_needs(**bound) -> the GridNeed records of its notebooks' analyses
+    # (deliberation.experiments.grid_needs: what `make plan` checks before anything is sent).
+    grid_needs: Callable[..., Any] | None = None
     bound: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments runner always gets
 
     def run(self, profile: Any, client: Any, **options: Any) -> Any:

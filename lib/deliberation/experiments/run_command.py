@@ -33,8 +33,10 @@ def _add_run_parser(
     group: argparse._SubParsersAction, record: Experiment
 ) -> argparse.ArgumentParser:
     """``deliberation run <record.name>``: the common flags around the experiment's own."""
+    from deliberation.cli import add_profile
+
     parser = group.add_parser(record.name, help=record.summary, description=record.description)
-    parser.add_argument("--profile", default="sim", help="profile name or path (default sim)")
+    add_profile(parser, default="sim")
     known = {action.dest for action in parser._actions}
     record.arguments(parser, record.name)
     options = tuple(a.dest for a in parser._actions if a.dest not in known)

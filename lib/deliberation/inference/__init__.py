@@ -44,6 +44,7 @@ __all__ = [
     "registered_backends",
     "request_key",
     "require_backend",
+    "served_profile",
 ]
 
 
@@ -101,6 +102,18 @@ def open_run(
     A replay (sending forbidden) asks no server: its outputs are labelled from the profile
     alone, whatever happens to listen at the profile's URL."""
     client = make_client(profile, cache_file=cache_file, progress=progress)
-    if not profile.synthetic and not sending_forbidden() and client.backend.server_is_synthetic():
-        profile = profile.model_copy(update={"served_by_sim": True})
-    return profile, client
+    return served_profile(profile, client.backend), client
+
+
+def served_profile(profile: RunProfile, backend: Backend | None = None) -> RunProfile:
+    """``profile`` marked synthetic (``served_by_sim``) when the server it names says it is
+    serve-sim, so every line and output about it carries the one synthetic label. A replay
+    (sending forbidden) asks nothing; a server that does not answer is taken at the profile's
+    word."""
+    if profile.synthetic or sending_forbidden():
+        return profile
+    # The planning backend asks nothing of a key or an engine (an offline vLLM loads none).
+    asked = backend or backend_class(profile.backend).for_planning(profile)
+    if asked.server_is_synthetic():
+        return profile.model_copy(update={"served_by_sim": True})
+    return profile

@@ -323,3 +323,24 @@ def model_server(
         finally:
             if previous_term is not None:
                 signal.signal(signal.SIGTERM, previous_term)
+
+
+def missing_for_server(profile: _ServedProfile) -> list[str]:
+    """What the server a profile starts needs and this machine lacks: its model file, and the
+    Python module of a ``{python} -m MODULE`` command (an engine installed as an extra, such as
+    llama-cpp-python's server). Empty for a profile that starts no server (``make models``
+    installs both; ``deliberation models ready`` asks this)."""
+    import importlib.util
+
+    options = profile.server
+    if options is None:
+        return []
+    missing = []
+    if options.model_file is not None and not _resolve(options.model_file).is_file():
+        missing.append(f"the model file {options.model_file} (run `{options.model_file_hint}`)")
+    command = list(options.command)
+    if command[:2] == ["{python}", "-m"] and len(command) > 2:
+        module = command[2]
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            missing.append(f"the Python module {module} its server runs (run `make models`)")
+    return missing

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deliberation import exit_codes
 from deliberation.io import http
 
 _FLAGS = [
@@ -214,3 +216,34 @@ def check_site(index: Path, screenshot: Path | None = None, timeout_s: float = 3
                     seen.add(target)
                     queue.append(target)
     return check
+
+
+def install_chromium(*, install: bool = True) -> str:
+    """Headless Chromium for the report check (``make chromium``): the one installed, else
+    (with ``install``) the ``chromium`` package through apt-get when running as root; a line
+    saying which. Raises :class:`ChromiumUnavailable` when neither works (the message says
+    what to do)."""
+    found = find_chromium()
+    if found:
+        return f"chromium: installed ({found})"
+    if not install:
+        raise ChromiumUnavailable("chromium: not installed (make chromium installs it)")
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        raise ChromiumUnavailable(
+            "chromium: not installed and apt-get (as root) is not available: install the"
+            " chromium package"
+        )
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(command, check=False)
+        if done.returncode != 0:
+            raise ChromiumUnavailable(f"chromium: `{' '.join(command)}` failed ({done.returncode})")
+    found = find_chromium()
+    if not found:
+        raise ChromiumUnavailable("chromium: apt-get installed the package but no browser is found")
+    return f"chromium: installed now ({found})"
+
+
+class ChromiumUnavailable(RuntimeError):
+    """No headless Chromium here and none could be installed; the message says what to do."""
+
+    exit_code = exit_codes.BAD_INPUT  # the machine lacks a system package

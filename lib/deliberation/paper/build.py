@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from deliberation import exit_codes
-from deliberation.inference import preflight_now
+from deliberation.experiments.grid_needs import check_grid
+from deliberation.inference import preflight_now, served_profile
 from deliberation.inference.base import NO_SEND_ENV
 from deliberation.inference.failures import LOG_ENV, FailedCall, read_log
 from deliberation.inference.model_server import model_server
@@ -408,13 +409,17 @@ def build_paper(
     profile = load_profile(profile_arg)
     executed_dir = paths.build_dir() / "executed" / profile.name
     entries = select(load_manifest(folder), notebooks)
+    # A grid a notebook cannot analyse is refused before anything runs or is sent.
+    check_grid(profile, [e.name for e in entries])
     shared = SharedInputs.compute(profile, profile_arg)
     statuses = [
         notebook_status(e, notebook_inputs(e, shared, folder), executed_dir, force=force)
         for e in entries
     ]
     result = BuildResult(profile.name)
-    out(f"make paper: profile {profile.name} ({profile.label})")
+    # Labelled as what answers (a serve-sim endpoint: synthetic), as the outputs will be.
+    labelled = profile if replay else served_profile(profile)  # a replay asks no server
+    out(f"make paper: profile {profile.name} ({labelled.label})")
     for status in statuses:
         verb = "run " if status.run else "skip"
         out(f"  {verb} {status.entry.name}: {status.reason}")
@@ -425,7 +430,7 @@ def build_paper(
     if (plan or replay) and stale:
         from deliberation.paper.plan import format_plan, plan_calls
 
-        the_plan = plan_calls(profile, stale)
+        the_plan = plan_calls(profile, stale, ask_server=not replay)
         to_send = the_plan.totals()["to_send"] > 0
         out("")
         for line in format_plan(the_plan):
@@ -451,7 +456,7 @@ def build_paper(
             preflight_now(profile)
         _run_notebooks(
             statuses, profile, profile_arg, executed_dir, folder, result, out,
-            planned=planned, progress_interval_s=progress_interval_s,
+            planned=planned, exact=labelled.synthetic, progress_interval_s=progress_interval_s,
         )  # fmt: skip
     if result.failed is None:
         result.missing = missing_outputs(profile.name, [e.name for e in entries], readme=readme)
@@ -482,9 +487,11 @@ def _run_notebooks(
     out: Printer,
     *,
     planned: dict[str, int],
+    exact: bool,
     progress_interval_s: float,
 ) -> None:
-    """Run the stale notebooks in order; stop at the first that fails."""
+    """Run the stale notebooks in order; stop at the first that fails. ``exact``: the plan's
+    counts are exact (the sim answers), so the progress lines say "of", not "of about"."""
     for status in statuses:
         name = status.entry.name
         if not status.run:
@@ -492,9 +499,7 @@ def _run_notebooks(
             continue
         out(f"== {name} (profile {profile.name})")
         t0 = time.perf_counter()
-        progress = NotebookProgress(
-            name, planned.get(status.entry.stem), planned_exact=profile.synthetic
-        )
+        progress = NotebookProgress(name, planned.get(status.entry.stem), planned_exact=exact)
         log_file = failed_calls_log(status.entry, executed_dir)
         executed_dir.mkdir(parents=True, exist_ok=True)
         log_file.unlink(missing_ok=True)

@@ -1,20 +1,22 @@
-"""CLI: ``deliberation paper``, ``deliberation plan``, ``deliberation report``,
-``deliberation replay``, ``deliberation nbval``, ``deliberation lab`` and ``deliberation
-bench`` (the Makefile's ``paper``, ``plan``, ``report``, ``replay``, ``nbval``, ``lab`` and
-``bench`` targets)."""
+"""CLI: ``deliberation paper``, ``plan``, ``report``, ``replay``, ``nbval``, ``check-real``,
+``lab``, ``chromium`` and ``bench``: the Makefile's targets of the same names, whose recipes call
+these and hold no logic of their own (tests/test_makefile.py checks each recipe against this
+parser)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+NOTEBOOKS_HELP = "only these notebooks (names, stems or NN prefixes; commas or spaces)"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import add_command
+    from deliberation.cli import add_command, add_list, add_profile
 
     paper = add_command(subparsers, "paper")
-    paper.add_argument("profile", help="profile name or path")
-    paper.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    add_profile(paper)
+    add_list(paper, "--notebooks", help=NOTEBOOKS_HELP)
     paper.add_argument("--force", action="store_true", help="run every notebook (FORCE=1)")
     paper.add_argument("--no-plan", action="store_true", help="do not print the plan first")
     paper.add_argument(
@@ -27,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     paper.set_defaults(func=_paper)
 
     plan = add_command(subparsers, "plan")
-    plan.add_argument("profiles", nargs="+", metavar="profile", help="profile names or paths")
-    plan.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    add_profile(plan, several=True)
+    add_list(plan, "--notebooks", help=NOTEBOOKS_HELP)
     plan.add_argument(
         "--csv", type=Path, help="also write the per-stage table as CSV (one profile)"
     )
@@ -43,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.set_defaults(func=_plan)
 
     report = add_command(subparsers, "report")
-    report.add_argument("profile", help="profile name or path")
+    add_profile(report)
     report.add_argument("--out", type=Path, help="folder (default build/report/<profile>)")
     report.add_argument(
         "--no-power", action="store_true", help="without the power page (~20 s of simulation)"
@@ -51,15 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.set_defaults(func=_report)
 
     replay = add_command(subparsers, "replay")
-    replay.add_argument("profile", help="profile name or path")
-    replay.add_argument("--notebooks", nargs="+", help="only these (names, stems or NN prefixes)")
+    add_profile(replay)
+    add_list(replay, "--notebooks", help=NOTEBOOKS_HELP)
     replay.add_argument(
         "--root", type=Path, help="folder holding results/ and tables/ (default: the repository)"
     )
     replay.set_defaults(func=_replay)
 
+    check = add_command(subparsers, "check-real")
+    add_profile(check)
+    check.set_defaults(func=_check_real)
+
     lab = add_command(subparsers, "lab")
-    lab.add_argument("--profile", default="sim", help="DELIBERATION_PROFILE for the kernels")
+    add_profile(lab, default="sim")
     lab.add_argument(
         "jupyter_args",
         nargs=argparse.REMAINDER,
@@ -79,8 +85,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     nbval.set_defaults(func=_nbval)
 
+    chromium = add_command(subparsers, "chromium")
+    chromium.add_argument(
+        "--check", action="store_true", help="only say whether it is installed (exit 2: not)"
+    )
+    chromium.set_defaults(func=_chromium)
+
     bench = add_command(subparsers, "bench")
-    bench.add_argument("--only", nargs="+", help="only these benchmark scripts (stems)")
+    add_list(bench, "--only", help="only these benchmark scripts (stems)")
     bench.add_argument("--out", type=Path, help="Markdown file (default build/bench.md)")
     bench.set_defaults(func=_bench)
 
@@ -148,7 +160,7 @@ def _replay(args: argparse.Namespace) -> int:
     report = replay_published(args.profile, committed_root=args.root, notebooks=args.notebooks)
     for line in report.lines():
         print(line, flush=True)
-    return 0 if report.ok else 1
+    return report.exit_code
 
 
 @_reported
@@ -183,14 +195,18 @@ def _nbval(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from deliberation.experiments.grid_needs import check_grid
     from deliberation.paper.manifest import load_manifest, select
     from deliberation.paper.plan import format_plan, plan_calls, summary_row
+    from deliberation.profiles.profile import load_profile
 
     if args.csv and len(args.profiles) > 1:
         raise SystemExit("deliberation plan: --csv takes one profile")
     entries = select(load_manifest(), args.notebooks)
     rows = []
     for name in args.profiles:
+        # A grid a notebook cannot analyse is refused here, naming the key and a value.
+        check_grid(load_profile(name), [e.name for e in entries])
         plan = plan_calls(name, entries)
         if args.summary:
             rows.append(summary_row(plan))
@@ -218,7 +234,7 @@ def _power_beside_plan(plan) -> list[str]:
     return [
         "",
         *lines,
-        f"(each test's effect and variance source: deliberation power {plan.profile.name};"
+        f"(each test's effect and variance source: deliberation power --profile {plan.profile.name};"
         " skip this table: --no-power, make plan NOPOWER=1)",
     ]
 
@@ -229,6 +245,21 @@ def _report(args: argparse.Namespace) -> int:
 
     index = build_report(args.profile, out=args.out, power=not args.no_power)
     print(f"report: {index}")
+    return 0
+
+
+@_reported
+def _check_real(args: argparse.Namespace) -> int:
+    from deliberation.paper.check_real import run_check_real
+
+    return run_check_real(args.profile)
+
+
+@_reported
+def _chromium(args: argparse.Namespace) -> int:
+    from deliberation.paper.browser import install_chromium
+
+    print(install_chromium(install=not args.check))
     return 0
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from deliberation.inference import cache_path
+from deliberation.inference import cache_path, served_profile
 from deliberation.inference.backends import backend_class
 from deliberation.inference.base import Backend, ChatRequest, ChatResponse
 from deliberation.inference.cache import ResponseCache
@@ -278,10 +278,19 @@ class Plan:
         return {c: int(table[c].sum()) for c in PLAN_COLUMNS[2:]}
 
 
-def plan_calls(profile: Profile | str, entries: Sequence[NotebookEntry] | None = None) -> Plan:
-    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send."""
+def plan_calls(
+    profile: Profile | str,
+    entries: Sequence[NotebookEntry] | None = None,
+    *,
+    ask_server: bool = True,
+) -> Plan:
+    """Run each entry's experiment with a :class:`PlanningClient`; the calls it would send.
+    ``ask_server``: label the profile as what its server says it is (serve-sim: synthetic);
+    a replay asks no server."""
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
+    if ask_server:  # labelled as what answers: a profile naming a serve-sim endpoint is synthetic
+        profile = served_profile(profile)
     entries = list(entries) if entries is not None else load_manifest()
     backend = backend_class(profile.backend).for_planning(profile)
     real_cache = cache_path(profile)  # resolved before the folders are redirected
@@ -350,8 +359,8 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def format_plan(plan: Plan) -> list[str]:
     profile = plan.profile
-    kind = "synthetic (sim)" if profile.synthetic else f"{profile.backend} {profile.model}"
-    lines = [f"plan: profile {profile.name}, {kind}; nothing below has been sent"]
+    # The one label of the profile's outputs: synthetic, or the model's (not the backend's name).
+    lines = [f"plan: profile {profile.name}, {profile.label}; nothing below has been sent"]
     table = plan.table()
     if len(table):
         lines += (
@@ -379,7 +388,7 @@ def format_plan(plan: Plan) -> list[str]:
     if profile.synthetic:
         lines.append("cost: none (the sim runs on the CPU)")
     else:
-        priced, measured = priced_cost(profile.name, profile.cost)
+        priced, measured = priced_cost(profile)
         if measured:
             lines.append(measured)
         cost = estimate(
@@ -389,13 +398,18 @@ def format_plan(plan: Plan) -> list[str]:
             totals["completion_ceiling"],
             unshared_prompt_tokens=totals["new_prompt_tokens"],
         )
-        if profile.cost.gpu is not None and profile.cost.gpu.prefix_cache:
+        if priced.gpu is not None and priced.gpu.prefix_cache:
             lines.append(
                 f"prefix cache: {totals['new_prompt_tokens']:,} of the {totals['prompt_tokens']:,}"
                 " prompt tokens to send are not shared with the prompt sent before them (calls"
                 " go out in prefix order); the wall time counts those"
             )
         lines += cost.lines()
+        if cost.gpu_hours is None and cost.money is None:
+            lines.append(
+                f"time: `make check-real PROFILE={profile.name}` measures this server's"
+                " throughput, and the next plan prices the calls with it"
+            )
         lines.append(ESTIMATE_NOTE)
         warning = duration_warning(priced, cost, totals["to_send"])
         if warning:
@@ -408,7 +422,7 @@ def summary_row(plan: Plan) -> dict[str, str]:
     totals = plan.totals()
     profile = plan.profile
     cost = estimate(
-        priced_cost(profile.name, profile.cost)[0],
+        priced_cost(profile)[0],
         totals["prompt_tokens"],
         totals["completion_tokens"],
         totals["completion_ceiling"],

@@ -82,6 +82,7 @@ def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | No
     """Calls and cost of each row's recommended grid: the plan's calls of the test's notebook
     scaled by recommended / current size (calls grow linearly with clusters and replays)."""
     from deliberation.profiles.cost import amount, estimate
+    from deliberation.profiles.throughput import priced_cost
 
     if plan is None:
         return [(None, "not planned (--no-plan)") for _ in rows]
@@ -104,9 +105,10 @@ def recommended_cost(rows: Sequence, plan: object | None) -> list[tuple[int | No
         if profile.synthetic:
             out.append((calls, "none (sim)"))
             continue
-        cost = estimate(profile.cost, prompt, completion, ceiling)
+        # Priced as the plan prices: check-real's measured throughput where there is one.
+        cost = estimate(priced_cost(profile)[0], prompt, completion, ceiling)
         if cost.gpu_hours is not None:
-            out.append((calls, f"{amount(cost.gpu_hours)} GPU h"))
+            out.append((calls, f"{amount(cost.gpu_hours)} {cost.device} h"))
         elif cost.money is not None:
             out.append((calls, f"{amount(cost.money)} {cost.currency}"))
         else:
@@ -212,7 +214,7 @@ def run_power(
 
         the_plan = plan_calls(profile)
     frame = power_frame(rows, recommended_cost(rows, the_plan))
-    kind = "synthetic (sim backend)" if profile.synthetic else f"{profile.backend} {profile.model}"
+    kind = profile.label  # the one label of its outputs (synthetic, or the model's)
     lines = [
         f"power: profile {profile.name} ({kind}); target {target:.0%}, alpha {alpha};"
         f" a planning aid: synthetic data with the effect planted, analysed as the notebooks do",
@@ -416,10 +418,10 @@ def _power(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import add_command
+    from deliberation.cli import add_command, add_profile
 
     parser = add_command(subparsers, "power")
-    parser.add_argument("profile")
+    add_profile(parser)
     parser.add_argument("--effect", action="append", default=[], metavar="TEST=POINTS")
     parser.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
     parser.add_argument("--alpha", type=float, default=0.05)

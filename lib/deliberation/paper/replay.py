@@ -19,7 +19,11 @@ Before any of it, every committed table is checked against its sidecar and its c
 (:mod:`deliberation.results.published_tables`): a damaged one is refused, naming it.
 
 Without a published file the replay says ``no published results for <profile>`` and checks
-nothing.
+nothing. A committed table whose notebook reads benchmark data that is not here (HiddenBench, the
+authors' released DHD tables: ``make data``) cannot be rebuilt: the replay names those tables,
+the data and the command, and exits with
+:data:`~deliberation.exit_codes.DATA_MISSING`; any other difference exits with
+:data:`~deliberation.exit_codes.CHECK_FAILED`.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deliberation import exit_codes
 from deliberation.inference.published import ImportResult, import_responses, published_path
 from deliberation.io import paths
 from deliberation.paper.build import BuildResult, build_paper
+from deliberation.paper.outputs import expected_outputs
 from deliberation.profiles.profile import load_profile
 from deliberation.results.published_tables import check_tables
 
@@ -54,6 +60,8 @@ class ReplayReport:
     checkout_only: dict[str, list[str]] = field(default_factory=dict)  # sidecar -> fields
     different: dict[str, str] = field(default_factory=dict)  # file -> how it differs
     not_rebuilt: list[str] = field(default_factory=list)  # committed, not made by the replay
+    # committed, not made because the data they need is not here (file -> the data it needs)
+    needs_data: dict[str, str] = field(default_factory=dict)
     not_committed: list[str] = field(default_factory=list)  # made by the replay only
 
     @property
@@ -66,7 +74,19 @@ class ReplayReport:
         if not self.published_exists:
             return True
         built = self.build is not None and self.build.ok
-        return built and not self.different and not self.not_rebuilt
+        return built and not self.different and not self.not_rebuilt and not self.needs_data
+
+    @property
+    def exit_code(self) -> int:
+        """OK; :data:`~deliberation.exit_codes.DATA_MISSING` when the only tables not checked
+        need benchmark data that is not here; else
+        :data:`~deliberation.exit_codes.CHECK_FAILED`."""
+        if self.ok:
+            return exit_codes.OK
+        only_data = self.build is not None and self.build.ok and not self.different
+        if only_data and not self.not_rebuilt:
+            return exit_codes.DATA_MISSING
+        return exit_codes.CHECK_FAILED
 
     def lines(self) -> list[str]:
         if not self.published_exists:
@@ -88,10 +108,24 @@ class ReplayReport:
         )
         out += [f"  DIFFERENT {name}: {why}" for name, why in sorted(self.different.items())]
         out += [f"  NOT REBUILT {name}" for name in self.not_rebuilt]
+        if self.needs_data:
+            data = ", ".join(sorted(set(self.needs_data.values())))
+            out.append(
+                f"replay: {len(self.needs_data)} committed table files NOT REBUILT: the benchmark"
+                f" data their notebooks read is not here ({data}); run `make data` (downloads"
+                f" it, sha256-checked), then `make replay PROFILE={self.profile}` again"
+            )
+            out += [f"  NOT REBUILT (needs make data) {name}" for name in sorted(self.needs_data)]
         if self.not_committed:
             out.append(f"replay: {len(self.not_committed)} tables made but not committed:")
             out += [f"  {name}" for name in self.not_committed]
-        out.append(f"replay: {'ok' if self.ok else 'FAILED'}")
+        if self.exit_code == exit_codes.DATA_MISSING:
+            out.append(
+                f"replay: every table it rebuilt matched; {len(self.needs_data)} need `make data`"
+                " before they can be checked"
+            )
+        else:
+            out.append(f"replay: {'ok' if self.ok else 'FAILED'}")
         return out
 
 
@@ -203,4 +237,26 @@ def replay_published(
         )
         rebuilt = paths.output_root() / "tables" / profile.name
         compare_tables(committed, rebuilt, report, files)
+    for name in list(report.not_rebuilt):
+        data = data_needed(profile.name, name)
+        if data is not None:
+            report.not_rebuilt.remove(name)
+            report.needs_data[name] = data
     return report
+
+
+def data_needed(profile: str, name: str) -> str | None:
+    """The data a table file of ``tables/<profile>/`` needs and that is not here (from the
+    *only if* column of figures/README.md's output table, shown as ``make data`` writes it),
+    or None when it needs none or its data is here. A sidecar needs what its files need."""
+    stem = name.removesuffix(".provenance.json")
+    for output in expected_outputs():
+        file = Path(output.pattern.format(profile=profile))
+        if file.parts[0] != "tables" or not output.only_if or output.expected():
+            continue
+        if file.name == name or (stem != name and file.name.startswith(f"{stem}.")):
+            external = paths.external_data_dir()
+            if external.is_relative_to(paths.repo_root()):
+                external = external.relative_to(paths.repo_root())
+            return output.only_if[0].format(external_data=external, shared_data="")
+    return None

@@ -172,8 +172,8 @@ def duration_warning(model: CostModel, cost: _CostEstimate, calls_to_send: int) 
             return None
         basis = f" ({model.gpu.basis})" if model.gpu is not None and model.gpu.basis else ""
         return (
-            f"WARNING: {calls_to_send:,} calls take about {amount(cost.wall_hours)} h on the"
-            f" profile's stated throughput{basis}: {shrink}"
+            f"WARNING: {calls_to_send:,} calls take about {amount(cost.wall_hours)} h at the"
+            f" throughput the plan prices with{basis}: {shrink}"
         )
     if model.gpu is None and calls_to_send > MANY_CALLS:
         hours = calls_to_send * _REFERENCE_SECONDS_PER_CALL / 3600

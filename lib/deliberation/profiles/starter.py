@@ -4,9 +4,10 @@ Copying a shipped profile by hand leaves a newcomer guessing the server's struct
 dialect and its model name, and keeps a grid sized for a GPU. Here the server is asked instead:
 ``GET /models`` names the model, the pre-flight's dialect search
 (:meth:`~deliberation.inference.openai_api.OpenAIBackend.working_structured_mode`) names the
-mode that keeps its answers inside a constraint, and the grid is small on purpose (one policy,
-one budget, one tag mode, two templates), so the first ``deliberation run`` and ``make plan``
-take minutes, not days. The text is checked by the profile loader before it is written.
+mode that keeps its answers inside a constraint (and with it the engine, which sets how many
+requests to keep in flight), and the grid is the smallest every notebook can analyse
+(:func:`deliberation.experiments.grid_needs.starter_grid`), so ``make paper`` builds the whole
+paper on it in minutes, not days. The text is checked by the profile loader before it is written.
 """
 
 from __future__ import annotations
@@ -22,48 +23,62 @@ from deliberation.inference.openai_api import OpenAIBackend
 from deliberation.inference.secrets import read_api_key
 from deliberation.io import paths
 from deliberation.io.atomic import atomic_write_text
+from deliberation.profiles.model_label import SYNTHETIC_LABEL
 from deliberation.profiles.profile import NAME_PATTERN, load_profile
 
-# The grid of a starter profile (the `experiments:` section): enough to see every experiment
-# run end to end on a slow server; params/smollm2-135m-llamacpp.yaml shows a paper-sized one.
-STARTER_EXPERIMENTS = """\
-# A starter grid, small on purpose: one policy, one budget, one tag mode, two templates (each
-# `deliberation run` sends tens of calls, not thousands). The paper's notebooks compare
-# policies: before `make paper`, widen the policies (notebooks 03-05 compare R1, B4, Random,
-# R1-rel, oracle-rel, all, empty; see params/smollm2-135m-llamacpp.yaml) and check `make plan`.
-experiments:
-  smoke_items: 6
-  crossprofile:
-    limit: 2               # the first 2 main templates (x 8 ownership variants = 16 tasks)
-    budgets: [0.6]         # the primary budget
-    item_limit: 0          # no fixed-item-count control rows
-    policies: [R1]
-    tags: [keep]
-    n_resamples: 2000
-  hiddenbench:
-    limit: 2
-    budgets: [0.6]
-    item_limit: 0
-    policies: [R1]
-    tags: [keep]
-    n_resamples: 2000
-  natural:
-    benchmarks: [crossprofile]
-    variants: [plain]
-    limit: 1
-    rounds: 1
-    policies: [R1, all]
-    n_resamples: 2000
-  dhd:
-    benchmarks: [synthetic]
-    problems: 2
-    repeated_problems: 1
-    blocks: 1
-    n_resamples: 2000
-    n_permutations: 2000
-    masking_cases: 1
-    masking_replicates: 1
-"""
+# Notebook 00's arithmetic items in a starter profile (a handful: they only check the plumbing).
+STARTER_SMOKE_ITEMS = 6
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the structured-output mode a server kept to says of its engine: its name, the
+    requests to keep in flight and how long one may take."""
+
+    name: str
+    concurrency: int
+    timeout_s: int
+
+
+# llama.cpp answers one request at a time on a laptop's CPU, where a 2,048-token summary takes
+# minutes (measured: 374 s for SmolLM2-135M on 2 loaded cores); vLLM batches many on a GPU.
+ENGINES = {
+    "json_object_schema": Engine("llama-cpp-python's server", 1, 900),
+    "grammar": Engine("llama.cpp's llama-server", 1, 900),
+    "structured_outputs": Engine("vLLM", 64, 300),
+    "guided": Engine("vLLM", 64, 300),
+}
+UNKNOWN_ENGINE = Engine("", 4, 300)  # a hosted API, Ollama, LM Studio, serve-sim
+
+
+def starter_experiments() -> str:
+    """The ``experiments:`` section of a starter profile: the smallest grid every notebook can
+    analyse (:func:`deliberation.experiments.grid_needs.starter_grid`), each value needed by a
+    notebook saying which and why."""
+    from deliberation.experiments.grid_needs import starter_grid
+
+    lines = [
+        "# The smallest grid every notebook can analyse (`make paper` builds the whole paper on",
+        "# it): each experiment's smallest try, widened where a notebook needs more (said beside",
+        "# the value). Widen it for results worth reading, then `make plan` prices the run and",
+        "# checks the grid again; params/smollm2-135m-llamacpp.yaml shows a larger one.",
+        "experiments:",
+        f"  smoke_items: {STARTER_SMOKE_ITEMS}",
+    ]
+    for section, options in starter_grid().items():
+        lines.append(f"  {section}:")
+        for option, starter in options.items():
+            for need in starter.needed_by:  # why the value is what it is, above it
+                lines.append(f"    # notebook {need.notebook.split('_')[0]}: {need.why}")
+            lines.append(f"    {option}: {_flow(starter.value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _flow(value: object) -> str:
+    """A YAML scalar or flow list (``[R1, B4]``) as a person would type it."""
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,23 @@ class ServerFacts:
     listed: tuple[str, ...]
     model: str
     structured_output: str
+    synthetic: bool = False  # the server is serve-sim (the sim mechanism, not a model)
+
+    @property
+    def engine(self) -> Engine:
+        if self.synthetic:  # serve-sim speaks vLLM's dialect but is no batching engine
+            return UNKNOWN_ENGINE
+        return ENGINES.get(self.structured_output, UNKNOWN_ENGINE)
+
+    def concurrency_note(self) -> str:
+        if self.synthetic:
+            return "serve-sim answers at once: a few in flight keep it busy"
+        engine = self.engine
+        if not engine.name:
+            return "a guess for this server: raise it for a batching server, 1 for llama.cpp"
+        if engine.concurrency == 1:
+            return f"{engine.name} (its mode says so) answers one request at a time"
+        return f"{engine.name} (its mode says so) batches the requests in flight"
 
 
 def ask_server(
@@ -105,7 +137,7 @@ def ask_server(
     searcher.preflight()
     # "none" is outside the search order, so every mode is tried (strongest constraint first).
     mode = searcher.working_structured_mode() or "none"
-    return ServerFacts(probe.base_url, tuple(listed), model, mode)
+    return ServerFacts(probe.base_url, tuple(listed), model, mode, probe.server_is_synthetic())
 
 
 def default_name(model: str) -> str:
@@ -136,6 +168,11 @@ def profile_text(
         "# Every option: docs/profiles.md. Changing model, revision, sampling, seed or",
         "# structured_output changes every cache key (answers already cached are not reused).",
     ]
+    if facts.synthetic:
+        lines += [
+            "# The server is serve-sim: the sim mechanism model, not a language model. Every",
+            f"# output made with this profile is labelled {SYNTHETIC_LABEL!r}.",
+        ]
     if name_line:
         lines.append(f"name: {_quoted(name)}")
     lines += [
@@ -152,11 +189,14 @@ def profile_text(
         f"  base_url: {_quoted(facts.base_url)}",
         f"  api_key_env: {_quoted(api_key_env) if api_key_env else 'null'}"
         "   # the variable holding the key (never the key)",
-        "  concurrency: 4         # requests in flight: 1 for llama.cpp on a laptop, 64 for vLLM",
+        f"  concurrency: {facts.engine.concurrency}   # requests in flight:"
+        f" {facts.concurrency_note()}",
         "  max_retries: 3",
-        "  timeout_s: 300",
+        f"  timeout_s: {facts.engine.timeout_s}   # seconds one request may take"
+        + ("; a long answer on a CPU takes minutes" if facts.engine.timeout_s > 300 else ""),
         f"  structured_output: {facts.structured_output}   # {mode_note}",
-        "# cost:   # optional, for `make plan` (changes no answer): measure and fill in",
+        "# cost:   # optional: `make check-real` measures the throughput `make plan` prices",
+        "#         # the time with; state it here to keep it (changes no answer)",
         "#   gpu:",
         "#     gpus: 1",
         "#     device: CPU",
@@ -164,7 +204,7 @@ def profile_text(
         "#     completion_tokens_per_s: 30",
         '#     basis: "what you measured, on what machine"',
     ]
-    return "\n".join(lines) + "\n" + STARTER_EXPERIMENTS
+    return "\n".join(lines) + "\n" + starter_experiments()
 
 
 def write_profile(text: str, out: Path, *, force: bool = False) -> Path:

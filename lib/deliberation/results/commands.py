@@ -8,17 +8,21 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    replies = subparsers.add_parser(
+    from deliberation.cli import add_command, add_list, add_profile
+
+    replies = add_command(
+        subparsers,
         "replies",
-        help="the prompts and raw replies of a profile's calls, from its response cache",
         description=(
             "Shows each call's prompt as sent and the model's raw reply, read from the profile's "
-            "response cache (read-only). Validity, reason and task come from the rows the runs "
-            "wrote (tables/<profile>/*_rows.csv, build/runs/<profile>/, and any --rows file); "
+            "response cache (read-only): the calls of the profile's latest `deliberation run` "
+            "(the newest rows in build/runs/<profile>/), those of --rows files, or --all. "
+            "Validity, reason and task come from the rows the runs wrote "
+            "(tables/<profile>/*_rows.csv, build/runs/<profile>/, and any --rows file); "
             "a reply no rows mention is checked against its request's output spec."
         ),
     )
-    replies.add_argument("--profile", default="sim", help="profile name or path (default sim)")
+    add_profile(replies, default="sim")
     replies.add_argument("--stage", help="a stage (crossprofile.decision) or its prefix (dhd)")
     replies.add_argument("--task", help="a task id (template/variant) or a template id")
     order = replies.add_mutually_exclusive_group()
@@ -29,42 +33,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--only", choices=("invalid", "failed", "valid", "unchecked"), help="only these calls"
     )
     replies.add_argument("--limit", type=int, default=5, help="replies shown (default 5; 0: all)")
-    replies.add_argument(
-        "--rows", type=Path, nargs="+", default=[], help="rows files (deliberation run --out)"
+    scope = replies.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--rows",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="only the calls these rows files name (a run's: deliberation run --out);"
+        " default: the latest run's",
     )
+    scope.add_argument("--all", action="store_true", help="every call in the cache")
     replies.add_argument("--cache", type=Path, help="cache file (default: the profile's)")
     replies.set_defaults(func=_replies)
 
-    compare = subparsers.add_parser(
+    compare = add_command(
+        subparsers,
         "compare",
-        help="the headline numbers of several profiles side by side, with intervals",
         description=(
-            "Reads each profile's published tables (tables/<profile>/, written by make paper) "
-            "for every table the claims tables of figures/README.md name, and shows estimate "
-            "[95% interval] side by side; also writes a report page."
+            "The papers' headline numbers beside each profile's, one row per headline, read "
+            "from its published tables (tables/<profile>/, written by make paper); also writes "
+            "a report page. --full: every table the claims tables of figures/README.md name, "
+            "estimate [95% interval] side by side."
         ),
     )
-    compare.add_argument("profiles", nargs="+", metavar="profile", help="profile names")
-    compare.add_argument("--tables", nargs="+", help="only these tables (file stems)")
+    add_profile(compare, several=True, help="profile names (commas or spaces)")
+    compare.add_argument(
+        "--full",
+        action="store_true",
+        help="every headline table in full, side by side, instead of one row per headline",
+    )
+    add_list(compare, "--tables", help="with --full: only these tables (file stems)")
     compare.add_argument(
         "--papers",
         action="store_true",
-        help="the papers' headline numbers beside the profiles', one row per headline "
-        "(lib/deliberation/results/paper_numbers.yaml)",
+        help="the headline view (the default; kept for older scripts)",
     )
     compare.add_argument(
         "--readme",
         action="store_true",
-        help="with --papers: also rewrite the side-by-side table of docs/results.md",
+        help="also rewrite the side-by-side table of docs/results.md (headline view)",
     )
     compare.add_argument(
         "--out",
         type=Path,
-        help="page folder (default build/report/compare-<P1>-<P2>..., with --papers papers-...)",
+        help="page folder (default build/report/papers-<P1>-<P2>..., with --full compare-...)",
     )
     compare.set_defaults(func=_compare)
-
-    from deliberation.cli import add_command
 
     corpus = add_command(
         subparsers,
@@ -78,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     actions = corpus.add_subparsers(dest="corpus_command", required=True)
     collect = actions.add_parser("collect", help="send the prompts, write the replies")
-    collect.add_argument("--profile", required=True, help="a profile with structured output off")
+    add_profile(collect, help="a profile with structured output off")
     collect.add_argument("--out", type=Path, required=True, help="the corpus (JSONL)")
     collect.add_argument("--labels", type=Path, help="labelled corpus to keep labels from")
     collect.add_argument("--templates", type=int, help="CrossProfile templates (default all)")
@@ -98,10 +112,19 @@ def _replies(args: argparse.Namespace) -> int:
     if missing:
         print(f"deliberation replies: --rows: no such file {missing[0]}")
         return 2
+    from deliberation.results.replies import latest_run_rows
+
+    scope = None
+    if args.rows:
+        scope = args.rows
+    elif not args.all:
+        latest = latest_run_rows(_profile_name(args.profile))
+        scope = [latest] if latest is not None else None
     selection = find_replies(
         args.profile,
         cache_file=args.cache,
         rows=args.rows,
+        scope=scope,
         stage=args.stage,
         task=args.task,
         only=args.only,
@@ -113,16 +136,22 @@ def _replies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile_name(profile: str) -> str:
+    from deliberation.profiles.profile import load_profile
+
+    return load_profile(profile).name
+
+
 def _compare(args: argparse.Namespace) -> int:
     from deliberation.results.compare import compare_profiles, write_comparison_page
 
-    if args.readme and not args.papers:
-        print("deliberation compare: --readme needs --papers")
+    if args.full and (args.papers or args.readme):
+        print("deliberation compare: --full shows the tables; --papers and --readme the headlines")
         return 2
-    if args.papers and args.tables:
-        print("deliberation compare: --tables does not apply with --papers (one row per headline)")
+    if args.tables and not args.full:
+        print("deliberation compare: --tables applies with --full (one row per headline without)")
         return 2
-    if args.papers:
+    if not args.full:
         return _compare_with_papers(args)
 
     comparison = compare_profiles(args.profiles, tables=args.tables)

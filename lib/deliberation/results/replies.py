@@ -5,7 +5,9 @@ Whether a reply was *valid* is decided by the experiment that used it, so it is 
 rows that experiment wrote: any CSV with a column of cache keys (the rows of ``deliberation
 run ... --out``, the notebooks' published ``tables/<profile>/*_rows.csv``, the runs' default
 ``build/runs/<profile>/``). A row's ``valid`` column says valid or invalid, its ``error`` column
-why, its ``task`` column which task the call belongs to. A reply no rows mention is checked
+why, its ``task`` column which task the call belongs to. Rows also say which calls belong to a
+run: the command shows the calls of the profile's latest ``deliberation run`` unless asked for
+another run's rows (``--rows``) or every call (``--all``). A reply no rows mention is checked
 against the request's own structured-output spec (a choice list or a JSON schema) when it has
 one, and is otherwise *unchecked*. A request that got no reply at all is *failed*, with the
 reason the cache recorded (its prompt was never stored: re-running the command retries it).
@@ -68,6 +70,8 @@ class ReplySelection:
     replies: tuple[Reply, ...] = ()
     rows_files: tuple[Path, ...] = ()
     matched_by_stage: dict[str, Counter] = field(default_factory=dict)
+    scope: tuple[Path, ...] | None = None  # only the calls these rows name (None: every call)
+    in_cache: int = 0  # calls in the cache (answered or failed), before any filter
 
 
 def default_rows_files(profile: str) -> list[Path]:
@@ -75,6 +79,27 @@ def default_rows_files(profile: str) -> list[Path]:
     found = sorted((paths.output_root() / "tables" / profile).glob("*_rows.csv"))
     found += sorted((paths.build_dir() / "runs" / profile).glob("*.csv"))
     return found
+
+
+def latest_run_rows(profile: str) -> Path | None:
+    """The rows of the profile's latest ``deliberation run`` (the newest rows file it wrote in
+    ``build/runs/<profile>/``), or None when no run wrote any."""
+    runs = [p for p in (paths.build_dir() / "runs" / profile).glob("*.csv") if p.is_file()]
+    return max(runs, key=lambda p: (p.stat().st_mtime, p.name)) if runs else None
+
+
+def named_keys(files: Iterable[Path], keys: set[str]) -> set[str]:
+    """The keys among ``keys`` that any column of the rows ``files`` names (the calls whose
+    answers those rows were made from)."""
+    named: set[str] = set()
+    for path in files:
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.EmptyDataError):
+            continue
+        for column in frame.columns:
+            named.update(set(frame[column]) & keys)
+    return named
 
 
 def _key_column(frame: pd.DataFrame, keys: set[str]) -> str | None:
@@ -154,25 +179,32 @@ def find_replies(
     invalid_first: bool = False,
     limit: int | None = 5,
     per_stage: int | None = None,
+    scope: Sequence[Path] | None = None,
 ) -> ReplySelection:
     """The calls of a profile's cache that match the filters, oldest first (``invalid_first``:
     invalid, then failed, then the rest), with the first ``limit`` read in full (``per_stage``:
     the first so many of each stage instead). ``rows`` adds rows files to the profile's default
-    ones (:func:`default_rows_files`)."""
+    ones (:func:`default_rows_files`); ``scope`` keeps only the calls those rows files name
+    (one run's: :func:`latest_run_rows`), None every call of the cache."""
     from deliberation.inference import cache_path
 
     profile = load_profile(profile) if isinstance(profile, (str, Path)) else profile
     path = Path(cache_file) if cache_file is not None else cache_path(profile)
-    files = [*(rows or []), *default_rows_files(profile.name)]
+    scoped = None if scope is None else tuple(Path(f) for f in scope)
+    files = [*(scoped or []), *(rows or []), *default_rows_files(profile.name)]
     files = list(dict.fromkeys(Path(f) for f in files))
     if not path.is_file():
-        return ReplySelection(profile.name, path, rows_files=tuple(files))
+        return ReplySelection(profile.name, path, rows_files=tuple(files), scope=scoped)
     with ResponseCache(path, read_only=True) as cache:
         answered = cache.answered()
-        failures = cache.failures()
+        failures = cache.failures().drop_duplicates("key", keep="last")
+        in_cache = len(set(answered["key"]) | set(failures["key"]))
+        if scoped is not None:
+            named = named_keys(scoped, {*answered["key"], *failures["key"]})
+            answered = answered[answered["key"].isin(named)]
+            failures = failures[failures["key"].isin(named)]
         answered = _of_stage(answered, stage)
         failures = _of_stage(failures, stage)
-        failures = failures.drop_duplicates("key", keep="last")
         keys = [*answered["key"], *failures["key"]]
         verdicts = verdicts_from_rows(files, set(keys))
         for failed in failures.itertuples():
@@ -227,7 +259,17 @@ def find_replies(
         tuple(replies),
         tuple(files),
         dict(sorted(by_stage.items())),
+        scoped,
+        in_cache,
     )
+
+
+def _shown_path(path: Path) -> Path:
+    """``path`` relative to the working folder when it is inside it (shorter to read)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _indent(text: str) -> str:
@@ -262,8 +304,16 @@ def format_selection(selection: ReplySelection) -> list[str]:
     if not selection.cache.is_file():
         return [f"{selection.profile}: no response cache at {selection.cache} (nothing ran yet)"]
     counts = ", ".join(f"{selection.matched[s]} {s}" for s in STATES if selection.matched[s])
+    if selection.scope is None:
+        scope = f"of every call in the cache ({selection.in_cache:,})"
+    else:
+        named = ", ".join(str(_shown_path(p)) for p in selection.scope)
+        scope = (
+            f"of the calls the rows {named} name (--all: every call in the cache,"
+            f" {selection.in_cache:,})"
+        )
     lines = [
-        f"{selection.profile}: {total} call(s) match ({counts or 'none'}) in {selection.cache};"
+        f"{selection.profile}: {total} call(s) match ({counts or 'none'}) {scope};"
         f" showing {len(selection.replies)}"
     ]
     if not selection.rows_files:

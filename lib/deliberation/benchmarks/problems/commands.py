@@ -9,21 +9,21 @@ from deliberation.io import paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deliberation.cli import add_command
+    from deliberation.cli import add_command, add_list
 
     data = add_command(subparsers, "data")
     sub = data.add_subparsers(dest="data_command", required=True)
 
     fetch = sub.add_parser("fetch", help="download the pinned files with sha256 checks")
     fetch.add_argument("--dest", type=Path, default=None, help="default: data/external")
-    fetch.add_argument(
-        "--only", nargs="+", metavar="NAME", help="benchmarks to fetch (default: all)"
+    add_list(
+        fetch, "--only", metavar="NAME", help="benchmarks to fetch (default: all; commas or spaces)"
     )
     fetch.set_defaults(func=_fetch)
 
     verify = sub.add_parser("verify", help="check present files against their pinned sha256")
     verify.add_argument("--root", type=Path, default=None, help="default: data/external")
-    verify.add_argument("--only", nargs="+", metavar="NAME")
+    add_list(verify, "--only", metavar="NAME")
     verify.set_defaults(func=_verify)
 
     sources = sub.add_parser("sources", help="list pinned repositories, commits and licences")
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     check = sub.add_parser("check", help="load every benchmark and grade its rendered gold answers")
     check.add_argument("--root", type=Path, default=None, help="default: data/external")
-    check.add_argument("--only", nargs="+", metavar="NAME")
+    add_list(check, "--only", metavar="NAME")
     check.set_defaults(func=_check)
 
 

@@ -14,28 +14,47 @@ from deliberation.experiments.dhd import sim
 from deliberation.experiments.dhd.masking import run_profile_masking
 from deliberation.experiments.dhd.options import DHDOptions
 from deliberation.experiments.dhd.run import STAGES, run_profile, write_results
+from deliberation.experiments.grid_needs import GridNeed
 from deliberation.experiments.record import Experiment, NotebookCall
 
 if TYPE_CHECKING:
     from deliberation.profiles.profile import Profile
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    from deliberation.cli import positive_int
+def grid_needs() -> tuple[GridNeed, ...]:
+    """What notebooks 07-08 need of ``experiments.dhd`` (see experiments.grid_needs)."""
+    from deliberation.experiments.dhd.selection import MIN_BLOCKS
 
-    parser.add_argument(
+    return (
+        GridNeed(
+            "08_dhd_masking_selection.ipynb",
+            "blocks",
+            "cross-fitted selection holds out one repeated-replay block and fits on the others",
+            at_least=MIN_BLOCKS,
+        ),
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    from deliberation.cli import add_list, positive_int
+
+    add_list(
+        parser,
         "--benchmarks",
-        help="comma-separated: synthetic (the sim's bank) or jeebench,scibench,mascqa,labbench,omnimath",
+        help="synthetic (the sim's bank) or jeebench scibench mascqa labbench omnimath"
+        " (commas or spaces)",
     )
     parser.add_argument(
         "--limit", type=positive_int, help="problems per benchmark (stratified sample)"
     )
-    parser.add_argument(
+    add_list(
+        parser,
         "--stage",
+        "--stages",
         dest="stages",
-        choices=STAGES,
-        action="append",
-        help="run only this stage (repeatable); pools are built once and reused by every stage",
+        allowed=STAGES,
+        help=f"run only these stages ({' '.join(STAGES)}; commas or spaces, or repeat the flag);"
+        " pools are built once and reused by every stage",
     )
     parser.add_argument("--data-root", type=Path, help="benchmark folders (default: make data's)")
 
@@ -44,20 +63,20 @@ def run(
     profile: Profile,
     client: Any,
     *,
-    benchmarks: str | None = None,
+    benchmarks: Sequence[str] | None = None,
     limit: int | None = None,
     stages: Sequence[str] | None = None,
     data_root: Path | None = None,
     progress: bool = True,
 ) -> Any:
-    """The profile's DHD run (the comma-separated ``benchmarks``, ``limit`` and ``stages``
-    override it); a missing benchmark folder is bad input, reported as such."""
+    """The profile's DHD run (``benchmarks``, ``limit`` and ``stages`` override it); a missing
+    benchmark folder is bad input, reported as such."""
     try:
         return run_profile(
             profile,
             client,
             stages=stages or STAGES,
-            benchmarks=benchmarks.split(",") if benchmarks else None,
+            benchmarks=list(benchmarks) if benchmarks else None,
             limit=limit,
             data_root=data_root,
         )
@@ -109,6 +128,17 @@ EXPERIMENT = Experiment(
         "masking_cases": 2,
         "masking_replicates": 2,
     },
+    starter={
+        "benchmarks": ["synthetic"],
+        "problems": 1,
+        "repeated_problems": 1,
+        "blocks": 1,
+        "n_resamples": 2000,
+        "n_permutations": 2000,
+        "masking_cases": 1,
+        "masking_replicates": 1,
+    },
+    grid_needs=grid_needs,
     notebooks={
         "07_dhd_replay.ipynb": NotebookCall(run_profile),
         "08_dhd_masking_selection.ipynb": NotebookCall(run_profile_masking),

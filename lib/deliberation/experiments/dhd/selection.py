@@ -17,6 +17,8 @@ from deliberation.stats.cluster_t import cluster_t_many
 from deliberation.stats.small_samples import withhold_inference
 
 _FULL = 0
+# Folds hold out one block each and fit on the others: one block leaves nothing to fit on.
+MIN_BLOCKS = 2
 PER_FOLD_COLUMNS = [
     "model",
     "benchmark",
@@ -135,8 +137,11 @@ def cross_fitted_selection(
     messages = [c for c in outcomes.columns if isinstance(c, int)]
     n_blocks = outcomes["block"].nunique()
     folds = n_blocks if folds is None else folds
-    if n_blocks < 2:
-        raise ValueError("cross-fitted selection needs at least two blocks per problem")
+    if n_blocks < MIN_BLOCKS:
+        raise ValueError(
+            f"cross-fitted selection needs at least {MIN_BLOCKS} blocks per problem"
+            " (experiments.dhd.blocks)"
+        )
     proposal_lists = _proposal_lists(proposals, messages)
 
     def fit(train: pd.DataFrame) -> pd.DataFrame:

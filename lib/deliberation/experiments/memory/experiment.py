@@ -5,9 +5,11 @@ flags (grid overrides) and its summary (rows, counts, the results table)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from deliberation.benchmarks import memory_benchmark, memory_benchmarks
+from deliberation.experiments.memory.analyses.grid_needs import grid_needs
 from deliberation.experiments.memory.analyses.notebook_runs import notebook_experiment
 from deliberation.experiments.memory.grid import parse_budgets, parse_list
 from deliberation.experiments.memory.options import MemoryGridOptions
@@ -33,6 +35,18 @@ _STEPS = {
     "relevance": mechanism.benchmark_relevance,
     "balance": mechanism.benchmark_balance,
     "summary": mechanism.benchmark_summary,
+}
+
+
+# The smallest try on any memory benchmark: one task (template), one policy, the primary
+# budget, no fixed-item-count rows, tags kept; the notebooks' needs widen it (grid_needs).
+STARTER = {
+    "limit": 1,
+    "budgets": [0.6],
+    "item_limit": 0,
+    "policies": ["R1"],
+    "tags": ["keep"],
+    "n_resamples": 2000,
 }
 
 
@@ -72,6 +86,8 @@ def _memory_experiment(benchmark: str) -> Experiment:
         sim_stages=_benchmark_stages(benchmark),
         notebooks=notebooks,
         smoke=dict(found.smoke),
+        starter=STARTER,
+        grid_needs=grid_needs,
         bound={"benchmark": benchmark},
     )
 
@@ -82,11 +98,11 @@ def memory_experiments() -> tuple[Experiment, ...]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    from deliberation.cli import positive_int
+    from deliberation.cli import add_list, positive_int
 
-    parser.add_argument("--policies", help="comma-separated policies, e.g. R1,B4,Random")
-    parser.add_argument("--budgets", help="comma-separated budget fractions, e.g. 0.4,0.6")
-    parser.add_argument("--tags", help="comma-separated tag modes: keep,remove,shuffle")
+    add_list(parser, "--policies", help="policies, e.g. R1 B4 Random (or R1,B4,Random)")
+    add_list(parser, "--budgets", help="budget fractions, e.g. 0.4 0.6 (or 0.4,0.6)")
+    add_list(parser, "--tags", help="tag modes: keep remove shuffle (or keep,remove,shuffle)")
     parser.add_argument(
         "--item-limit", type=int, help="fixed item count of the control rows (0: none)"
     )
@@ -138,13 +154,13 @@ def run(
     client: Any,
     *,
     benchmark: str,
-    policies: str | None = None,
-    budgets: str | None = None,
-    tags: str | None = None,
+    policies: str | Sequence[str] | None = None,
+    budgets: str | Sequence[str] | None = None,
+    tags: str | Sequence[str] | None = None,
     progress: bool = True,
     **options: Any,
 ) -> Any:
-    """One benchmark's grid (comma-separated overrides as the CLI takes them)."""
+    """One benchmark's grid (overrides as the CLI takes them: lists, or comma-separated)."""
     return run_from_profile(
         benchmark,
         profile,

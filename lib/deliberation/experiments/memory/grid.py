@@ -63,11 +63,12 @@ class Grid:
         return {need for p in self.policies for need in policy_spec(p).needs}
 
 
-def parse_list(text: str | None) -> tuple[str, ...] | None:
-    """``"R1,B4"`` -> ``("R1", "B4")``; None stays None."""
+def parse_list(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``"R1,B4"`` or ``["R1", "B4"]`` (or ``["R1,B4"]``) -> ``("R1", "B4")``; None stays None."""
     if text is None:
         return None
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+    values = [text] if isinstance(text, str) else list(text)
+    return tuple(part.strip() for value in values for part in str(value).split(",") if part.strip())
 
 
 def parse_budgets(values: Sequence[str] | None) -> tuple[float, ...] | None:

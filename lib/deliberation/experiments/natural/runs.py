@@ -592,4 +592,6 @@ def run_notebook(profile: Any, client: Client) -> NaturalResult:
     """Notebook 06's model calls, for ``notebooks/manifest.yaml`` (``deliberation plan`` calls
     it): every benchmark of the profile's ``experiments.natural`` whose data is here."""
     benchmarks, _ = runnable_benchmarks(profile.experiments.natural.benchmarks)
-    return run_from_profile(profile, benchmarks=benchmarks, client=client)
+    # Bars only where the client shows them (the plan's client never does: no stray bar).
+    progress = bool(getattr(client, "progress", False))
+    return run_from_profile(profile, benchmarks=benchmarks, client=client, progress=progress)

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from deliberation.inference.client import Client
     from deliberation.profiles.profile import Profile
 
-_H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
+H1_POLICIES = ("R1", "B4", "Random", "R1-rel")
+# The relevance policies against R1 in the classic cell (:func:`classic_contrasts`).
+CLASSIC_COMPARISONS = (("R1-rel", "R1"), ("oracle-rel", "R1"), ("oracle-rel", "R1-rel"))
 VARIANT_ORDER = (
     "SP-DP-IP", "SP-DP-IS", "SP-DS-IP", "SP-DS-IS",
     "SS-DP-IP", "SS-DP-IS", "SS-DS-IP", "SS-DS-IS",
@@ -41,13 +43,13 @@ VARIANT_ORDER = (
 def _primary_rows(rows: pd.DataFrame, budget: float = PRIMARY_FRACTION) -> pd.DataFrame:
     """Rows of the pre-specified tests: main templates, tags kept, the primary budget."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["budget"] == budget)
-    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(H1_POLICIES)]
 
 
 def _fixed_count_rows(rows: pd.DataFrame, item_limit: int = FIXED_ITEM_COUNT) -> pd.DataFrame:
     """Rows of the fixed-item-count control (main templates, tags kept)."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & (rows["item_limit"] == item_limit)
-    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(H1_POLICIES)]
 
 
 def fixed_count_overlap(
@@ -57,7 +59,7 @@ def fixed_count_overlap(
     item count (same facts in the same order), per policy and over all of them: where it is,
     the fixed-count H1 re-reads the same decisions' memories and is almost the same test.
     Main templates, tags kept; rows are matched on task and policy."""
-    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(_H1_POLICIES)
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["policy"].isin(H1_POLICIES)
     columns = ["task", "policy", "kept_facts"]
     budgeted = rows.loc[keep & (rows["budget"] == budget), columns]
     fixed = rows.loc[keep & (rows["item_limit"] == item_limit), columns]
@@ -111,7 +113,7 @@ def policy_accuracy(
 def _pooled_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows of the pooled contrasts: main templates, tags kept, every token budget."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["budget"].notna()
-    return rows[keep & rows["policy"].isin(_H1_POLICIES)]
+    return rows[keep & rows["policy"].isin(H1_POLICIES)]
 
 
 def h1_h3_table(
@@ -243,11 +245,7 @@ def _same_policy(cells: pd.DataFrame) -> str:
 
 def classic_contrasts(
     rows: pd.DataFrame,
-    comparisons: Sequence[tuple[str, str]] = (
-        ("R1-rel", "R1"),
-        ("oracle-rel", "R1"),
-        ("oracle-rel", "R1-rel"),
-    ),
+    comparisons: Sequence[tuple[str, str]] = CLASSIC_COMPARISONS,
     *,
     n_resamples: int,
     seed: int,
