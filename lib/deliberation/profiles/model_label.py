@@ -169,19 +169,17 @@ class _ModelDescription:
 
 def describe_model(profile: Profile) -> _ModelDescription:
     """What ``profile`` runs, from the profile, the pinned model files and ``pyproject.toml``."""
-    from deliberation.inference.model_files import MODELS
+    from deliberation.inference.model_files import pinned_model_for
 
     model, quantisation, file, sha256 = profile.model, None, None, None
-    if profile.server is not None and profile.server.model_file:
-        name = Path(profile.server.model_file).name
-        pinned = next((m for m in MODELS.values() if m.file == name), None)
-        if pinned is not None:
-            model, quantisation, file, sha256 = (
-                pinned.model,
-                pinned.quantisation,
-                name,
-                pinned.sha256,
-            )
+    pinned = pinned_model_for(getattr(profile.server, "model_file", None))
+    if pinned is not None:
+        model, quantisation, file, sha256 = (
+            pinned.model,
+            pinned.quantisation,
+            pinned.file,
+            pinned.sha256,
+        )
     engine = _engine_of(profile)
     served_at = None
     base_url = getattr(profile.options, "base_url", None)
