@@ -126,7 +126,7 @@ $(LAB_STAMP): $(SETUP_STAMP)
 	touch $@
 
 lab: setup $(LAB_STAMP)
-	$(PY) -m deliberation lab --profile $(PROFILE) -- $(LAB_ARGS)
+	$(PY) -m deliberation lab --profile $(PROFILE) --lab-args="$(LAB_ARGS)"
 
 data: setup
 	$(PY) -m deliberation data fetch --dest data/external

@@ -126,7 +126,6 @@ INVOCATIONS = {
         "1 already present",
     ),
     ("replay",): (["--profile", "smoke"], None, 0, "no published results for smoke"),
-    ("verify",): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
     ("crossprofile", "audit"): ([str(FIXTURES / "bank_v2")], None, 1, "audit FAILED"),
     ("run", "crossprofile"): (SMALL_MEMORY_RUN, None, 0, "sent"),

@@ -129,13 +129,15 @@ def test_make_lab_installs_once_and_passes_profile_and_arguments_to_the_cli(tmp_
         log.unlink()
         return calls
 
-    first = lab("LAB_ARGS=--port 8890 --no-browser", "PROFILE=smoke")
+    first = lab("LAB_ARGS=--port 8890 --no-browser")
     assert sum("pip install" in c and "[dev,lab]" in c for c in first) == 1
     # The venv's Python registered as the lab's python3 kernel (it has the package).
     assert sum("ipykernel install --sys-prefix --name python3" in c for c in first) == 1
-    assert first[-1] == "python -m deliberation lab --profile sim -- --port 8890 --no-browser"
-    again = lab("0", "PROFILE=smoke")
-    assert again == ["python -m deliberation lab --profile smoke --"]  # installed once
+    assert (
+        first[-1] == "python -m deliberation lab --profile sim --lab-args=--port 8890 --no-browser"
+    )
+    again = lab("PROFILE=smoke")
+    assert again == ["python -m deliberation lab --profile smoke --lab-args="]  # installed once
 
 
 def test_the_lab_opens_on_notebooks_with_this_environments_kernels_first(monkeypatch) -> None:

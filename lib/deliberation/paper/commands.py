@@ -6,6 +6,7 @@ parser)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 NOTEBOOKS_HELP = "only these notebooks (names, stems or NN prefixes; commas or spaces)"
@@ -67,9 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lab = add_command(subparsers, "lab")
     add_profile(lab, default="sim")
     lab.add_argument(
-        "jupyter_args",
-        nargs=argparse.REMAINDER,
-        help="after --: passed on to jupyter lab (deliberation lab -- --port 8890)",
+        "--lab-args", default="", help='options for Jupyter, one string: "--port 8890 --no-browser"'
     )
     lab.set_defaults(func=_lab)
 
@@ -169,8 +168,7 @@ def _lab(args: argparse.Namespace) -> int:
     from deliberation.profiles.profile import load_profile
 
     load_profile(args.profile)  # a wrong name stops here, not in every kernel
-    extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
-    return run_lab(args.profile, extra)
+    return run_lab(args.profile, shlex.split(args.lab_args))
 
 
 @_reported
