@@ -52,17 +52,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     audit = sub.add_parser(
         "audit",
-        help="meaning-free heuristics vs chance over the main templates; exit 1 if one is "
-        "more than 10 points above chance",
+        help="role-blind readers vs chance over the main templates; exit 1 if one is more "
+        "than 10 points above chance and above its random-keys bar",
         description=(
             "Run the cue audit (deliberation.benchmarks.crossprofile.audit) over the main templates of "
-            "PATHS (default: the bank). Templates need only parse, not pass the verifier, so "
-            "an old bank can be audited too."
+            "PATHS (default: the bank), each reader against chance + 10 points and against its "
+            "own 95th percentile with the keys drawn at random. Templates need only parse, not "
+            "pass the verifier, so an old bank can be audited too."
         ),
     )
     audit.add_argument("paths", nargs="*", type=Path, help="template files or folders")
     audit.add_argument(
         "--seed", type=int, default=None, help="task seed of the fact order (default: 0)"
+    )
+    audit.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        help="random-key draws each trained reader is retrained on for its random-keys bar "
+        "(default: 100; 0 skips them, and the 10-point bar alone judges trained readers)",
     )
     audit.set_defaults(func=run_audit)
 
@@ -138,7 +146,12 @@ def run_audit(args: argparse.Namespace) -> int:
     if not any(not t.pilot for t in templates):
         print(f"no main templates found in {', '.join(map(str, args.paths or [bank_dir()]))}")
         return 2
-    report = audit(templates, seed=_seed(args))
+    from deliberation.benchmarks.crossprofile.audit import DRAWS
+
+    if args.draws is not None and args.draws < 0:
+        print(f"--draws must be 0 or more, got {args.draws}")
+        return 2
+    report = audit(templates, seed=_seed(args), draws=DRAWS if args.draws is None else args.draws)
     print(format_audit(report))
     return 0 if report.ok else 1
 

@@ -29,7 +29,9 @@ Results frames have one row per decision call. CrossProfile columns, in order:
 ``n_options``       how many options the prompt listed (chance is 1 / ``n_options``)
 ``correct``         1 if the answer is the key, else 0 (an invalid answer counts as 0); empty
                     for a failed row
-``chose_decoy``     1 if the answer is the wrong option two decoys favour, else 0; empty if failed
+``chose_decoy``     1 if the answer is the decoy option (the wrong option two decoys favour), else
+                    0; empty if failed, or if the template has no decoy option (bank v5 with the
+                    key in slot E: one decoy on each wrong option, one against the key)
 ``valid``           1 if the answer named exactly one option, else 0; **empty for a failed row**
                     (no usable reply: the decision call failed, or a call its memory needs did,
                     and then the decision was not sent and ``kept_*`` are empty too)

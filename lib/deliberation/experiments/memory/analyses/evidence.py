@@ -128,9 +128,10 @@ def decoy_choices(
 ) -> pd.DataFrame:
     """How often the answer is the decoy option (the wrong option two decoys favour), per
     policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
-    among wrong ones (%)."""
+    among wrong ones (%). Only templates that have a decoy option count (in bank v5 the key in
+    slot P or N: ``chose_decoy`` is empty where the decoys favour both wrong options)."""
     rows = answered(rows)
-    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["chose_decoy"].notna()
     cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
     out = []
     for policy in dict.fromkeys(cell["policy"]):
