@@ -252,9 +252,18 @@ def test_audit_command_exits_one_on_the_old_banks(capsys):
     assert "fewest facts naming it" in out.split("audit FAILED")[1]
 
 
-def test_audit_command_refuses_negative_draws(capsys):
+def test_audit_command_refuses_negative_draws_and_unknown_families(capsys):
     assert main(["crossprofile", "audit", str(V1), "--draws", "-1"]) == 2
     assert "--draws must be 0 or more" in capsys.readouterr().out
+    assert main(["crossprofile", "audit", str(V1), "--family", "vibes"]) == 2
+    assert "--family vibes: not a family of readers" in capsys.readouterr().out
+
+
+def test_audit_command_runs_the_families_asked_for(capsys):
+    assert main(["crossprofile", "audit", str(V1), str(V3), "--family", "counts"]) == 1
+    out = capsys.readouterr().out
+    assert "fewest facts naming it" in out and "highest fact tokens" not in out
+    assert "lookup" not in out and "option in position" not in out
 
 
 def test_audit_command_refuses_files_that_do_not_parse(capsys):

@@ -109,11 +109,13 @@ class Trained:
 
 @dataclass(frozen=True)
 class Reader:
-    """One role-blind rule. ``reads`` says what it looks at; ``thresholded`` rules fail the
-    audit when above both bars. A fixed reader has ``scores``; a trained one ``trained``."""
+    """One role-blind rule. ``reads`` says what it looks at, ``family`` which of
+    :data:`FAMILIES` it belongs to; ``thresholded`` rules fail the audit when above both bars.
+    A fixed reader has ``scores``; a trained one ``trained``."""
 
     name: str
     reads: str
+    family: str
     scores: Scorer | None = None
     trained: Trained | None = None
     thresholded: bool = True
@@ -469,6 +471,9 @@ def _listed_topicality_value(t: Template, o: str) -> Hashable:
 
 # ---------------------------------------------------------------- the battery
 
+# The readers' families, in report order (``deliberation crossprofile audit --family``).
+FAMILIES = ("surface", "counts", "topicality", "order", "lookup", "classifier", "meaning")
+
 
 def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
     """The battery, in report order (``seed`` is the task seed for the fact order)."""
@@ -476,23 +481,23 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
     for name, measure in STRUCTURE:
         scores = _per_option(measure)
         counts += [
-            Reader(f"most {name}", "option texts", scores),
-            Reader(f"fewest {name}", "option texts", _negate(scores)),
+            Reader(f"most {name}", "option texts", "counts", scores),
+            Reader(f"fewest {name}", "option texts", "counts", _negate(scores)),
         ]
     topicality = []
     for name, measure in TOPICALITY:
         scores = _per_option(measure)
         high, low = ("best", "worst") if "tone" in name else ("most", "fewest")
         topicality += [
-            Reader(f"{high} {name}", "topicality", scores),
-            Reader(f"{low} {name}", "topicality", _negate(scores)),
+            Reader(f"{high} {name}", "topicality", "topicality", scores),
+            Reader(f"{low} {name}", "topicality", "topicality", _negate(scores)),
         ]
     surface = []
     for statistic in STATISTICS:
         scores = _surface(statistic)
         surface += [
-            Reader(f"highest {statistic.name}", "option texts", scores),
-            Reader(f"lowest {statistic.name}", "option texts", _negate(scores)),
+            Reader(f"highest {statistic.name}", "option texts", "surface", scores),
+            Reader(f"lowest {statistic.name}", "option texts", "surface", _negate(scores)),
         ]
     tone = _per_option(_mean_sentiment)
     lodo = "(leave one domain out)"
@@ -500,64 +505,87 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
         *surface,
         *counts,
         *topicality,
-        Reader("first fact of the task", "task order", _task_end(seed, 0)),
-        Reader("last fact of the task", "task order", _task_end(seed, -1)),
-        *(Reader(f"option in position {i + 1}", "none", _position(i)) for i in range(3)),
+        Reader("first fact of the task", "task order", "order", _task_end(seed, 0)),
+        Reader("last fact of the task", "task order", "order", _task_end(seed, -1)),
+        *(Reader(f"option in position {i + 1}", "none", "order", _position(i)) for i in range(3)),
         Reader(
             f"lookup: sorted counts of facts naming each option -> the key's count {lodo}",
             "option texts",
+            "lookup",
             trained=_lookup(_count_value),
         ),
         Reader(
             f"lookup: on-topic / off-topic counts per option -> the key's pair {lodo}",
             "topicality",
+            "lookup",
             trained=_lookup(_topicality_value),
         ),
         Reader(
             f"lookup: on/off-topic counts and off-topic tone per option -> the key's slot {lodo}",
             "topicality",
+            "lookup",
             trained=_lookup(_topicality_tone_value),
         ),
         Reader(
             f"lookup: the same in listed order -> the key's position {lodo}",
             "topicality",
+            "lookup",
             trained=_lookup(_listed_topicality_value),
         ),
         Reader(
             f"naive Bayes, word 1-2-grams {lodo}",
             "option texts",
+            "classifier",
             trained=Trained(_texts(_counts_vectorizer), _naive_bayes),
         ),
         Reader(
             f"logistic regression, word 1-2-grams {lodo}",
             "option texts",
+            "classifier",
             trained=Trained(_texts(_tfidf_vectorizer), _logistic_text),
         ),
         Reader(
             f"logistic regression, structural counts {lodo}",
             "option texts",
+            "classifier",
             trained=Trained(_rows(structure_features), _logistic),
         ),
         Reader(
             f"logistic regression, all surface statistics {lodo}",
             "option texts",
+            "classifier",
             trained=Trained(_rows(surface_features), _logistic),
         ),
         Reader(
             f"logistic regression, every per-option statistic {lodo}",
             "topicality",
+            "classifier",
             trained=Trained(_rows(all_features), _logistic),
         ),
         Reader(
             f"gradient boosting, every per-option statistic {lodo}",
             "topicality",
+            "classifier",
             trained=Trained(_rows(all_features_raw_and_centred), _gradient_boosting),
         ),
-        Reader("most positive facts (VADER)", "option texts", tone, thresholded=False),
-        Reader("most negative facts (VADER)", "option texts", _negate(tone), thresholded=False),
-        Reader("most favourable evidence", "meaning", _per_option(_favourable), thresholded=False),
+        Reader("most positive facts (VADER)", "option texts", "meaning", tone, thresholded=False),
+        Reader(
+            "most negative facts (VADER)",
+            "option texts",
+            "meaning",
+            _negate(tone),
+            thresholded=False,
+        ),
+        Reader(
+            "most favourable evidence",
+            "meaning",
+            "meaning",
+            _per_option(_favourable),
+            thresholded=False,
+        ),
         Reader(
             "fewest unfavourable evidence",
+            "meaning",
             "meaning",
             _negate(_per_option(_unfavourable)),
             thresholded=False,

@@ -66,6 +66,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=None, help="task seed of the fact order (default: 0)"
     )
     audit.add_argument(
+        "--family",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only the readers of this family (repeatable): surface, counts, topicality, "
+        "order, lookup, classifier, meaning (default: all)",
+    )
+    audit.add_argument(
         "--draws",
         type=int,
         default=None,
@@ -146,12 +154,18 @@ def run_audit(args: argparse.Namespace) -> int:
     if not any(not t.pilot for t in templates):
         print(f"no main templates found in {', '.join(map(str, args.paths or [bank_dir()]))}")
         return 2
-    from deliberation.benchmarks.crossprofile.audit import DRAWS
+    from deliberation.benchmarks.crossprofile.audit import DRAWS, FAMILIES, readers
 
     if args.draws is not None and args.draws < 0:
         print(f"--draws must be 0 or more, got {args.draws}")
         return 2
-    report = audit(templates, seed=_seed(args), draws=DRAWS if args.draws is None else args.draws)
+    unknown = sorted(set(args.family or ()) - set(FAMILIES))
+    if unknown:
+        print(f"--family {', '.join(unknown)}: not a family of readers ({', '.join(FAMILIES)})")
+        return 2
+    battery = [r for r in readers(_seed(args)) if not args.family or r.family in args.family]
+    draws = DRAWS if args.draws is None else args.draws
+    report = audit(templates, seed=_seed(args), draws=draws, battery=battery)
     print(format_audit(report))
     return 0 if report.ok else 1
 
