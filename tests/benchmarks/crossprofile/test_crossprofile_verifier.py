@@ -290,6 +290,23 @@ def test_the_decoy_option_is_the_two_decoy_option_and_none_with_the_key_in_e():
     assert design.decoy_option(in_e.facts, in_e.correct) is None
 
 
+def test_a_decoy_against_a_wrong_option_or_for_the_key_is_refused():
+    """A decoy points away from the key: +1 on a wrong option, or -1 on the key (slot E)."""
+    in_e = load_template(FIXTURES / "key_in_e" / "hiring-02.yaml")
+    assert verify_template(in_e, "f") == []
+    flipped = {
+        "d1": {"polarity": 1},  # the decoy on the key now favours it
+        "d2": {"polarity": -1},  # a decoy now disfavours its wrong option
+    }
+    for fact_id, change in flipped.items():
+        facts = tuple(f.model_copy(update=change) if f.id == fact_id else f for f in in_e.facts)
+        found = verify_template(in_e.model_copy(update={"facts": facts}), "f")
+        messages = [v.message for v in found if v.where == fact_id]
+        assert len(messages) == 1, found
+        assert ("favours the correct option" if fact_id == "d1" else "unfavourable") in messages[0]
+        assert "scores" in {v.where for v in found}
+
+
 def test_counterbalanced_bank_passes_composition(tmp_path):
     _write_full_bank(tmp_path)
     report = verify_paths([tmp_path], composition=True)
