@@ -501,6 +501,29 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
         ]
     tone = _per_option(_mean_sentiment)
     lodo = "(leave one domain out)"
+    every = "every per-option statistic"
+    trained = (  # (name, reads, family, how it learns)
+        ("lookup: sorted counts of facts naming each option -> the key's count", "option texts",
+         "lookup", _lookup(_count_value)),
+        ("lookup: on-topic / off-topic counts per option -> the key's pair", "topicality",
+         "lookup", _lookup(_topicality_value)),
+        ("lookup: on/off-topic counts and off-topic tone per option -> the key's slot",
+         "topicality", "lookup", _lookup(_topicality_tone_value)),
+        ("lookup: the same in listed order -> the key's position", "topicality", "lookup",
+         _lookup(_listed_topicality_value)),
+        ("naive Bayes, word 1-2-grams", "option texts", "classifier",
+         Trained(_texts(_counts_vectorizer), _naive_bayes)),
+        ("logistic regression, word 1-2-grams", "option texts", "classifier",
+         Trained(_texts(_tfidf_vectorizer), _logistic_text)),
+        ("logistic regression, structural counts", "option texts", "classifier",
+         Trained(_rows(structure_features), _logistic)),
+        ("logistic regression, all surface statistics", "option texts", "classifier",
+         Trained(_rows(surface_features), _logistic)),
+        (f"logistic regression, {every}", "topicality", "classifier",
+         Trained(_rows(all_features), _logistic)),
+        (f"gradient boosting, {every}", "topicality", "classifier",
+         Trained(_rows(all_features_raw_and_centred), _gradient_boosting)),
+    )  # fmt: skip
     return (
         *surface,
         *counts,
@@ -508,65 +531,9 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
         Reader("first fact of the task", "task order", "order", _task_end(seed, 0)),
         Reader("last fact of the task", "task order", "order", _task_end(seed, -1)),
         *(Reader(f"option in position {i + 1}", "none", "order", _position(i)) for i in range(3)),
-        Reader(
-            f"lookup: sorted counts of facts naming each option -> the key's count {lodo}",
-            "option texts",
-            "lookup",
-            trained=_lookup(_count_value),
-        ),
-        Reader(
-            f"lookup: on-topic / off-topic counts per option -> the key's pair {lodo}",
-            "topicality",
-            "lookup",
-            trained=_lookup(_topicality_value),
-        ),
-        Reader(
-            f"lookup: on/off-topic counts and off-topic tone per option -> the key's slot {lodo}",
-            "topicality",
-            "lookup",
-            trained=_lookup(_topicality_tone_value),
-        ),
-        Reader(
-            f"lookup: the same in listed order -> the key's position {lodo}",
-            "topicality",
-            "lookup",
-            trained=_lookup(_listed_topicality_value),
-        ),
-        Reader(
-            f"naive Bayes, word 1-2-grams {lodo}",
-            "option texts",
-            "classifier",
-            trained=Trained(_texts(_counts_vectorizer), _naive_bayes),
-        ),
-        Reader(
-            f"logistic regression, word 1-2-grams {lodo}",
-            "option texts",
-            "classifier",
-            trained=Trained(_texts(_tfidf_vectorizer), _logistic_text),
-        ),
-        Reader(
-            f"logistic regression, structural counts {lodo}",
-            "option texts",
-            "classifier",
-            trained=Trained(_rows(structure_features), _logistic),
-        ),
-        Reader(
-            f"logistic regression, all surface statistics {lodo}",
-            "option texts",
-            "classifier",
-            trained=Trained(_rows(surface_features), _logistic),
-        ),
-        Reader(
-            f"logistic regression, every per-option statistic {lodo}",
-            "topicality",
-            "classifier",
-            trained=Trained(_rows(all_features), _logistic),
-        ),
-        Reader(
-            f"gradient boosting, every per-option statistic {lodo}",
-            "topicality",
-            "classifier",
-            trained=Trained(_rows(all_features_raw_and_centred), _gradient_boosting),
+        *(
+            Reader(f"{name} {lodo}", reads, family, trained=how)
+            for name, reads, family, how in trained
         ),
         Reader("most positive facts (VADER)", "option texts", "meaning", tone, thresholded=False),
         Reader(
