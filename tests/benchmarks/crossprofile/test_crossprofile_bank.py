@@ -1,16 +1,10 @@
 """The shipped bank (templates/crossprofile/): it passes the verifier (bank v5 design included),
-the cue audit finds no role-blind reader above both its bars, and it yields 480 + 80 tasks.
-
-While issue 42's rewrite is under way, the bank still holds bank-v4 templates: the verifier
-accepts them one by one (with a warning) but the bank's counterbalance and the joint-structure
-readers of the audit cannot pass, so those tests are expected to fail until the last template
-is rewritten (strict: they must then pass, and ``design.V4_LAYOUT_ACCEPTED`` must go)."""
+the cue audit finds no role-blind reader above both its bars, and it yields 480 + 80 tasks."""
 
 from __future__ import annotations
 
 import pytest
 
-from deliberation.benchmarks.crossprofile import design
 from deliberation.benchmarks.crossprofile.audit import DRAWS, audit, format_audit, readers
 from deliberation.benchmarks.crossprofile.loader import bank_dir, read_template, template_files
 from deliberation.benchmarks.crossprofile.tasks import derive_tasks, write_tasks_jsonl
@@ -24,18 +18,6 @@ from deliberation.benchmarks.crossprofile.verifier import (
 )
 
 PARSED = [t for t in (read_template(p)[0] for p in template_files([bank_dir()])) if t is not None]
-NOT_V5 = sorted(t.id for t in PARSED if design.option_slots(t) is None)
-REWRITE_UNDER_WAY = pytest.mark.xfail(
-    bool(NOT_V5),
-    reason=f"bank v5 rewrite under way (issue 42): {len(NOT_V5)} templates in the v4 layout",
-    strict=True,
-)
-
-
-def test_v4_layouts_are_refused_once_every_template_is_rewritten():
-    assert not NOT_V5 or design.V4_LAYOUT_ACCEPTED
-    if not NOT_V5:
-        assert not design.V4_LAYOUT_ACCEPTED, "the rewrite is done: set V4_LAYOUT_ACCEPTED = False"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +25,6 @@ def report():
     return verify_paths()  # the whole bank, composition included
 
 
-@REWRITE_UNDER_WAY
 def test_shipped_bank_passes_the_verifier(report):
     assert report.composition_checked
     assert report.ok, format_report(report, details=False)
@@ -101,7 +82,6 @@ def cue_audit():
     return audit(PARSED, battery=[r for r in readers() if r.name in QUICK])
 
 
-@REWRITE_UNDER_WAY
 def test_no_structural_reader_beats_chance_on_the_shipped_bank(cue_audit):
     """Counts, lengths, numbers, overlap with the description, topicality, positions, first
     and last fact, and the lookups of joint structure: none above both its bars."""
@@ -110,7 +90,6 @@ def test_no_structural_reader_beats_chance_on_the_shipped_bank(cue_audit):
 
 
 @pytest.mark.experiments
-@REWRITE_UNDER_WAY
 def test_no_classifier_beats_chance_on_the_shipped_bank():
     report = audit(PARSED, draws=DRAWS, battery=[r for r in readers() if r.name not in QUICK])
     assert report.ok, format_audit(report)

@@ -366,15 +366,17 @@ def test_the_pilots_are_counterbalanced_apart(tmp_path):
     assert not [v for v in found if "pilot" not in v.where]
 
 
-def test_a_bank_v4_template_is_accepted_with_a_warning_until_the_rewrite_ends(monkeypatch):
+def test_a_bank_v4_template_is_refused_now_that_the_rewrite_is_done(monkeypatch):
+    """During issue 42's rewrite a v4 layout passed with a warning (the flag, now off); the
+    bank-level check refused it all along."""
     old = FIXTURES / "bank_v3" / "hiring-01.yaml"  # the bank-v3/v4 layout C/X/Y 0/3/1
-    report = verify_paths([old])
-    assert report.ok and [w.where for w in report.warnings if "bank-v4" in w.message] == ["facts"]
-    assert "bank.layout" in {v.where for v in design.check_bank_design(report.templates, "b")}
-    monkeypatch.setattr(design, "V4_LAYOUT_ACCEPTED", False)
     refused = verify_paths([old])
     assert [v.where for v in refused.violations] == ["facts"]
     assert "bank-v5 layout" in refused.violations[0].message
+    monkeypatch.setattr(design, "V4_LAYOUT_ACCEPTED", True)
+    report = verify_paths([old])
+    assert report.ok and [w.where for w in report.warnings if "bank-v4" in w.message] == ["facts"]
+    assert "bank.layout" in {v.where for v in design.check_bank_design(report.templates, "b")}
 
 
 def test_incomplete_bank_names_the_missing_template(tmp_path):

@@ -26,8 +26,8 @@ the counts allow). What the format's scores (+2 / 0 / 0, every fact +-1 or 0) th
 
 Per template (checked once the 5/3/4 roles and the answer key hold, since the slots are defined
 relative to them): the layout, and no decoy sharing a criterion with a support fact on its
-option (a support fact there would rebut the decoy). Bank v4's layouts are accepted with a
-warning while :data:`V4_LAYOUT_ACCEPTED` (the rewrite of issue 42 is in progress). Over the
+option (a support fact there would rebut the decoy). Bank v4's layouts were accepted with a
+warning while issue 42 rewrote the bank (:data:`V4_LAYOUT_ACCEPTED`, now False). Over the
 bank (:func:`check_bank_design`, with the composition): the counterbalance above, for the main
 templates and for the pilots apart.
 """
@@ -50,8 +50,9 @@ SLOT_NAMES = {
     "N": "off-topic facts sound bad",
 }
 # Bank v4 (issue 32) placed decoys 2 + 1 and its irrelevant facts in four layouts (C/X/Y).
-# Accepted, with a warning, until every template is rewritten to bank v5; then set to False.
-V4_LAYOUT_ACCEPTED = True
+# Accepted, with a warning, while issue 42 rewrote the bank; every template is now in the
+# bank-v5 layout, so a v4 layout fails like any other.
+V4_LAYOUT_ACCEPTED = False
 V4_LAYOUTS = ((0, 3, 1), (1, 3, 0), (2, 0, 2), (3, 0, 1))
 
 
