@@ -127,7 +127,12 @@ INVOCATIONS = {
     ),
     ("replay",): (["--profile", "smoke"], None, 0, "no published results for smoke"),
     ("crossprofile", "verify"): ([str(FIXTURES / "valid")], None, 0, "verified 2 template files"),
-    ("crossprofile", "audit"): ([str(FIXTURES / "bank_v2")], None, 1, "audit FAILED"),
+    ("crossprofile", "audit"): (
+        [str(FIXTURES / "bank_v1"), str(FIXTURES / "bank_v3"), "--draws", "5"],
+        None,
+        1,
+        "audit FAILED",
+    ),
     ("run", "crossprofile"): (SMALL_MEMORY_RUN, None, 0, "sent"),
     ("run", "dhd"): (
         ["--profile", "smoke", "--limit", "3", "--out", "{tmp}/dhd.csv", "--no-progress"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
 import pytest
 
 from deliberation.benchmarks.crossprofile.scoring import (
@@ -87,3 +88,33 @@ def test_tone_lead_is_key_tone_minus_the_best_sounding_competitor():
     assert tone_lead([S_X, F("support", "X", polarity=1, tone=1)], "X", OPTIONS) == 0
     with pytest.raises(ValueError, match="not among"):
         tone_lead([], "W", OPTIONS)
+
+
+def _decision(task, answer):
+    """The fields of a memory-pipeline decision that the results row reads."""
+    from types import SimpleNamespace
+
+    memory = SimpleNamespace(fact_ids=[f.id for f in task.facts], summary=None, kept_tokens=1)
+    cell = SimpleNamespace(policy="all", budget=None, item_limit=None)
+    return SimpleNamespace(task=task, answer=answer, memory=memory, cell=cell, tags="keep",
+                           failed=False, input_failed=False, budget_tokens=None, error="",
+                           key="k")  # fmt: skip
+
+
+def test_chose_decoy_is_empty_where_the_template_has_no_decoy_option():
+    """Key in slot P: answering the two-decoy option is a decoy choice; key in slot E the
+    decoys favour both wrong options one each, so the row says nothing (not 0)."""
+    from helpers.crossprofile_banks import v5_template
+
+    from deliberation.benchmarks.crossprofile import CLASSIC, derive_task, design
+    from deliberation.benchmarks.crossprofile.memory import crossprofile_rows
+
+    rows = {}
+    for slot in "PE":
+        template = v5_template("hiring-01", "hiring", pilot=False, tag="x", slot=slot)
+        task = derive_task(template, CLASSIC)
+        in_e = next(o for o, s in design.option_slots(template).items() if s == "E")
+        wrong = in_e if slot == "P" else template.wrong_options[0]
+        rows[slot] = crossprofile_rows([_decision(task, wrong)]).iloc[0]
+    assert rows["P"]["chose_decoy"] == 1 and rows["P"]["correct"] == 0
+    assert pd.isna(rows["E"]["chose_decoy"]) and rows["E"]["correct"] == 0

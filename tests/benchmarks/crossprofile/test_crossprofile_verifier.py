@@ -3,22 +3,28 @@ comment at the top of every file) fails with a message naming the file and the f
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.crossprofile_banks import (
+    ORDERS,
+    counterbalanced,
+    v5_bank,
+    v5_template,
+    write_templates,
+)
 
+from deliberation.benchmarks.crossprofile import design
 from deliberation.benchmarks.crossprofile.characters import text_problems
 from deliberation.benchmarks.crossprofile.errors import TemplateError
 from deliberation.benchmarks.crossprofile.loader import display_name, load_template, parse_template
-from deliberation.benchmarks.crossprofile.schema import DOMAINS
 from deliberation.benchmarks.crossprofile.verifier import (
     correct_positions,
     format_report,
     length_by_role,
     mentions,
     sentence_problems,
+    signature_table,
     verify_paths,
     verify_template,
 )
@@ -54,8 +60,9 @@ BROKEN_CASES = [
     ("tone_imbalance", "facts", ["3 x +1 and 1 x -1"]),
     ("wrong_type", "s1.polarity", ["integer 1 or -1"]),
     ("unknown_field", "author", ["unknown field"]),
-    # bank v2/v3 design (templates/README.md, "Why the bank looks like this")
-    ("decoys_not_split", "facts", ["decoys must be placed 2 + 1", "3 on 'Ben Okafor'"]),
+    # bank design (templates/README.md, "Why the bank looks like this")
+    ("layout_not_v5", "facts", ["bank-v5 layout", "Ben Okafor (4, 1, +1)"]),
+    ("description_out_of_order", "description", ["order ['Ben Okafor', 'Ana Ruiz', 'Chen Wei']"]),
     ("decoy_rebutted", "d3.criterion", ["support fact s5", "share the criterion 'on-call"]),
     ("weak_wording", "d1.text", ["weak or self-reported wording 'claims'"]),
     ("description_missing_option", "description", ["does not name the option 'Chen Wei'"]),
@@ -110,7 +117,8 @@ def test_broken_fixture_fails_naming_file_and_fact_or_field(case, where, needles
         "duplicate_fact_id",
         "malformed_yaml",
         "missing_field",
-        "decoys_not_split",
+        "layout_not_v5",
+        "description_out_of_order",
         "decoy_rebutted",
         "weak_wording",
         "description_missing_option",
@@ -253,103 +261,133 @@ def test_mentions_matches_whole_names_only():
 # ------------------------------------------------------------------ bank-level checks
 
 
-# The bank-v3 layouts (irrelevant facts on C, X, Y) in the shipped bank's proportions, and
-# the six orders of two good- and two bad-sounding irrelevant facts.
-BALANCED_LAYOUTS = [(0, 3, 1)] * 17 + [(1, 3, 0)] * 13 + [(2, 0, 2)] * 20 + [(3, 0, 1)] * 10
-TONE_ORDERS = sorted(set(itertools.permutations((1, 1, -1, -1))))
+def _write_copy(directory: Path, template_id: str, domain: str, *, pilot: bool, tag: str) -> None:
+    """A valid bank-v5 template (the hiring fixture), every text made unique by ``tag``."""
+    write_templates(directory, [v5_template(template_id, domain, pilot=pilot, tag=tag)])
 
 
-def _write_copy(
-    directory: Path,
-    template_id: str,
-    domain: str,
-    *,
-    pilot: bool,
-    tag: str,
-    layout: tuple[int, int, int] = (2, 0, 2),
-    tones: tuple[int, ...] | None = None,
-) -> None:
-    """A valid template derived from the hiring fixture, with every text made unique by
-    ``tag``, its irrelevant facts moved to the ``layout`` (how many on C, X, Y: the fact
-    names its new option) and given ``tones`` in that order."""
-    data = load_template(VALID / "hiring-01.yaml").model_dump(mode="json")
-    data.update(id=template_id, domain=domain, pilot=pilot)
-    decoys = [f["option"] for f in data["facts"] if f["role"] == "decoy"]
-    x = max(set(decoys), key=decoys.count)
-    y = next(o for o in data["options"] if o not in (data["correct"], x))
-    targets = [data["correct"]] * layout[0] + [x] * layout[1] + [y] * layout[2]
-    irrelevant = [f for f in data["facts"] if f["role"] == "irrelevant"]
-    for k, (fact, option) in enumerate(zip(irrelevant, targets, strict=True)):
-        fact["text"] = fact["text"].replace(fact["option"], option)
-        fact["option"] = option
-        if tones is not None:
-            fact["tone"] = tones[k]
-    for fact in data["facts"]:
-        fact["text"] = fact["text"][:-1] + f" (record {tag})."
-    (directory / f"{template_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+def _write_full_bank(directory: Path, layout=counterbalanced, pilot_layout=counterbalanced) -> None:
+    write_templates(directory, v5_bank(layout, pilot_layout))
 
 
-def _write_full_bank(directory: Path, layouts=BALANCED_LAYOUTS, tones=None) -> None:
-    """60 main + 10 pilot copies; main slot i gets ``layouts[i]`` and ``tones(i)``
-    (default: the six tone orders in turn)."""
-    tones = tones or (lambda i: TONE_ORDERS[(i + 4) % len(TONE_ORDERS)])
-    for d, domain in enumerate(DOMAINS):
-        for k in range(1, 6):
-            slot = 5 * d + k - 1
-            _write_copy(
-                directory,
-                f"{domain}-0{k}",
-                domain,
-                pilot=False,
-                tag=f"{domain} {k}",
-                layout=layouts[slot],
-                tones=tones(slot),
-            )
-    for k, domain in enumerate(DOMAINS[:10], start=1):
-        _write_copy(directory, f"{domain}-p1", domain, pilot=True, tag=f"{domain} p{k}")
+def test_the_synthetic_templates_are_in_the_slots_asked_for():
+    for slot in "EPN":
+        for order in ORDERS:
+            t = v5_template("hiring-01", "hiring", pilot=False, tag="x", slot=slot, order=order)
+            assert verify_template(t, "f") == []
+            assert (design.key_slot(t), design.slot_order(t)) == (slot, order)
 
 
-def test_complete_bank_passes_composition(tmp_path):
+def test_the_decoy_option_is_the_two_decoy_option_and_none_with_the_key_in_e():
+    """Key in P or N: the wrong option in E carries two decoys; key in E: one decoy on each
+    wrong option and one against the key, so no single option is the decoy option."""
+    in_p = v5_template("hiring-01", "hiring", pilot=False, tag="x", slot="P")
+    in_e = v5_template("hiring-01", "hiring", pilot=False, tag="x", slot="E")
+    slots = design.option_slots(in_p)
+    assert design.decoy_option(in_p.facts, in_p.correct) == next(
+        o for o, s in slots.items() if s == "E"
+    )
+    assert design.decoy_option(in_e.facts, in_e.correct) is None
+
+
+def test_a_decoy_against_a_wrong_option_or_for_the_key_is_refused():
+    """A decoy points away from the key: +1 on a wrong option, or -1 on the key (slot E)."""
+    in_e = load_template(FIXTURES / "key_in_e" / "hiring-02.yaml")
+    assert verify_template(in_e, "f") == []
+    flipped = {
+        "d1": {"polarity": 1},  # the decoy on the key now favours it
+        "d2": {"polarity": -1},  # a decoy now disfavours its wrong option
+    }
+    for fact_id, change in flipped.items():
+        facts = tuple(f.model_copy(update=change) if f.id == fact_id else f for f in in_e.facts)
+        found = verify_template(in_e.model_copy(update={"facts": facts}), "f")
+        messages = [v.message for v in found if v.where == fact_id]
+        assert len(messages) == 1, found
+        assert ("favours the correct option" if fact_id == "d1" else "unfavourable") in messages[0]
+        assert "scores" in {v.where for v in found}
+
+
+def test_counterbalanced_bank_passes_composition(tmp_path):
     _write_full_bank(tmp_path)
     report = verify_paths([tmp_path], composition=True)
     assert report.ok, format_report(report)
     assert len(report.templates) == 70
+    table = signature_table(report).set_index(["templates", "slot"])["key here"]
+    assert table["main"].tolist() == [20, 20, 20] and sorted(table["pilot"]) == [3, 3, 4]
 
 
-def test_one_layout_everywhere_fails_the_bank_layout_check(tmp_path):
-    """Bank v2: irrelevant facts 2 / 0 / 2 on C / X / Y in every template, so the option
-    without off-topic facts is never correct (C has the fewest in 0% of templates)."""
-    _write_full_bank(tmp_path, layouts=[(2, 0, 2)] * 60)
+def _violations(tmp_path, **layouts):
+    _write_full_bank(tmp_path, **layouts)
     report = verify_paths([tmp_path], composition=True)
-    layout = [v for v in report.violations if v.where == "bank.layout"]
-    messages = " ".join(v.message for v in layout)
-    assert "fewest irrelevant facts on the correct option: 0.0%" in messages
-    assert "most irrelevant facts on the correct option: 50.0%" in messages
     assert not verify_paths([tmp_path]).violations  # bank-level: only with the composition
+    return report.violations
 
 
-def test_tone_balance_is_checked_over_the_main_templates(tmp_path):
-    # the correct option's irrelevant facts sound good wherever it has any: a tone rule
-    # ("pick the option whose trivia sounds best") would find the key
-    def good_on_correct(slot):
-        on_correct = BALANCED_LAYOUTS[slot][0]
-        return (1,) * min(on_correct, 2) + (-1,) * 2 + (1,) * max(0, 2 - on_correct)
+def test_a_key_never_in_slot_e_fails_the_bank(tmp_path):
+    """Bank v4's leak: the key was never the option with four on-topic facts."""
+    found = _violations(tmp_path, layout=lambda i: ("PN"[i % 2], ORDERS[i % 6]))
+    main = [v.message for v in found if v.where == "bank.key_slot"]
+    assert main == [
+        "the key's slot in the main templates: E 0, P 30, N 30; each must be 20 or 20 (a third, "
+        "as evenly as the count allows)"
+    ]
 
-    _write_full_bank(tmp_path, tones=good_on_correct)
-    report = verify_paths([tmp_path], composition=True)
-    assert [v.where for v in report.violations] == ["bank.tone", "bank.tone"], format_report(report)
-    assert "best irrelevant tone on the correct option" in report.violations[0].message
+
+def test_a_domain_out_of_balance_is_named(tmp_path):
+    """Overall 20 / 20 / 20, but hiring puts the key in E three times (procurement gives one up
+    and stays balanced: E 1, P 2, N 2)."""
+
+    def layout(i):
+        slot, order = counterbalanced(i)
+        swap = {1: "E", 6: "P"}  # hiring-02 P -> E; procurement-02 E -> P
+        return swap.get(i, slot), order
+
+    found = _violations(tmp_path, layout=layout)
+    domains = [v.message for v in found if v.where == "bank.key_slot_by_domain"]
+    assert domains == [
+        "the key's slot in the main templates, domain hiring: E 3, P 1, N 1; each must be 1 or 2 "
+        "(a third, as evenly as the count allows)"
+    ]
+    assert not [v for v in found if v.where == "bank.key_slot"]
+
+
+def test_a_listed_order_out_of_balance_is_named(tmp_path):
+    """Each domain and the bank are balanced, but every template listing the slots E, P, N
+    in that order has the key first (in E): a reader of listed order would find it."""
+    found = _violations(tmp_path, layout=lambda i: ("EPN"[i % 3], "EPN" if i % 3 == 0 else "PNE"))
+    orders = [v.message for v in found if v.where == "bank.key_slot_by_order"]
+    assert len(orders) == 2 and "listed slot order EPN: E 20, P 0, N 0" in orders[0]
+    assert not [v for v in found if v.where in ("bank.key_slot", "bank.key_slot_by_domain")]
+
+
+def test_the_pilots_are_counterbalanced_apart(tmp_path):
+    found = _violations(tmp_path, pilot_layout=lambda k: ("P", ORDERS[k % 6]))
+    assert [v.where for v in found if "pilot" in v.where][:1] == ["bank.key_slot.pilot"]
+    assert not [v for v in found if "pilot" not in v.where]
+
+
+def test_a_bank_v4_template_is_refused_now_that_the_rewrite_is_done(monkeypatch):
+    """During issue 42's rewrite a v4 layout passed with a warning (the flag, now off); the
+    bank-level check refused it all along."""
+    old = FIXTURES / "bank_v3" / "hiring-01.yaml"  # the bank-v3/v4 layout C/X/Y 0/3/1
+    refused = verify_paths([old])
+    assert [v.where for v in refused.violations] == ["facts"]
+    assert "bank-v5 layout" in refused.violations[0].message
+    monkeypatch.setattr(design, "V4_LAYOUT_ACCEPTED", True)
+    report = verify_paths([old])
+    assert report.ok and [w.where for w in report.warnings if "bank-v4" in w.message] == ["facts"]
+    assert "bank.layout" in {v.where for v in design.check_bank_design(report.templates, "b")}
 
 
 def test_incomplete_bank_names_the_missing_template(tmp_path):
     _write_full_bank(tmp_path)
-    (tmp_path / "logistics-03.yaml").unlink()
+    (tmp_path / "logistics-02.yaml").unlink()  # key in N: logistics stays balanced
     (tmp_path / "housing-p1.yaml").unlink()
     report = verify_paths([tmp_path], composition=True)
     messages = [str(v) for v in report.violations]
     assert any("expected 60 main templates, found 59" in m for m in messages)
     assert any("expected 10 pilot templates, found 9" in m for m in messages)
-    assert any("bank.logistics" in m and "missing logistics-03" in m for m in messages)
+    assert any("bank.logistics" in m and "missing logistics-02" in m for m in messages)
     assert len(messages) == 3
 
 

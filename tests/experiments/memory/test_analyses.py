@@ -108,7 +108,7 @@ def test_difference_by_budget_reports_each_budget_and_their_equal_weight_mean():
 def test_cue_baseline_is_the_best_thresholded_heuristic():
     bank = [t for t in load_bank() if not t.pilot][:12]
     row = accuracy.cue_baseline(bank, seed=0).iloc[0]
-    table = audit(bank, seed=0).table
+    table = audit(bank, seed=0, draws=0).table
     thresholded = table[table["thresholded"]]
     assert row["policy"].removeprefix("cue baseline: ") in set(thresholded["heuristic"])
     assert row["accuracy"] == pytest.approx(100 * thresholded["accuracy"].max())
@@ -305,6 +305,14 @@ def test_decoy_choices_among_all_and_among_wrong_decisions():
     assert table.loc["B4", "decoy %"] == pytest.approx(100 / 3)
     assert table.loc["B4", "decoy among wrong %"] == 50
     assert table.loc["R1", "decisions"] == 1 and pd.isna(table.loc["R1", "decoy among wrong %"])
+    # a template without a decoy option (bank v5, key in slot E) does not count at all
+    none = frame([{"template": "t4", "policy": "B4", "variant": CLASSIC.id, "correct": 0,
+                   "chose_decoy": None}])  # fmt: skip
+    with_none = pd.concat([rows, none], ignore_index=True).astype({"chose_decoy": "Int64"})
+    again = evidence.decoy_choices(with_none, n_resamples=R, seed=0).set_index("policy")
+    assert again.loc["B4", "decisions"] == 3 and again.loc["B4", "decoy %"] == pytest.approx(
+        100 / 3
+    )
 
 
 def test_evidence_model_tests_the_policy_terms():

@@ -2,39 +2,62 @@
 
 Every reader here is **role-blind**: it sees what a model sees (the decision description and
 criteria, the options, the fact texts and the task's presentation order) and never a fact's
-role, option field, polarity or tone. A fact belongs to the option its text names (the
-verifier proves each fact names exactly one). Each reader picks one option per template:
+role, option field or polarity. A fact belongs to the option its text names (the verifier
+proves each fact names exactly one). Each reader picks one option per template:
 
 - *surface form, as a family*: every statistic of :mod:`deliberation.benchmarks.crossprofile.surface`
   (fact length in tokens, characters and words as max, min, mean, total and spread;
   punctuation, digits, negations, hedges and capitalised words as total and mean; the
   name's length) gives the readers "highest" and "lowest"; a new statistic there is a new
-  pair of readers here and a new feature of the surface classifier;
+  pair of readers here and a new feature of the classifiers;
 - *structural counts*: how many facts name an option, how often it is named, how many
   numbers its facts hold, how many of its facts share a word with the criteria and how many
   words they share with the description (most and fewest of each), its place in
   ``options``, and whether the task's first or last fact names it;
-- *cross-validated classifiers*: each option's fact texts, with every option name,
-  stopwords, numbers and sentiment-lexicon words removed, as word 1-2-grams; naive Bayes and
-  logistic regression (``scikit-learn``), and logistic regressions on the structural counts
-  and on all surface statistics together. Each is trained leave-one-domain-out (the 12 folds
-  never see the held-out domain's vocabulary) and picks, per held-out template, the option it
-  scores most likely correct.
+- *topicality*: how many of an option's facts are on topic (on a stated criterion) and how
+  many off topic, and how the off-topic ones sound (their summed tone). A careful reader sees
+  this without knowing the key: that a jazz hobby is off topic, that a prize sounds good. It
+  is read from the roles' one key-blind distinction (support and decoy facts are on topic,
+  irrelevant facts off topic) and the irrelevant facts' tone; never from which on-topic fact
+  supports and which misleads, nor from the polarity of evidence (that is meaning);
+- *joint structure* (issue 42): readers that combine statistics. Lookups learn, from the
+  training templates, where the key sits in each *signature* (the sorted per-option fact
+  counts; the per-option on/off-topic counts, with or without the off-topic tone; the same in
+  listed order) and pick that slot; classifiers (logistic regression and gradient boosting,
+  ``scikit-learn``) read every per-option statistic together. Bank v4 varied its layouts but
+  not the key's place within them: the gradient-boosting reader found the key in 70% of the
+  main templates (``templates/README.md``);
+- *text classifiers*: each option's fact texts, with every option name, stopwords, numbers
+  and sentiment-lexicon words removed, as word 1-2-grams (naive Bayes, logistic regression).
+
+Every trained reader (lookups and classifiers) is trained leave-one-domain-out: each of the
+12 folds trains on the other 11 domains and picks, per held-out template, the option it scores
+most likely correct.
 
 Every rule picks one of the template's options, so chance is 1 / number of options (1/3).
-The audit fails when any thresholded reader is more than :data:`MAX_ABOVE_CHANCE` (10 points)
-above chance over the main templates: an accuracy a reader that ignores meaning can reach
-measures nothing. The pilot templates are scored beside them (classifiers trained on the main
-templates of the other domains) and reported, not thresholded: ten templates decide little.
-Sentiment over all facts (VADER's compound score, ``vaderSentiment``) is reported without a
-threshold: the polarity of evidence is its meaning, so with all facts it may find the key.
-
-Ties. When k options tie for a reader's pick and the correct option is among them, the
+Ties: when k options tie for a reader's pick and the correct option is among them, the
 template scores 1/k (0 if it is not among them): the exact expected accuracy of breaking the
-tie uniformly at random; deterministic, never favouring the correct option, adding no noise.
+tie uniformly at random.
 
-The decision uses the point estimate, so it means the same for a two-template fixture as for
-the 60-template bank; the 95% percentile interval of a bootstrap over templates
+Two bars. A reader is compared with chance plus :data:`MAX_ABOVE_CHANCE` (10 points) and with
+*itself with the keys drawn at random*: each template's key replaced by a uniformly drawn
+option, the reader re-scored (and a trained reader retrained) on those keys, many times; its
+95th percentile is what the reader reaches by chance on this many templates (a flexible
+classifier on 60 templates often beats 43.3% with keys that mean nothing). A thresholded
+reader **fails only when its accuracy over the main templates is above both bars**. Fixed
+readers use :data:`RULE_DRAWS` draws (a vectorised lookup of their picks); trained readers
+retrain ``draws`` times (:data:`DRAWS` by default; 0 leaves their random-key bar out, and
+then the 10-point bar alone decides). The pilot templates are scored beside the main ones
+(trained readers learn from the main templates of the other domains), with their own
+random-key bar, and reported, not thresholded: their layout is fixed by the verifier.
+
+Reported without a threshold, because they read meaning: VADER sentiment over all facts, and
+the counts of favourable and unfavourable evidence per option (with all facts the key is the
+option the evidence nets highest; these readers show how far reading only one direction
+gets).
+
+The decision uses point estimates, so it means the same for a two-template fixture as for the
+60-template bank; the 95% percentile interval of a bootstrap over templates
 (:mod:`deliberation.stats.bootstrap`, fixed seed) shows how sure the estimate is.
 """
 
@@ -42,8 +65,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,32 +83,56 @@ from deliberation.stats.bootstrap import percentile_interval, resample_counts
 MAX_ABOVE_CHANCE = 0.10
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
+# The random-keys bar is this quantile of a reader's accuracy with the keys drawn at random.
+RANDOM_KEYS_QUANTILE = 0.95
+# Random-key draws: a fixed reader's picks do not depend on the keys (cheap, so many draws); a
+# trained reader is retrained for every draw.
+RULE_DRAWS = 10_000
+DRAWS = 100
 
 # A reader maps a template to a score per option; it picks the highest score.
 Scorer = Callable[[Template], dict[str, float]]
-# A classifier maps (training templates, held-out templates) to scores per held-out template.
-Classifier = Callable[[Sequence[Template], Sequence[Template]], list[dict[str, float]]]
+# Label-free encoding of one fold: (training templates, held-out templates) -> (X_train, X_test),
+# one row per option in template and option order.
+Encoder = Callable[[Sequence[Template], Sequence[Template]], tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class Trained:
+    """How a reader learns: ``encode`` turns one fold's templates into features (it never sees a
+    key, so it runs once per fold however many key draws are scored), ``model`` makes a fresh
+    estimator with ``fit(X, y)`` and ``predict_proba(X)`` (scikit-learn's interface)."""
+
+    encode: Encoder
+    model: Callable[[], Any]
 
 
 @dataclass(frozen=True)
 class Reader:
-    """One role-blind rule. ``reads`` says what it looks at; ``thresholded`` rules fail the
-    audit when far above chance. A counting reader has ``scores``; a classifier ``fit``."""
+    """One role-blind rule. ``reads`` says what it looks at, ``family`` which of
+    :data:`FAMILIES` it belongs to; ``thresholded`` rules fail the audit when above both bars.
+    A fixed reader has ``scores``; a trained one ``trained``."""
 
     name: str
     reads: str
+    family: str
     scores: Scorer | None = None
-    fit: Classifier | None = None
+    trained: Trained | None = None
     thresholded: bool = True
 
 
 # ---------------------------------------------------------------- what a reader may see
 
 
+def facts_naming(t: Template, option: str) -> list:
+    """The facts whose text names ``option`` (found in the text, not in the fact's metadata:
+    the reader is role-blind)."""
+    return [f for f in t.facts if mentions(f.text, option, ignore_case=True)]
+
+
 def option_facts(t: Template, option: str) -> list[str]:
-    """The texts of the facts that name ``option`` (found in the text, not in the fact's
-    metadata: the reader is role-blind)."""
-    return [f.text for f in t.facts if mentions(f.text, option, ignore_case=True)]
+    """The texts of the facts that name ``option``."""
+    return [f.text for f in facts_naming(t, option)]
 
 
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -138,7 +187,7 @@ def sentiment(text: str) -> float:
     return float(_analyzer().polarity_scores(text)["compound"])
 
 
-# ---------------------------------------------------------------- structural counts
+# ---------------------------------------------------------------- per-option measures
 
 
 def _per_option(measure: Callable[[Template, str], float]) -> Scorer:
@@ -173,6 +222,26 @@ def _on_criteria(t: Template, o: str) -> float:
     return sum(bool(criteria & set(content_words(x, t))) for x in option_facts(t, o))
 
 
+def _on_topic(t: Template, o: str) -> float:
+    return sum(f.role != "irrelevant" for f in facts_naming(t, o))
+
+
+def _off_topic(t: Template, o: str) -> float:
+    return sum(f.role == "irrelevant" for f in facts_naming(t, o))
+
+
+def _off_topic_tone(t: Template, o: str) -> float:
+    return sum(f.tone for f in facts_naming(t, o) if f.role == "irrelevant")
+
+
+def _favourable(t: Template, o: str) -> float:
+    return sum(f.role != "irrelevant" and f.polarity > 0 for f in facts_naming(t, o))
+
+
+def _unfavourable(t: Template, o: str) -> float:
+    return sum(f.role != "irrelevant" and f.polarity < 0 for f in facts_naming(t, o))
+
+
 def _mean_sentiment(t: Template, o: str) -> float:
     texts = option_facts(t, o)
     return sum(map(sentiment, texts)) / len(texts) if texts else 0.0
@@ -186,6 +255,12 @@ STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("numbers", _numbers),
     ("facts on a criterion's words", _on_criteria),
     ("words shared with the description", _description_overlap),
+)
+# What a careful reader sees of topicality without the key (module docstring).
+TOPICALITY: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
+    ("on-topic facts", _on_topic),
+    ("off-topic facts", _off_topic),
+    ("off-topic tone", _off_topic_tone),
 )
 
 
@@ -209,106 +284,195 @@ def _task_end(seed: int, index: int) -> Scorer:
     return scores
 
 
-# ---------------------------------------------------------------- classifiers
+# ---------------------------------------------------------------- features of trained readers
 
 
-def _labels(templates: Sequence[Template]) -> np.ndarray:
-    return np.array([o == t.correct for t in templates for o in t.options], dtype=int)
+@functools.lru_cache(maxsize=4096)
+def _raw_statistics(t: Template) -> np.ndarray:
+    """Every per-option statistic (rows in ``t.options`` order): the structural counts,
+    topicality, every surface statistic and the listed position (one column per position)."""
+    rows = []
+    for i, o in enumerate(t.options):
+        texts = option_facts(t, o)
+        rows.append(
+            [m(t, o) for _, m in STRUCTURE]
+            + [m(t, o) for _, m in TOPICALITY]
+            + [s(texts, o) for s in STATISTICS]
+            + [float(i == p) for p in range(len(t.options))]
+        )
+    return np.array(rows, dtype=float)
 
 
-def _per_template(templates: Sequence[Template], values: np.ndarray) -> list[dict[str, float]]:
-    out, i = [], 0
-    for t in templates:
-        out.append({o: float(values[i + k]) for k, o in enumerate(t.options)})
-        i += len(t.options)
-    return out
+_N_STRUCTURE, _N_TOPICALITY, _N_SURFACE = len(STRUCTURE), len(TOPICALITY), len(STATISTICS)
 
 
-def _text_classifier(make_model: Callable[[], object]) -> Classifier:
-    """Fit ``make_model()`` (a scikit-learn pipeline from texts) on the training templates'
-    option texts; score each held-out option by its predicted probability of being correct."""
-
-    def fit(train: Sequence[Template], test: Sequence[Template]) -> list[dict[str, float]]:
-        model = make_model()
-        model.fit([classifier_text(t, o) for t in train for o in t.options], _labels(train))
-        if len(model.classes_) < 2:  # a training set without both labels cannot rank
-            return [dict.fromkeys(t.options, 0.0) for t in test]
-        docs = [classifier_text(t, o) for t in test for o in t.options]
-        return _per_template(test, model.predict_proba(docs)[:, 1])
-
-    return fit
-
-
-def _naive_bayes():
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.naive_bayes import MultinomialNB
-    from sklearn.pipeline import make_pipeline
-
-    return make_pipeline(CountVectorizer(ngram_range=(1, 2)), MultinomialNB())
-
-
-def _logistic_ngrams():
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-
-    return make_pipeline(
-        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
-        LogisticRegression(C=1.0, max_iter=2000),
-    )
+def _centred(raw: np.ndarray) -> np.ndarray:
+    return raw - raw.mean(axis=0)
 
 
 def structure_features(t: Template) -> np.ndarray:
-    """The structural counts of each option (rows in ``t.options`` order), each centred on
-    the template's mean so that the model compares options within a template."""
-    raw = np.array([[m(t, o) for _, m in STRUCTURE] for o in t.options], dtype=float)
-    return raw - raw.mean(axis=0)
+    """The structural counts of each option, centred on the template's mean so that the model
+    compares options within a template."""
+    return _centred(_raw_statistics(t)[:, :_N_STRUCTURE])
 
 
 def surface_features(t: Template) -> np.ndarray:
-    """Every surface statistic of each option (rows in ``t.options`` order), centred on the
-    template's mean like :func:`structure_features`."""
-    raw = np.array([[s(option_facts(t, o), o) for s in STATISTICS] for o in t.options], dtype=float)
-    return raw - raw.mean(axis=0)
+    """Every surface statistic of each option, centred like :func:`structure_features`."""
+    start = _N_STRUCTURE + _N_TOPICALITY
+    return _centred(_raw_statistics(t)[:, start : start + _N_SURFACE])
 
 
-def _feature_classifier(features: Callable[[Template], np.ndarray]) -> Classifier:
-    """A standardised logistic regression on ``features`` (one row per option)."""
-
-    def fit(train: Sequence[Template], test: Sequence[Template]) -> list[dict[str, float]]:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        y = _labels(train)
-        if len(set(y)) < 2:
-            return [dict.fromkeys(t.options, 0.0) for t in test]
-        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-        model.fit(np.vstack([features(t) for t in train]), y)
-        x = np.vstack([features(t) for t in test])
-        return _per_template(test, model.predict_proba(x)[:, 1])
-
-    return fit
+def all_features(t: Template) -> np.ndarray:
+    """Every per-option statistic (structure, topicality, surface, position), centred."""
+    return _centred(_raw_statistics(t))
 
 
-def leave_one_domain_out(
-    fit: Classifier, templates: Sequence[Template], pool: Sequence[Template] | None = None
-) -> list[dict[str, float] | None]:
-    """Scores for every template from a model trained on the templates of ``pool`` (default:
-    ``templates``) from the other domains (None where there is no other domain to train on)."""
-    pool = templates if pool is None else pool
-    out: list[dict[str, float] | None] = [None] * len(templates)
-    for domain in dict.fromkeys(t.domain for t in templates):
-        held = [i for i, t in enumerate(templates) if t.domain == domain]
-        train = [t for t in pool if t.domain != domain]
-        if not train:
-            continue
-        for i, scores in zip(held, fit(train, [templates[i] for i in held]), strict=True):
-            out[i] = scores
-    return out
+def all_features_raw_and_centred(t: Template) -> np.ndarray:
+    """Every per-option statistic as it is and centred: a tree model can then read both a
+    value ("5 facts") and its place among the template's options ("the most")."""
+    raw = _raw_statistics(t)
+    return np.hstack([raw, _centred(raw)])
+
+
+def _rows(features: Callable[[Template], np.ndarray]) -> Encoder:
+    return lambda train, test: (
+        np.vstack([features(t) for t in train]),
+        np.vstack([features(t) for t in test]),
+    )
+
+
+def _logistic():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+
+
+def _gradient_boosting():
+    # histogram-based: as accurate as GradientBoostingClassifier on bank v4 (68.3%), 3x faster
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(
+        max_iter=30, max_depth=3, early_stopping=False, random_state=0
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _classifier_texts(t: Template) -> tuple[str, ...]:
+    return tuple(classifier_text(t, o) for o in t.options)
+
+
+def _texts(vectorizer: Callable[[], Any]) -> Encoder:
+    """Fit ``vectorizer()`` on the training templates' option texts (one document per option)."""
+
+    def encode(train, test):
+        v = vectorizer()
+        x_train = v.fit_transform([d for t in train for d in _classifier_texts(t)])
+        return x_train, v.transform([d for t in test for d in _classifier_texts(t)])
+
+    return encode
+
+
+def _counts_vectorizer():
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(ngram_range=(1, 2))
+
+
+def _tfidf_vectorizer():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+
+
+def _naive_bayes():
+    from sklearn.naive_bayes import MultinomialNB
+
+    return MultinomialNB()
+
+
+def _logistic_text():
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=1.0, max_iter=2000)
+
+
+class SlotLookup:
+    """Where the key sits in each signature: fit on (signature, slot value) rows, one per
+    option, it learns the rate at which an option with that value is the key among training
+    templates with that signature, and scores a held-out option by it (an unseen signature
+    falls back to the value's rate over all training templates, an unseen value to 0)."""
+
+    def fit(self, rows: Sequence[tuple[Hashable, Hashable]], y: Sequence[int]) -> SlotLookup:
+        by_slot: dict = defaultdict(lambda: [0, 0])
+        by_value: dict = defaultdict(lambda: [0, 0])
+        for (signature, value), label in zip(rows, y, strict=True):
+            for table, key in ((by_slot, (signature, value)), (by_value, value)):
+                table[key][0] += int(label)
+                table[key][1] += 1
+        self.by_slot, self.by_value = dict(by_slot), dict(by_value)
+        self.signatures = {s for s, _ in self.by_slot}
+        self.classes_ = np.unique(np.asarray(y))
+        return self
+
+    def predict_proba(self, rows: Sequence[tuple[Hashable, Hashable]]) -> np.ndarray:
+        def rate(signature, value) -> float:
+            table, key = (
+                (self.by_slot, (signature, value))
+                if signature in self.signatures
+                else (self.by_value, value)
+            )
+            keys, options = table.get(key, (0, 0))
+            return keys / options if options else 0.0
+
+        p = np.array([rate(s, v) for s, v in rows], dtype=float)
+        return np.column_stack([1 - p, p])
+
+
+def signature_rows(value: Callable[[Template, str], Hashable]) -> Callable[[Template], list]:
+    """Each option of a template as (signature, its value): the signature is the sorted tuple
+    of every option's value, so a value that includes the position reads the listed order."""
+
+    def rows(t: Template) -> list[tuple[Hashable, Hashable]]:
+        values = [value(t, o) for o in t.options]
+        signature = tuple(sorted(values))
+        return [(signature, v) for v in values]
+
+    return rows
+
+
+def _lookup(value: Callable[[Template, str], Hashable]) -> Trained:
+    rows = signature_rows(value)
+    return Trained(
+        encode=lambda train, test: (
+            [r for t in train for r in rows(t)],
+            [r for t in test for r in rows(t)],
+        ),
+        model=SlotLookup,
+    )
+
+
+def _count_value(t: Template, o: str) -> Hashable:
+    return int(_facts(t, o))
+
+
+def _topicality_value(t: Template, o: str) -> Hashable:
+    return (int(_on_topic(t, o)), int(_off_topic(t, o)))
+
+
+def _topicality_tone_value(t: Template, o: str) -> Hashable:
+    return (*_topicality_value(t, o), int(_off_topic_tone(t, o)))
+
+
+def _listed_topicality_value(t: Template, o: str) -> Hashable:
+    return (t.options.index(o), *_topicality_tone_value(t, o))
 
 
 # ---------------------------------------------------------------- the battery
+
+# The readers' families, in report order (``deliberation crossprofile audit --family``).
+FAMILIES = ("surface", "counts", "topicality", "order", "lookup", "classifier", "meaning")
 
 
 def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
@@ -317,46 +481,86 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
     for name, measure in STRUCTURE:
         scores = _per_option(measure)
         counts += [
-            Reader(f"most {name}", "option texts", scores),
-            Reader(f"fewest {name}", "option texts", _negate(scores)),
+            Reader(f"most {name}", "option texts", "counts", scores),
+            Reader(f"fewest {name}", "option texts", "counts", _negate(scores)),
+        ]
+    topicality = []
+    for name, measure in TOPICALITY:
+        scores = _per_option(measure)
+        high, low = ("best", "worst") if "tone" in name else ("most", "fewest")
+        topicality += [
+            Reader(f"{high} {name}", "topicality", "topicality", scores),
+            Reader(f"{low} {name}", "topicality", "topicality", _negate(scores)),
         ]
     surface = []
     for statistic in STATISTICS:
         scores = _surface(statistic)
         surface += [
-            Reader(f"highest {statistic.name}", "option texts", scores),
-            Reader(f"lowest {statistic.name}", "option texts", _negate(scores)),
+            Reader(f"highest {statistic.name}", "option texts", "surface", scores),
+            Reader(f"lowest {statistic.name}", "option texts", "surface", _negate(scores)),
         ]
     tone = _per_option(_mean_sentiment)
+    lodo = "(leave one domain out)"
+    every = "every per-option statistic"
+    trained = (  # (name, reads, family, how it learns)
+        ("lookup: sorted counts of facts naming each option -> the key's count", "option texts",
+         "lookup", _lookup(_count_value)),
+        ("lookup: on-topic / off-topic counts per option -> the key's pair", "topicality",
+         "lookup", _lookup(_topicality_value)),
+        ("lookup: on/off-topic counts and off-topic tone per option -> the key's slot",
+         "topicality", "lookup", _lookup(_topicality_tone_value)),
+        ("lookup: the same in listed order -> the key's position", "topicality", "lookup",
+         _lookup(_listed_topicality_value)),
+        ("naive Bayes, word 1-2-grams", "option texts", "classifier",
+         Trained(_texts(_counts_vectorizer), _naive_bayes)),
+        ("logistic regression, word 1-2-grams", "option texts", "classifier",
+         Trained(_texts(_tfidf_vectorizer), _logistic_text)),
+        ("logistic regression, structural counts", "option texts", "classifier",
+         Trained(_rows(structure_features), _logistic)),
+        ("logistic regression, all surface statistics", "option texts", "classifier",
+         Trained(_rows(surface_features), _logistic)),
+        (f"logistic regression, {every}", "topicality", "classifier",
+         Trained(_rows(all_features), _logistic)),
+        (f"gradient boosting, {every}", "topicality", "classifier",
+         Trained(_rows(all_features_raw_and_centred), _gradient_boosting)),
+    )  # fmt: skip
     return (
         *surface,
         *counts,
-        Reader("first fact of the task", "task order", _task_end(seed, 0)),
-        Reader("last fact of the task", "task order", _task_end(seed, -1)),
-        *(Reader(f"option in position {i + 1}", "none", _position(i)) for i in range(3)),
+        *topicality,
+        Reader("first fact of the task", "task order", "order", _task_end(seed, 0)),
+        Reader("last fact of the task", "task order", "order", _task_end(seed, -1)),
+        *(Reader(f"option in position {i + 1}", "none", "order", _position(i)) for i in range(3)),
+        *(
+            Reader(f"{name} {lodo}", reads, family, trained=how)
+            for name, reads, family, how in trained
+        ),
+        Reader("most positive facts (VADER)", "option texts", "meaning", tone, thresholded=False),
         Reader(
-            "naive Bayes, word 1-2-grams (leave one domain out)",
+            "most negative facts (VADER)",
             "option texts",
-            fit=_text_classifier(_naive_bayes),
+            "meaning",
+            _negate(tone),
+            thresholded=False,
         ),
         Reader(
-            "logistic regression, word 1-2-grams (leave one domain out)",
-            "option texts",
-            fit=_text_classifier(_logistic_ngrams),
+            "most favourable evidence",
+            "meaning",
+            "meaning",
+            _per_option(_favourable),
+            thresholded=False,
         ),
         Reader(
-            "logistic regression, structural counts (leave one domain out)",
-            "option texts",
-            fit=_feature_classifier(structure_features),
+            "fewest unfavourable evidence",
+            "meaning",
+            "meaning",
+            _negate(_per_option(_unfavourable)),
+            thresholded=False,
         ),
-        Reader(
-            "logistic regression, all surface statistics (leave one domain out)",
-            "option texts",
-            fit=_feature_classifier(surface_features),
-        ),
-        Reader("most positive facts (VADER)", "option texts", tone, thresholded=False),
-        Reader("most negative facts (VADER)", "option texts", _negate(tone), thresholded=False),
     )
+
+
+# ---------------------------------------------------------------- scoring
 
 
 def credit(scores: dict[str, float], correct: str) -> float:
@@ -379,6 +583,113 @@ def bootstrap_interval(
     return percentile_interval(weights @ values / len(values), confidence)
 
 
+def random_keys(templates: Sequence[Template], draws: int) -> np.ndarray:
+    """``draws`` x templates option indices, each template's key drawn uniformly (fixed seed:
+    every reader is compared with the same draws)."""
+    rng = np.random.default_rng(stable_seed("crossprofile audit random keys", len(templates)))
+    sizes = np.array([len(t.options) for t in templates])
+    return (rng.random((draws, len(templates))) * sizes).astype(int)
+
+
+def _credit_matrix(scored: Sequence[dict[str, float]], templates: Sequence[Template]) -> np.ndarray:
+    """credit[i, j]: what template i scores if its key is option j."""
+    width = max(len(t.options) for t in templates)
+    out = np.zeros((len(templates), width))
+    for i, (s, t) in enumerate(zip(scored, templates, strict=True)):
+        for j, o in enumerate(t.options):
+            out[i, j] = credit(s, o)
+    return out
+
+
+def _random_key_quantile(matrix: np.ndarray, keys: np.ndarray) -> float:
+    """The random-keys bar of a reader whose picks do not depend on the keys."""
+    accuracies = matrix[np.arange(matrix.shape[0]), keys].mean(axis=1)
+    return _quantile(accuracies)
+
+
+def _quantile(accuracies: np.ndarray) -> float:
+    # "higher": an accuracy the reader reached, so "above the bar" happens at most 5% of draws
+    return float(np.quantile(accuracies, RANDOM_KEYS_QUANTILE, method="higher"))
+
+
+def _labels(templates: Sequence[Template], keys: Sequence[str]) -> np.ndarray:
+    return np.array([o == k for t, k in zip(templates, keys, strict=True) for o in t.options], int)
+
+
+def _per_template(templates: Sequence[Template], values: np.ndarray) -> list[dict[str, float]]:
+    out, i = [], 0
+    for t in templates:
+        out.append({o: float(values[i + k]) for k, o in enumerate(t.options)})
+        i += len(t.options)
+    return out
+
+
+@dataclass(frozen=True)
+class _Fold:
+    held: list[int]  # indices into the scored templates
+    train: list[int]  # indices into the training pool
+    x_train: Any
+    x_test: Any
+
+
+def _folds(
+    trained: Trained, templates: Sequence[Template], pool: Sequence[Template]
+) -> list[_Fold]:
+    """Leave one domain out: for each domain of ``templates``, the pool's templates from the
+    other domains, encoded once (no fold when no other domain is there to train on)."""
+    folds = []
+    for domain in dict.fromkeys(t.domain for t in templates):
+        held = [i for i, t in enumerate(templates) if t.domain == domain]
+        train = [i for i, t in enumerate(pool) if t.domain != domain]
+        if train:
+            x_train, x_test = trained.encode([pool[i] for i in train], [templates[i] for i in held])
+            folds.append(_Fold(held, train, x_train, x_test))
+    return folds
+
+
+def _fit_folds(
+    trained: Trained,
+    folds: Sequence[_Fold],
+    templates: Sequence[Template],
+    pool: Sequence[Template],
+    pool_keys: Sequence[str],
+) -> list[dict[str, float] | None]:
+    """Scores per template from models trained on ``pool_keys`` (None where no fold held it)."""
+    out: list[dict[str, float] | None] = [None] * len(templates)
+    for fold in folds:
+        held = [templates[i] for i in fold.held]
+        y = _labels([pool[i] for i in fold.train], [pool_keys[i] for i in fold.train])
+        model = trained.model()
+        model.fit(fold.x_train, y)
+        if len(model.classes_) < 2:  # a training set without both labels cannot rank
+            scores = [dict.fromkeys(t.options, 0.0) for t in held]
+        else:
+            scores = _per_template(held, model.predict_proba(fold.x_test)[:, 1])
+        for i, s in zip(fold.held, scores, strict=True):
+            out[i] = s
+    return out
+
+
+def leave_one_domain_out(
+    trained: Trained, templates: Sequence[Template], pool: Sequence[Template] | None = None
+) -> list[dict[str, float] | None]:
+    """Scores for every template from a model trained on the templates of ``pool`` (default:
+    ``templates``) from the other domains (None where there is no other domain to train on)."""
+    pool = templates if pool is None else pool
+    folds = _folds(trained, templates, pool)
+    return _fit_folds(trained, folds, templates, pool, [t.correct for t in pool])
+
+
+def reader_scores(
+    reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
+) -> list[dict[str, float] | None]:
+    """The reader's scores per template (None where it cannot score one); a trained reader
+    learns from the other domains' templates of ``pool`` (default: ``templates``)."""
+    if reader.trained is not None:
+        return leave_one_domain_out(reader.trained, templates, pool)
+    return [reader.scores(t) for t in templates]
+
+
 @dataclass(frozen=True)
 class AuditReport:
     """One row per reader (see :func:`audit`); ``ok`` if no thresholded one fails over the
@@ -387,6 +698,7 @@ class AuditReport:
     table: pd.DataFrame
     n_templates: int
     n_pilot: int = 0
+    draws: int = DRAWS
 
     @property
     def failures(self) -> pd.DataFrame:
@@ -402,65 +714,125 @@ class AuditReport:
         return thresholded.loc[thresholded["above_chance"].idxmax()]
 
 
-def reader_scores(
-    reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
-) -> list[dict[str, float] | None]:
-    """The reader's scores per template (None where it cannot score one); a classifier
-    trains on the other domains' templates of ``pool`` (default: ``templates``)."""
-    if reader.fit is not None:
-        return leave_one_domain_out(reader.fit, templates, pool)
-    return [reader.scores(t) for t in templates]
-
-
-def _score(
-    reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
-) -> dict[str, float] | None:
-    """Accuracy, chance and interval of one reader over ``templates`` (None if unscored)."""
-    scored = [
-        (s, t) for s, t in zip(reader_scores(reader, templates, pool), templates, strict=True) if s
-    ]
-    if not scored:
-        return None  # a classifier on a single domain has nothing to train on
-    credits = [credit(s, t.correct) for s, t in scored]
+def _summary(scored: Sequence[dict[str, float]], templates: Sequence[Template]) -> dict:
+    credits = [credit(s, t.correct) for s, t in zip(scored, templates, strict=True)]
     low, high = bootstrap_interval(credits)
     return {
         "n": len(scored),
         "accuracy": float(np.mean(credits)),
         "ci_low": low,
         "ci_high": high,
-        "chance": float(np.mean([1 / len(t.options) for _, t in scored])),
+        "chance": float(np.mean([1 / len(t.options) for t in templates])),
     }
 
 
-def audit(templates: Sequence[Template], seed: int = DEFAULT_SEED) -> AuditReport:
-    """Run every reader over the main (non-pilot) templates of ``templates``, and over its
-    pilot templates beside them (``pilot_*`` columns, NaN without pilots)."""
+def _main_row(reader: Reader, main: Sequence[Template], draws: int) -> dict | None:
+    """Accuracy, interval, chance and random-keys bar of one reader over the main templates."""
+    if reader.trained is None:
+        scores = [reader.scores(t) for t in main]
+        bar_draws = RULE_DRAWS
+    else:
+        folds = _folds(reader.trained, main, main)
+        scores = _fit_folds(reader.trained, folds, main, main, [t.correct for t in main])
+        bar_draws = draws
+    kept = [i for i, s in enumerate(scores) if s]
+    if not kept:
+        return None  # a trained reader on a single domain has nothing to train on
+    templates = [main[i] for i in kept]
+    row = _summary([scores[i] for i in kept], templates)
+    if bar_draws == 0:
+        row["random_keys_p95"] = float("nan")
+    elif reader.trained is None:
+        row["random_keys_p95"] = _random_key_quantile(
+            _credit_matrix([scores[i] for i in kept], templates), random_keys(templates, bar_draws)
+        )
+    else:
+        accuracies = []
+        for draw in random_keys(main, bar_draws):
+            keys = [t.options[j] for t, j in zip(main, draw, strict=True)]
+            drawn = _fit_folds(reader.trained, folds, main, main, keys)
+            accuracies.append(np.mean([credit(drawn[i], keys[i]) for i in kept]))
+        row["random_keys_p95"] = _quantile(np.array(accuracies))
+    return row
+
+
+def _pilot_row(reader: Reader, pilots: Sequence[Template], main: Sequence[Template]) -> dict:
+    scores = reader_scores(reader, pilots, pool=main)
+    kept = [i for i, s in enumerate(scores) if s]
+    if not kept:
+        return {}
+    templates = [pilots[i] for i in kept]
+    row = _summary([scores[i] for i in kept], templates)
+    bar = _random_key_quantile(
+        _credit_matrix([scores[i] for i in kept], templates), random_keys(templates, RULE_DRAWS)
+    )
+    return {
+        "pilot_n": row["n"],
+        "pilot_accuracy": row["accuracy"],
+        "pilot_ci_low": row["ci_low"],
+        "pilot_ci_high": row["ci_high"],
+        "pilot_random_keys_p95": bar,
+    }
+
+
+def passes(accuracy: float, chance: float, random_keys_p95: float) -> bool:
+    """A reader fails only above both bars: more than :data:`MAX_ABOVE_CHANCE` above chance,
+    and above its own 95th percentile with random keys (when that was measured)."""
+    above_chance = accuracy - chance > MAX_ABOVE_CHANCE + 1e-12
+    above_random = random_keys_p95 != random_keys_p95 or accuracy > random_keys_p95 + 1e-12
+    return not (above_chance and above_random)
+
+
+def audit(
+    templates: Sequence[Template],
+    seed: int = DEFAULT_SEED,
+    draws: int = DRAWS,
+    battery: Sequence[Reader] | None = None,
+) -> AuditReport:
+    """Run every reader of ``battery`` (default: :func:`readers`) over the main (non-pilot)
+    templates of ``templates``, and over its pilot templates beside them (``pilot_*`` columns,
+    NaN without pilots). ``draws``: how many random-key draws each trained reader is retrained
+    on for its random-keys bar (0: none)."""
     main = [t for t in templates if not t.pilot]
     pilots = [t for t in templates if t.pilot]
     if not main:
         raise ValueError("the cue audit needs at least one main (non-pilot) template")
+    from threadpoolctl import threadpool_limits
+
+    nan = float("nan")
     rows = []
-    for reader in readers(seed):
-        found = _score(reader, main)
-        if found is None:
-            continue
-        above = found["accuracy"] - found["chance"]
-        on_pilots = _score(reader, pilots, pool=main) if pilots else None
+    for reader in readers(seed) if battery is None else battery:
+        # many small fits: one thread each is faster than a pool (and fair on a shared machine)
+        with threadpool_limits(1):
+            found = _main_row(reader, main, draws)
+            if found is None:
+                continue
+            on_pilots = _pilot_row(reader, pilots, main) if pilots else {}
         rows.append(
             {
                 "heuristic": reader.name,
                 "reads": reader.reads,
                 **found,
-                "above_chance": above,
+                "above_chance": found["accuracy"] - found["chance"],
                 "thresholded": reader.thresholded,
-                "passes": (above <= MAX_ABOVE_CHANCE + 1e-12) if reader.thresholded else True,
-                "pilot_n": on_pilots["n"] if on_pilots else 0,
-                "pilot_accuracy": on_pilots["accuracy"] if on_pilots else float("nan"),
-                "pilot_ci_low": on_pilots["ci_low"] if on_pilots else float("nan"),
-                "pilot_ci_high": on_pilots["ci_high"] if on_pilots else float("nan"),
+                "passes": passes(found["accuracy"], found["chance"], found["random_keys_p95"])
+                if reader.thresholded
+                else True,
+                "pilot_n": on_pilots.get("pilot_n", 0),
+                **{
+                    k: on_pilots.get(k, nan)
+                    for k in (
+                        "pilot_accuracy",
+                        "pilot_ci_low",
+                        "pilot_ci_high",
+                        "pilot_random_keys_p95",
+                    )
+                },
             }
         )
-    return AuditReport(table=pd.DataFrame(rows), n_templates=len(main), n_pilot=len(pilots))
+    return AuditReport(
+        table=pd.DataFrame(rows), n_templates=len(main), n_pilot=len(pilots), draws=draws
+    )
 
 
 def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
@@ -471,7 +843,8 @@ def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
 
 
 def audit_table(report: AuditReport) -> pd.DataFrame:
-    """The report as a display table: percentages, the interval, the verdict, the pilots."""
+    """The report as a display table: percentages, the interval, both bars, the verdict, the
+    pilots."""
     t = report.table
     return pd.DataFrame(
         {
@@ -481,12 +854,14 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
             f"{CONFIDENCE:.0%} CI": _interval(t["ci_low"], t["ci_high"]),
             "chance %": (100 * t["chance"]).round(1),
             "above chance (points)": (100 * t["above_chance"]).round(1),
+            "random keys p95 %": (100 * t["random_keys_p95"]).round(1),
             "verdict": [
                 ("ok" if p else "FAIL") if th else "reported"
                 for p, th in zip(t["passes"], t["thresholded"], strict=True)
             ],
             "pilots %": (100 * t["pilot_accuracy"]).round(1),
             f"pilots {CONFIDENCE:.0%} CI": _interval(t["pilot_ci_low"], t["pilot_ci_high"]),
+            "pilots random keys p95 %": (100 * t["pilot_random_keys_p95"]).round(1),
         }
     )
 
@@ -494,16 +869,22 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
 def format_audit(report: AuditReport) -> str:
     """The audit as text: the table and a summary line naming the failing readers."""
     pilots = f", {report.n_pilot} pilot templates beside them" if report.n_pilot else ""
+    bar = (
+        f"and above its own {RANDOM_KEYS_QUANTILE:.0%} percentile with the keys drawn at random "
+        f"({RULE_DRAWS:,} draws for a fixed reader, {report.draws} retrainings for a trained one)"
+        if report.draws
+        else "(random-keys bars of trained readers not measured: --draws 0)"
+    )
     lines = [
         f"cue audit over {report.n_templates} main templates{pilots}: role-blind readers "
         f"(fail: more than {100 * MAX_ABOVE_CHANCE:.0f} points above chance over the main "
-        "templates; ties score 1/k; intervals bootstrap templates)",
+        f"templates {bar}; ties score 1/k; intervals bootstrap templates)",
         audit_table(report).to_string(index=False),
     ]
     if report.ok:
         lines.append(
-            "\naudit OK: no role-blind reader is more than "
-            f"{100 * MAX_ABOVE_CHANCE:.0f} points above chance"
+            "\naudit OK: no role-blind reader is both more than "
+            f"{100 * MAX_ABOVE_CHANCE:.0f} points above chance and above its random-keys bar"
         )
     else:
         names = ", ".join(report.failures["heuristic"])

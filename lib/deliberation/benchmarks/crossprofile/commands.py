@@ -48,17 +48,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     audit = sub.add_parser(
         "audit",
-        help="meaning-free heuristics vs chance over the main templates; exit 1 if one is "
-        "more than 10 points above chance",
+        help="role-blind readers vs chance over the main templates; exit 1 if one is more "
+        "than 10 points above chance and above its random-keys bar",
         description=(
             "Run the cue audit (deliberation.benchmarks.crossprofile.audit) over the main templates of "
-            "PATHS (default: the bank). Templates need only parse, not pass the verifier, so "
-            "an old bank can be audited too."
+            "PATHS (default: the bank), each reader against chance + 10 points and against its "
+            "own 95th percentile with the keys drawn at random. Templates need only parse, not "
+            "pass the verifier, so an old bank can be audited too."
         ),
     )
     audit.add_argument("paths", nargs="*", type=Path, help="template files or folders")
     audit.add_argument(
         "--seed", type=int, default=None, help="task seed of the fact order (default: 0)"
+    )
+    audit.add_argument(
+        "--family",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only the readers of this family (repeatable): surface, counts, topicality, "
+        "order, lookup, classifier, meaning (default: all)",
+    )
+    audit.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        help="random-key draws each trained reader is retrained on for its random-keys bar "
+        "(default: 100; 0 skips them, and the 10-point bar alone judges trained readers)",
     )
     audit.set_defaults(func=_run_audit)
 
@@ -117,7 +133,18 @@ def _run_audit(args: argparse.Namespace) -> int:
     if not any(not t.pilot for t in templates):
         print(f"no main templates found in {', '.join(map(str, args.paths or [bank_dir()]))}")
         return 2
-    report = audit(templates, seed=_seed(args))
+    from deliberation.benchmarks.crossprofile.audit import DRAWS, FAMILIES, readers
+
+    if args.draws is not None and args.draws < 0:
+        print(f"--draws must be 0 or more, got {args.draws}")
+        return 2
+    unknown = sorted(set(args.family or ()) - set(FAMILIES))
+    if unknown:
+        print(f"--family {', '.join(unknown)}: not a family of readers ({', '.join(FAMILIES)})")
+        return 2
+    battery = [r for r in readers(_seed(args)) if not args.family or r.family in args.family]
+    draws = DRAWS if args.draws is None else args.draws
+    report = audit(templates, seed=_seed(args), draws=draws, battery=battery)
     print(format_audit(report))
     return 0 if report.ok else 1
 

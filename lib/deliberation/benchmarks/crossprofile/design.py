@@ -1,68 +1,103 @@
-"""The bank-v3 balance design (issues 10 and 23): the rules that keep a template's structure
-from giving its answer away. Why each rule exists, with the numbers, is in ``templates/README.md``.
+"""The bank-v5 design (issue 42): one layout for every template, the key's place in it
+counterbalanced across the bank, so that no reader of structure finds the key. Why, with the
+numbers, is in ``templates/README.md``.
 
-Names: **C** the correct option, **X** the wrong option with two decoys, **Y** the wrong
-option with one decoy. The format's score rule (+2 / 0 / 0) with decoys placed 2 + 1 forces
-support facts 2 on C (+1), 2 on X (-1), 1 on Y (-1), so the evidence names C 2 times, X 4 and
-Y 2. Bank v2 then put the irrelevant facts 2 on C, 0 on X, 2 on Y in every template, so every
-option was named 4 times but the option without off-topic facts was never correct, and a text
-classifier found the key by counting off-topic facts. Bank v3 varies the irrelevant placement
-across templates (layouts C/X/Y 0/3/1, 1/3/0, 2/0/2, 3/0/1), so that no count of facts, of
-names or of off-topic facts points at C.
+**The principle.** For every role-blind structural signature of a template (the multiset of
+per-option statistics a reader can see without knowing the key: how many facts name each
+option, how many are on topic and off topic, how the off-topic ones sound, ...), the key
+occupies each slot of the signature as often as that slot's share of the options.
 
-Per template (checked only once the answer key holds, since C, X and Y are defined by it):
-decoys 2 + 1; a decoy and a support fact on the same option never share a criterion (a support
-fact there would rebut the decoy). Over the bank's main templates (:func:`check_bank_design`):
-C carries a third of the irrelevant facts; the option with the most (fewest) irrelevant facts
-is C in a third of the templates; the option whose irrelevant facts sum to the best (worst)
-tone is C in a third of them (ties count 1/k, as in the cue audit).
+**The layout.** Each option's (on-topic facts, off-topic facts, summed tone of its off-topic
+facts) is one of three *slots*, one option each:
+
+- **E** (4, 0, 0): evidence only, four on-topic facts;
+- **P** (2, 2, +2): two on-topic facts and two off-topic facts that sound good;
+- **N** (2, 2, -2): two on-topic facts and two off-topic facts that sound bad.
+
+Every option is named by four facts, and the signature is the same in every template, so only
+the key's slot could leak; the bank puts the key in E, P and N in a third of the main templates
+each (and of each domain's, and of the templates listing the slots in each order, as evenly as
+the counts allow). What the format's scores (+2 / 0 / 0, every fact +-1 or 0) then force:
+
+- key in E: the key has 3 support facts (+1) and 1 decoy against it (-1); each wrong option one
+  decoy (+1) and one support fact (-1). No single wrong option is "the decoy option".
+- key in P or N: the key has 2 support facts (+1); the wrong option in E two decoys and two
+  support facts (-1) (it is the decoy option); the other wrong option one of each.
+
+Per template (checked once the 5/3/4 roles and the answer key hold, since the slots are defined
+relative to them): the layout, and no decoy sharing a criterion with a support fact on its
+option (a support fact there would rebut the decoy). Bank v4's layouts were accepted with a
+warning while issue 42 rewrote the bank (:data:`V4_LAYOUT_ACCEPTED`, now False). Over the
+bank (:func:`check_bank_design`, with the composition): the counterbalance above, for the main
+templates and for the pilots apart.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from deliberation.benchmarks.crossprofile.errors import Violation
 from deliberation.benchmarks.crossprofile.schema import ROLE_COUNTS, Template
 from deliberation.benchmarks.crossprofile.scoring import score_options
 
-DECOYS_ON_X, DECOYS_ON_Y = 2, 1
-# Each bank-level share may be 1/3 +- this: an imbalance that small lets a rule built on it
-# gain at most 5 points, half the cue audit's 10-point bar.
-_SHARE_TOLERANCE = 1 / 20
-# The option with the most / fewest irrelevant facts may be C in 1/3 +- this: a role-blind
-# reader sees these counts only through the texts, so the bar is the audit's own.
-_COUNT_TOLERANCE = 1 / 10
+# Per option: (on-topic facts, off-topic facts, summed tone of the off-topic facts).
+SLOTS: dict[str, tuple[int, int, int]] = {"E": (4, 0, 0), "P": (2, 2, 2), "N": (2, 2, -2)}
+SLOT_NAMES = {
+    "E": "evidence only",
+    "P": "off-topic facts sound good",
+    "N": "off-topic facts sound bad",
+}
+# Bank v4 (issue 32) placed decoys 2 + 1 and its irrelevant facts in four layouts (C/X/Y).
+# Accepted, with a warning, while issue 42 rewrote the bank; every template is now in the
+# bank-v5 layout, so a v4 layout fails like any other.
+V4_LAYOUT_ACCEPTED = False
+V4_LAYOUTS = ((0, 3, 1), (1, 3, 0), (2, 0, 2), (3, 0, 1))
 
 
-@dataclass(frozen=True)
-class _OptionRoles:
-    """Which option is C (correct), X (two decoys) and Y (one decoy) in one template."""
-
-    correct: str
-    two_decoy: str
-    one_decoy: str
-
-    def label(self, option: str) -> str:
-        return {self.correct: "C", self.two_decoy: "X", self.one_decoy: "Y"}[option]
+def option_profile(t: Template, option: str) -> tuple[int, int, int]:
+    """(on-topic facts, off-topic facts, summed off-topic tone) of ``option``: what a reader
+    who knows which facts are on topic and how trivia sounds, but not the key, sees of it."""
+    facts = [f for f in t.facts if f.option == option]
+    off = [f for f in facts if f.role == "irrelevant"]
+    return (len(facts) - len(off), len(off), sum(f.tone for f in off))
 
 
-def _option_roles(t: Template) -> _OptionRoles | None:
-    """C, X and Y of ``t``, or None when its decoys are not three facts placed 2 + 1 on the
-    two wrong options (the key's own checks then report what is wrong)."""
-    if t.correct not in t.options or len(t.options) != 3:
+def option_slots(t: Template) -> dict[str, str] | None:
+    """Every option's slot (E, P, N), or None when the options do not fill the three slots
+    one each."""
+    by_profile = {profile: slot for slot, profile in SLOTS.items()}
+    slots = {o: by_profile.get(option_profile(t, o)) for o in t.options}
+    if len(t.options) != len(SLOTS) or sorted(map(str, slots.values())) != sorted(SLOTS):
         return None
-    decoys = Counter(f.option for f in t.facts if f.role == "decoy")
-    wrong = t.wrong_options
-    placed = sorted(wrong, key=lambda o: -decoys[o])
-    if set(decoys) - set(wrong) or [decoys[o] for o in placed] != [DECOYS_ON_X, DECOYS_ON_Y]:
+    return slots
+
+
+def key_slot(t: Template) -> str | None:
+    """The key's slot (E, P or N), None when the template is not in the v5 layout."""
+    slots = option_slots(t)
+    return None if slots is None or t.correct not in slots else slots[t.correct]
+
+
+def slot_order(t: Template) -> str | None:
+    """The slots in the order ``options`` lists them, e.g. ``"PEN"`` (None off the layout)."""
+    slots = option_slots(t)
+    return None if slots is None else "".join(slots[o] for o in t.options)
+
+
+def decoy_option(facts: Sequence, correct: str) -> str | None:
+    """The wrong option the decoys favour most, if one does (key in P or N: the option in E
+    with two decoys); None when they favour the two wrong options equally (key in E)."""
+    favoured = Counter(f.option for f in facts if f.role == "decoy" and f.option != correct)
+    ranked = favoured.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
         return None
-    return _OptionRoles(correct=t.correct, two_decoy=placed[0], one_decoy=placed[1])
+    return ranked[0][0]
 
 
-def _key_holds(t: Template) -> bool:
+def key_holds(t: Template) -> bool:
+    """Whether the 5/3/4 roles and the +2 / 0 / 0 answer key hold (the design is defined on them)."""
     if t.correct not in t.options or any(f.option not in t.options for f in t.facts):
         return False
     if Counter(f.role for f in t.facts) != Counter(ROLE_COUNTS):
@@ -71,24 +106,51 @@ def _key_holds(t: Template) -> bool:
     return scores == {o: 2 if o == t.correct else 0 for o in t.options}
 
 
+def v4_layout(t: Template) -> tuple[int, int, int] | None:
+    """Bank v4's irrelevant layout (facts on C, X, Y; X the two-decoy option), None if the
+    template is not a bank-v4 template."""
+    decoys = Counter(f.option for f in t.facts if f.role == "decoy")
+    wrong = sorted(t.wrong_options, key=lambda o: -decoys[o])
+    if len(wrong) != 2 or set(decoys) - set(wrong) or [decoys[o] for o in wrong] != [2, 1]:
+        return None
+    on = Counter(f.option for f in t.facts if f.role == "irrelevant")
+    layout = (on[t.correct], on[wrong[0]], on[wrong[1]])
+    return layout if layout in V4_LAYOUTS else None
+
+
 def check_design(t: Template, file: str) -> list[Violation]:
-    """The per-template balance rules; empty until the format's 5/3/4 roles and the answer key
-    (+2 / 0 / 0) hold, since they are defined relative to them and would only repeat a broken
-    key."""
-    if not _key_holds(t):
+    """The per-template rules; empty until the 5/3/4 roles and the answer key (+2 / 0 / 0)
+    hold, since the slots are defined relative to them and would only repeat a broken key."""
+    if not key_holds(t):
         return []
-    if _option_roles(t) is None:
-        decoys = Counter(f.option for f in t.facts if f.role == "decoy")
-        found = " + ".join(f"{decoys[o]} on {o!r}" for o in t.wrong_options)
+    out = _check_rebuttal(t, file)
+    if option_slots(t) is None and not (V4_LAYOUT_ACCEPTED and v4_layout(t) is not None):
+        found = ", ".join(f"{o} {_profile_name(option_profile(t, o))}" for o in t.options)
+        out.append(
+            Violation(
+                file,
+                "facts",
+                "bank-v5 layout: per option (on-topic facts, off-topic facts, summed off-topic "
+                "tone) must be (4, 0, 0), (2, 2, +2) and (2, 2, -2), one option each; found "
+                f"{found}",
+            )
+        )
+    return out
+
+
+def layout_warnings(t: Template, file: str) -> list[Violation]:
+    """A bank-v4 template accepted during the rewrite is reported, so it is not forgotten."""
+    if V4_LAYOUT_ACCEPTED and key_holds(t) and option_slots(t) is None and v4_layout(t):
+        c, x, y = v4_layout(t)
         return [
             Violation(
                 file,
                 "facts",
-                f"decoys must be placed {DECOYS_ON_X} + {DECOYS_ON_Y} on the two wrong "
-                f"options; found {found}",
+                f"bank-v4 layout (irrelevant facts C/X/Y {c}/{x}/{y}): rewrite it to the bank-v5 "
+                "layout (templates/README.md)",
             )
         ]
-    return _check_rebuttal(t, file)
+    return []
 
 
 def _check_rebuttal(t: Template, file: str) -> list[Violation]:
@@ -112,95 +174,117 @@ def _check_rebuttal(t: Template, file: str) -> list[Violation]:
     return out
 
 
-def _irrelevant_layout(t: Template) -> tuple[int, int, int] | None:
-    """How many irrelevant facts sit on C, X and Y (None when C, X, Y are undefined)."""
-    roles = _option_roles(t)
-    if roles is None:
-        return None
-    on = Counter(f.option for f in t.facts if f.role == "irrelevant")
-    return (on[roles.correct], on[roles.two_decoy], on[roles.one_decoy])
+# ---------------------------------------------------------------- the bank's counterbalance
 
 
-def layout_counts(templates: Sequence[Template]) -> dict[tuple[int, int, int], int]:
-    """How many of ``templates`` use each irrelevant layout (C, X, Y)."""
-    counts = Counter(x for t in templates if (x := _irrelevant_layout(t)) is not None)
-    return dict(sorted(counts.items()))
+@dataclass(frozen=True)
+class Counterbalance:
+    """One grouping of the bank whose key slots must be as even as the counts allow: within
+    every group of m templates, the key sits in each slot floor(m/3) or ceil(m/3) times."""
+
+    name: str
+    field: str  # where a violation points, e.g. "bank.key_slot"
+    group: Callable[[Template], Hashable]
 
 
-def _credit(values: dict[str, float], correct: str) -> float:
-    top = max(values.values())
-    tied = [o for o, v in values.items() if v == top]
-    return 1 / len(tied) if correct in tied else 0.0
+COUNTERBALANCES: tuple[Counterbalance, ...] = (
+    Counterbalance("all main templates", "bank.key_slot", lambda t: "all"),
+    Counterbalance("domain", "bank.key_slot_by_domain", lambda t: t.domain),
+    Counterbalance("listed slot order", "bank.key_slot_by_order", slot_order),
+)
 
 
-def _irrelevant_sum(t: Template, value) -> dict[str, float]:
-    out = dict.fromkeys(t.options, 0.0)
-    for f in t.facts:
-        if f.role == "irrelevant" and f.option in out:
-            out[f.option] += value(f)
-    return out
+def key_slot_counts(
+    templates: Sequence[Template], group: Callable[[Template], Hashable]
+) -> dict[Hashable, Counter]:
+    """Per group, how many templates have the key in each slot (v5 templates only)."""
+    out: dict[Hashable, Counter] = defaultdict(Counter)
+    for t in templates:
+        if (slot := key_slot(t)) is not None:
+            out[group(t)][slot] += 1
+    return {g: Counter({s: c[s] for s in SLOTS}) for g, c in out.items()}
 
 
-def bank_design_shares(templates: Sequence[Template]) -> dict[str, float]:
-    """The bank-level shares :func:`check_bank_design` bounds (main templates whose key holds)."""
-    main = [t for t in templates if not t.pilot and _key_holds(t)]
-    if not main:
-        return {}
-    n = len(main)
-    counts = [_irrelevant_sum(t, lambda f: 1) for t in main]
-    tones = [_irrelevant_sum(t, lambda f: f.tone) for t in main]
-    neg = lambda d: {o: -v for o, v in d.items()}  # noqa: E731
-    total = sum(sum(c.values()) for c in counts)
-    return {
-        "irrelevant facts on the correct option": sum(
-            c[t.correct] for c, t in zip(counts, main, strict=True)
-        )
-        / total,
-        "most irrelevant facts on the correct option": sum(
-            _credit(c, t.correct) for c, t in zip(counts, main, strict=True)
-        )
-        / n,
-        "fewest irrelevant facts on the correct option": sum(
-            _credit(neg(c), t.correct) for c, t in zip(counts, main, strict=True)
-        )
-        / n,
-        "best irrelevant tone on the correct option": sum(
-            _credit(s, t.correct) for s, t in zip(tones, main, strict=True)
-        )
-        / n,
-        "worst irrelevant tone on the correct option": sum(
-            _credit(neg(s), t.correct) for s, t in zip(tones, main, strict=True)
-        )
-        / n,
-    }
+def _uneven(counts: Counter) -> bool:
+    m = sum(counts.values())
+    low, high = m // len(SLOTS), -(-m // len(SLOTS))
+    return any(not low <= counts[s] <= high for s in SLOTS)
 
 
 def check_bank_design(templates: Sequence[Template], where: str) -> list[Violation]:
-    """Across the main templates, the correct option carries a third of the irrelevant facts,
-    is the option with the most (fewest) of them in a third of the templates, and the option
-    whose irrelevant facts sound best (worst) in a third: neither the placement nor the tone
-    of off-topic facts says which option is correct."""
+    """Every template in the v5 layout, and the key's slot counterbalanced: over the main
+    templates, within each domain and within each listed slot order; over the pilots, and
+    within each listed order of theirs."""
     out = []
-    for name, share in bank_design_shares(templates).items():
-        tolerance = _COUNT_TOLERANCE if name.startswith(("most", "fewest")) else _SHARE_TOLERANCE
-        if abs(share - 1 / 3) > tolerance + 1e-12:
-            out.append(
-                Violation(
-                    where,
-                    "bank.layout" if "facts" in name else "bank.tone",
-                    f"{name}: {share:.1%} of the main templates; must be 1/3 +- "
-                    f"{tolerance:.0%} so that it says nothing about the key",
-                )
+    v4 = sorted(t.id for t in templates if key_holds(t) and option_slots(t) is None)
+    if v4:
+        shown = ", ".join(v4[:5]) + (f" and {len(v4) - 5} more" if len(v4) > 5 else "")
+        out.append(
+            Violation(
+                where,
+                "bank.layout",
+                f"{len(v4)} templates are not in the bank-v5 layout ({shown}); the key's slot "
+                "cannot be counterbalanced until all are",
             )
+        )
+        return out
+    for pilot, kind in ((False, "main templates"), (True, "pilot templates")):
+        chosen = [t for t in templates if t.pilot == pilot]
+        for rule in COUNTERBALANCES:
+            if pilot and rule.name == "domain":
+                continue  # one pilot per domain: nothing to balance
+            for group, counts in sorted(key_slot_counts(chosen, rule.group).items(), key=str):
+                if _uneven(counts):
+                    shown = ", ".join(f"{s} {counts[s]}" for s in SLOTS)
+                    scope = kind if rule.name.startswith("all") else f"{kind}, {rule.name} {group}"
+                    out.append(
+                        Violation(
+                            where,
+                            rule.field + (".pilot" if pilot else ""),
+                            f"the key's slot in the {scope}: {shown}; each must be "
+                            f"{sum(counts.values()) // 3} or {-(-sum(counts.values()) // 3)} "
+                            "(a third, as evenly as the count allows)",
+                        )
+                    )
     return out
 
 
-def _correct_irrelevant_tone(t: Template) -> int:
-    """Sum of the tones of the irrelevant facts on the correct option."""
-    return sum(f.tone for f in t.facts if f.role == "irrelevant" and f.option == t.correct)
+def _profile_name(profile: tuple[int, ...]) -> str:
+    slot = {v: k for k, v in SLOTS.items()}.get(profile)
+    shown = (
+        "(" + ", ".join(f"{v:+d}" if i == 2 and v else str(v) for i, v in enumerate(profile)) + ")"
+    )
+    return f"{slot} {shown}" if slot else shown
 
 
-def tone_sum_counts(templates: Sequence[Template]) -> dict[int, int]:
-    """How many of ``templates`` have each summed irrelevant tone on the correct option."""
-    counts = Counter(_correct_irrelevant_tone(t) for t in templates)
-    return dict(sorted(counts.items()))
+def signature_table(
+    templates: Sequence[Template],
+    profile: Callable[[Template, str], tuple[int, ...]] = option_profile,
+) -> list[dict]:
+    """The bank's signature table, one row per (main or pilot, signature, slot): how many
+    templates have the signature, how many options of each fill the slot, and how many put the
+    key there against how many would if the key's slot were drawn at random (templates x
+    options in the slot / options). ``profile`` is the per-option statistic (default: on-topic
+    facts, off-topic facts, summed off-topic tone)."""
+    groups: dict[tuple, list[Template]] = defaultdict(list)
+    for t in templates:
+        if key_holds(t):
+            signature = tuple(sorted((profile(t, o) for o in t.options), reverse=True))
+            groups[("pilot" if t.pilot else "main", signature)].append(t)
+    rows = []
+    for (kind, signature), members in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]))
+    ):
+        for value, multiplicity in sorted(Counter(signature).items(), reverse=True):
+            rows.append(
+                {
+                    "templates": kind,
+                    "signature": " / ".join(_profile_name(v) for v in signature),
+                    "n": len(members),
+                    "slot": _profile_name(value),
+                    "options in slot": multiplicity,
+                    "key here": sum(profile(t, t.correct) == value for t in members),
+                    "if drawn at random": round(len(members) * multiplicity / len(signature), 1),
+                }
+            )
+    return rows

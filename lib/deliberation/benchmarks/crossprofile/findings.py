@@ -1,6 +1,6 @@
 """What the CrossProfile verifier found, as records and tables: violations fail, the rest
-(length by role, position of the correct option, source words by role, the bank's irrelevant
-layouts and tone) is reported; :func:`format_report` is the command's output."""
+(length by role, position of the correct option, source words by role, the bank's signature
+table and each template's layout) is reported; :func:`format_report` is the command's output."""
 
 from __future__ import annotations
 
@@ -96,27 +96,29 @@ def source_words_by_role(report: VerificationReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def tone_balance(report: VerificationReport) -> pd.DataFrame:
-    """Main templates by the correct option's summed irrelevant tone (reported)."""
-    counts = design.tone_sum_counts([t for t in report.templates if not t.pilot])
+def signature_table(report: VerificationReport) -> pd.DataFrame:
+    """The bank's signature table: each layout, how many templates use it (main and pilot
+    apart), and how many put the key in each of its slots."""
+    return pd.DataFrame(design.signature_table(report.templates))
+
+
+def template_layouts(report: VerificationReport) -> pd.DataFrame:
+    """Per template: the key's slot and the slots in listed order (bank v5), or its bank-v4
+    layout while the rewrite is under way."""
+    rows = []
+    for t in report.templates:
+        v4 = design.v4_layout(t) if design.key_slot(t) is None else None
+        rows.append(
+            {
+                "template": t.id,
+                "key slot": design.key_slot(t) or "-",
+                "listed order": design.slot_order(t) or "-",
+                "bank-v4 layout C/X/Y": "/".join(map(str, v4)) if v4 else "-",
+            }
+        )
     return pd.DataFrame(
-        [{"tone sum on correct": s, "main templates": c} for s, c in counts.items()]
+        rows, columns=["template", "key slot", "listed order", "bank-v4 layout C/X/Y"]
     )
-
-
-def layout_balance(report: VerificationReport) -> pd.DataFrame:
-    """Main templates by irrelevant layout (facts on C, X, Y), and the bank-level shares the
-    design bounds (each should be about a third)."""
-    main = [t for t in report.templates if not t.pilot]
-    rows = [
-        {"measure": f"layout C/X/Y {c}/{x}/{y}", "value": n}
-        for (c, x, y), n in design.layout_counts(main).items()
-    ]
-    rows += [
-        {"measure": name, "value": round(share, 3)}
-        for name, share in design.bank_design_shares(main).items()
-    ]
-    return pd.DataFrame(rows, columns=["measure", "value"])
 
 
 def format_report(report: VerificationReport, *, details: bool = True) -> str:
@@ -134,8 +136,13 @@ def format_report(report: VerificationReport, *, details: bool = True) -> str:
             lines.append(correct_positions(report).to_string(index=False))
             lines.append("\nsupport and decoy facts citing a source (should be about equal):")
             lines.append(source_words_by_role(report).to_string(index=False))
-            lines.append("\nirrelevant layouts and their balance (main templates):")
-            lines.append(layout_balance(report).to_string(index=False))
+            lines.append(
+                "\nsignature table: per option (on-topic facts, off-topic facts, summed "
+                "off-topic tone); bank v5 puts the key in E, P and N a third of the time each:"
+            )
+            lines.append(signature_table(report).to_string(index=False))
+            lines.append("\nthe key's slot and the slots in listed order, per template:")
+            lines.append(template_layouts(report).to_string(index=False))
     scope = "bank composition checked" if report.composition_checked else "composition not checked"
     status = (
         "OK"

@@ -3,12 +3,12 @@ its 8 ownership variants), true roles known, rows scored by net evidence lead an
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import pandas as pd
 
+from deliberation.benchmarks.crossprofile import design
 from deliberation.benchmarks.crossprofile.schema import Template
 from deliberation.benchmarks.crossprofile.scoring import (
     irrelevant_tone,
@@ -61,7 +61,11 @@ CROSSPROFILE_COLUMNS: dict[str, str] = {  # the results frame's columns, in orde
     "correct": (
         "1 if the answer is the key, else 0 (an invalid answer counts as 0); empty for a failed row"
     ),
-    "chose_decoy": "1 if the answer is the wrong option two decoys favour, else 0; empty if failed",
+    "chose_decoy": (
+        "1 if the answer is the wrong option two decoys favour, else 0; empty if failed, or if"
+        " the template has no such option (bank v5 with the key in slot E: one decoy on each"
+        " wrong option, one against the key)"
+    ),
     "valid": (
         "1 if the answer named exactly one option, else 0; empty for a failed row (no "
         "usable reply: the decision call failed, or a call its memory needs did, and then "
@@ -73,12 +77,10 @@ CROSSPROFILE_COLUMNS: dict[str, str] = {  # the results frame's columns, in orde
 
 
 def decoy_option(task: Task) -> str | None:
-    """The wrong option two decoys favour (every template places its decoys 2 + 1)."""
-    counts = Counter(f.option for f in task.facts if f.role == "decoy")
-    if not counts:
-        return None
-    option, count = counts.most_common(1)[0]
-    return option if count >= 2 and option != task.correct else None
+    """The wrong option the decoys favour most: in bank v5 the option with two decoys when the
+    key sits in slot P or N; None when the decoys favour the two wrong options one each (key in
+    slot E; see :func:`.design.decoy_option`), and then "chose the decoy" is undefined."""
+    return design.decoy_option(task.facts, task.correct)
 
 
 def crossprofile_rows(decisions: Sequence[Any]) -> pd.DataFrame:
@@ -107,8 +109,8 @@ def crossprofile_rows(decisions: Sequence[Any]) -> pd.DataFrame:
                 "irrelevant_tone": None if summary else irrelevant_tone(kept),
                 "tone_lead": None if summary else tone_lead(kept, task.correct, task.options),
                 "chose_decoy": None
-                if decision.failed
-                else int(decision.answer is not None and decision.answer == decoy_option(task)),
+                if decision.failed or (decoy := decoy_option(task)) is None
+                else int(decision.answer is not None and decision.answer == decoy),
             }
         )
     return typed_frame(pd.DataFrame(rows, columns=list(CROSSPROFILE_COLUMNS)))

@@ -4,18 +4,20 @@ Per-template checks (:func:`verify_template`): schema and types are the loader's
 NFKC-normalised; invisible and look-alike characters refused, :mod:`.characters`); 3 distinct
 criteria and options; the key is an option; 12 facts s1..s5, d1..d3, i1..i4 in that order; each
 support fact favours the correct option or disfavours a wrong one, each decoy favours a wrong
-option, on a stated criterion; irrelevant attributes are not criteria and their tones are two
-+1 and two -1; all-facts scores are +2 for the key and 0 for each competitor; each text is one
+option or disfavours the correct one (it points away from the key), on a stated criterion;
+irrelevant attributes are not criteria and their tones are two +1 and two -1; all-facts scores are +2 for the key and 0 for each competitor; each text is one
 sentence of 14-28 words naming its own option and no other; support and decoy facts use no
 weak or self-reported wording (:mod:`.wording`); the description has 2-4 sentences and names
-all three options, the title none; and the balance design (:mod:`.design`: decoys 2 + 1, no
-decoy sharing a criterion with a support fact on its option).
+all three options, in the order ``options`` lists them, the title none; and the balance design
+(:mod:`.design`: the bank-v5 layout, no decoy sharing a criterion with a support fact on its
+option).
 
 Cross-file checks (:func:`verify_bank`, across the files verified together): unique template
 ids, no fact text used twice, no title or description naming an option of another template.
 Composition checks (``composition=True``): 60 main + 10 pilot templates, 5 main templates
-(``-01``..``-05``) in each of the 12 domains, and the bank-level design (``design.check_bank_design``: irrelevant placement and tone independent of the key). Warnings
-(:func:`warnings_for`) are reported, never failed.
+(``-01``..``-05``) in each of the 12 domains, and the bank-level design
+(``design.check_bank_design``: the key's slot counterbalanced). Warnings (:func:`warnings_for`)
+are reported, never failed.
 """
 
 from __future__ import annotations
@@ -277,14 +279,17 @@ def _check_fact(t: Template, file: str, fact: EvidenceFact | IrrelevantFact) -> 
                         f"support fact favours (polarity +1) the wrong option {fact.option!r}; "
                         f"on a wrong option a support fact must be -1"
                     )
-            else:
-                if fact.option == t.correct:
-                    bad(
-                        f"decoy favours the correct option {t.correct!r}; a decoy must favour "
-                        f"a wrong option ({' or '.join(map(repr, wrong))})"
-                    )
-                if fact.polarity != 1:
-                    bad("decoy must favour its option (polarity +1), found -1")
+            elif fact.option == t.correct and fact.polarity != -1:
+                bad(
+                    f"decoy favours the correct option {t.correct!r}; a decoy points away from "
+                    f"the key: it favours a wrong option ({' or '.join(map(repr, wrong))}, "
+                    "polarity +1) or is unfavourable to the correct one (polarity -1)"
+                )
+            elif fact.option != t.correct and fact.polarity != 1:
+                bad(
+                    f"decoy is unfavourable (polarity -1) to the wrong option {fact.option!r}; "
+                    "on a wrong option a decoy must favour it (+1)"
+                )
     else:
         attribute = fact.attribute.casefold().strip()
         for criterion in t.criteria:
@@ -341,7 +346,25 @@ def _check_title_and_description(t: Template, file: str) -> list[Violation]:
             )
         if mentions(t.title, option, ignore_case=False):
             out.append(Violation(file, "title", f"names the option {option!r}; a title names none"))
+    named = [o for o in t.options if mentions(t.description, o, ignore_case=False)]
+    first = sorted(named, key=lambda o: _first_mention(t.description, o))
+    if first != named:
+        out.append(
+            Violation(
+                file,
+                "description",
+                f"names the options in the order {first}, not as `options` lists them "
+                f"{named}: the listed order is what the bank balances, and a model reads both",
+            )
+        )
     return out
+
+
+def _first_mention(text: str, name: str) -> int:
+    found = _name_pattern(unicodedata.normalize("NFKC", name), ignore_case=False).search(
+        unicodedata.normalize("NFKC", text)
+    )
+    return found.start() if found else len(text)
 
 
 def _check_scores(t: Template, file: str) -> list[Violation]:
@@ -395,7 +418,7 @@ def verify_template(template: Template, file: str, path: Path | None = None) -> 
 
 
 def warnings_for(t: Template, file: str) -> list[Violation]:
-    out = []
+    out = design.layout_warnings(t, file)
     criteria_words = {c: _content_words(c) for c in t.criteria}
     for fact in t.facts:
         for word in SUSPECT_WORDS:

@@ -16,10 +16,10 @@ from deliberation.benchmarks.crossprofile.findings import (  # noqa: F401  (the 
     VerificationReport,
     correct_positions,
     format_report,
-    layout_balance,
     length_by_role,
+    signature_table,
     source_words_by_role,
-    tone_balance,
+    template_layouts,
 )
 from deliberation.benchmarks.crossprofile.loader import (
     bank_dir,

@@ -184,10 +184,12 @@ def decoy_choices(
     policy in ``variant`` at ``budget`` (main templates, tags kept): among all decisions and
     among wrong ones (%), with cluster-robust t intervals (``n_resamples`` and ``seed`` are
     unused since the cluster t replaced the bootstrap, kept for the notebook's call) and the
-    policy whose decisions were the very same calls (``same_calls_as``)."""
+    policy whose decisions were the very same calls (``same_calls_as``). Only templates that
+    have a decoy option count (in bank v5 the key in slot P or N: ``chose_decoy`` is empty
+    where the decoys favour both wrong options)."""
     del n_resamples, seed
     rows = answered(rows)
-    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
+    keep = (rows["pilot"] == 0) & (rows["tags"] == "keep") & rows["chose_decoy"].notna()
     cell = rows[keep & (rows["variant"] == variant) & (rows["budget"] == budget)]
     out, read = [], []
     for policy in dict.fromkeys(cell["policy"]):
