@@ -21,7 +21,11 @@ class DHDOptions(Strict):
     )
     blocks: int = Field(5, gt=0, description="repeated-replay blocks per problem (paper 2: 5)")
     sizes: tuple[int, ...] = Field((2, 3, 4, 5), description="pool sizes K of leave-one-out")
-    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (problems)")
+    n_resamples: int = Field(
+        10_000,
+        gt=0,
+        description="unused: kept for the profiles (the intervals are cluster-robust t)",
+    )
     n_permutations: int = Field(10_000, gt=0, description="permutations per problem")
     masking_cases: int = Field(10, gt=0, description="masking cases per cell (paper 2 pilot: 10)")
     masking_replicates: int = Field(5, gt=0, description="replicates per masking case")

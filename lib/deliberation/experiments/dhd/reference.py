@@ -302,11 +302,12 @@ def selection_tables(
     root: str | Path | None = None, n_resamples: int = 2000, seed: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Recompute, from the released per-fold rows, every policy's held-out accuracy and the
-    selector's gain against every baseline, per model and benchmark and pooled, with intervals
-    from a bootstrap over problems (:func:`deliberation.experiments.dhd.selection.policy_accuracy`,
+    selector's gain against every baseline, per model and benchmark and pooled, with
+    cluster-robust t intervals over problems
+    (:func:`deliberation.experiments.dhd.selection.policy_accuracy`,
     :func:`~deliberation.experiments.dhd.selection.selector_gains`). The gains carry the authors'
-    reported
-    gain against always-full beside ours (``reported_gain_pp``; empty for other baselines)."""
+    reported gain against always-full beside ours (``reported_gain_pp``; empty for other
+    baselines)."""
     from deliberation.experiments.dhd.selection import policy_accuracy, selector_gains
 
     per_fold = selection_per_fold(root)

@@ -34,7 +34,8 @@ class MemoryGridOptions(Strict):
     n_resamples: int = Field(
         10_000,
         ge=2,
-        description="bootstrap resamples of the notebooks' intervals (templates/tasks)",
+        description="resamples of the papers' percentile bootstrap, shown beside the cluster-robust t"
+        " in the R1-B3, H1-H3, classic-cell and social-proof tables from 20 clusters",
     )
 
     _distinct_values = field_validator("policies", "budgets", "tags")(distinct_values)

@@ -3,7 +3,7 @@
 - :mod:`.runs`: discussions -> votes, disclosure labels, memories and decisions; the rows
   (columns documented there) and :func:`run_from_profile` behind the CLI (:mod:`.experiment`).
 - :mod:`.report`: group accuracy, decision accuracy by condition, disclosure rates and the
-  evidence-first effect, each with cluster-bootstrap intervals.
+  evidence-first effect, each with cluster-robust t intervals.
 """
 
 from deliberation.experiments.natural.runs import (

@@ -34,7 +34,11 @@ class NaturalOptions(Strict):
         description="rotate: options counterbalanced so no position predicts the key;"
         " template: the stored order in every variant (the papers' fixed order)",
     )
-    n_resamples: int = Field(10_000, gt=0, description="bootstrap resamples (templates/tasks)")
+    n_resamples: int = Field(
+        10_000,
+        gt=0,
+        description="unused: kept for the profiles (the intervals are cluster-robust t)",
+    )
 
     _distinct_values = field_validator("benchmarks", "variants", "policies")(distinct_values)
 

@@ -58,7 +58,7 @@ ROW_COLUMNS: dict[str, str] = {
     "kind": "`vote` or `decision`",
     "benchmark": "`crossprofile` or `hiddenbench`",
     "task": "task id (CrossProfile `<template>/<variant>`; HiddenBench `hb-<n>`)",
-    "template": "the bootstrap's cluster: the CrossProfile template, or the HiddenBench task",
+    "template": "the intervals' cluster: the CrossProfile template, or the HiddenBench task",
     "variant": "CrossProfile ownership variant (e.g. `SP-DS-IP`); empty for HiddenBench",
     "support": "ownership of the support facts (`shared`/`private`); empty for HiddenBench",
     "decoy": "ownership of the decoy facts; empty for HiddenBench",

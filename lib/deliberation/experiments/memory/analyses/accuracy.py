@@ -18,6 +18,7 @@ from deliberation.stats.cluster_t import ClusterEstimate, cluster_t_many
 from deliberation.stats.preregistered import PAPER_COLUMNS
 from deliberation.stats.small_samples import (
     MIN_CLUSTERS,
+    PAPER_METHOD_MIN_CLUSTERS,
     SAME_CALLS_COLUMN,
     call_column,
     call_set,
@@ -217,8 +218,10 @@ def difference_by_budget(
 
 def cue_baseline(templates, seed: int) -> pd.DataFrame:
     """The best meaning-free heuristic of the cue audit as one accuracy row (its interval is
-    the audit's bootstrap over templates: the heuristic makes one pick per template, whatever
-    the cell)."""
+    the audit's percentile bootstrap over templates: the heuristic makes one pick per template,
+    whatever the cell), withheld below that method's own floor of clusters
+    (:data:`~deliberation.stats.small_samples.PAPER_METHOD_MIN_CLUSTERS`), where it rejects too
+    often."""
     from deliberation.benchmarks.crossprofile.audit import audit
 
     table = audit(templates, seed=seed, draws=0).table  # accuracies only: no random-keys bars
@@ -239,7 +242,7 @@ def cue_baseline(templates, seed: int) -> pd.DataFrame:
             }
         ]
     )
-    return withhold_inference(baseline)
+    return withhold_inference(baseline, PAPER_METHOD_MIN_CLUSTERS)
 
 
 def rounded(frame: pd.DataFrame, digits: int = 1) -> pd.DataFrame:

@@ -202,7 +202,8 @@ def cell_accuracy(
     rows: pd.DataFrame, *, n_resamples: int, seed: int, budget: float = PRIMARY_FRACTION
 ) -> pd.DataFrame:
     """Accuracy of every policy in each of the 8 ownership cells (main templates, tags kept,
-    budgeted policies at ``budget`` and the references), with template-bootstrap intervals."""
+    budgeted policies at ``budget`` and the references), with cluster-robust t intervals over
+    templates."""
     keep = (rows["pilot"] == 0) & (rows["tags"] == "keep")
     keep &= (rows["budget"] == budget) | (rows["budget"].isna() & rows["item_limit"].isna())
     table = accuracy_table(rows[keep], ["policy", "variant"], n_resamples=n_resamples, seed=seed)
@@ -314,7 +315,7 @@ def relevance_labels(profile: Profile, client: Client, templates: str = "main") 
 
 def labeller_scores(labels: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
     """Precision and recall of the relevance labels against the true roles (relevant = support
-    or decoy), and the share labelled relevant within each role, with template-bootstrap
+    or decoy), and the share labelled relevant within each role, with cluster-robust t
     intervals (%)."""
     statistics = {
         "precision": mean_of("relevant", {"labelled": 1}, label="precision"),

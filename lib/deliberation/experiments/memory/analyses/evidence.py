@@ -75,7 +75,7 @@ def lead_range(rows: pd.DataFrame) -> tuple[int, int]:
 
 
 def accuracy_by_lead(rows: pd.DataFrame, *, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Accuracy (%) per lead bin, pooled over the policies in ``rows`` (template bootstrap);
+    """Accuracy (%) per lead bin, pooled over the policies in ``rows`` (cluster-robust t over templates);
     a bin's label says "or less" / "or more" only if it pooled leads beyond its value."""
     table = accuracy_table(rows, ["lead_bin"], n_resamples=n_resamples, seed=seed)
     table = table.sort_values("lead_bin").reset_index(drop=True)

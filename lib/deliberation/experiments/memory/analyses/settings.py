@@ -123,5 +123,6 @@ def banner(profile: Profile, analysis: AnalysisSettings) -> str:
         f"profile {profile.name} (backend {profile.backend}, model {profile.model}, "
         f"params {profile.params_hash}, seed {profile.seed})\nresults: {kind}\n"
         f"budgets r = {', '.join(f'{b:g}' for b in analysis.budgets)}; primary r = "
-        f"{analysis.primary_budget:g}; bootstrap resamples: {analysis.n_resamples}"
+        f"{analysis.primary_budget:g}; intervals: cluster-robust t (the papers' bootstrap beside"
+        f" some, from 20 clusters: {analysis.n_resamples} resamples)"
     )
