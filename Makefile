@@ -94,13 +94,21 @@ unit: setup
 experiments: setup
 	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q --durations=10 --ignore=notebooks -m experiments
 
+# The lab extra (JupyterLab) with the venv's kernel registered: `make lab` and the notebook
+# lane (its JupyterLab test runs a notebook in headless Chromium) install it once.
+LAB_STAMP := $(VENV)/.lab-stamp
+$(LAB_STAMP): $(SETUP_STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,lab]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (deliberation .venv)"
+	touch $@
+
 # tests/notebooks/: the paper built once on the smoke profile (every notebook through papermill,
 # as `make paper` runs them) and checked: plan, outputs, tables, the report in Chromium; notebook
 # 00 runs twice more (fresh-cache determinism, a planted API key over the openai backend) and is
 # replayed from its exported answers; every shipped real-model profile with published answers
 # (results/<profile>/) is replayed against its committed tables (-rs prints why a test skipped,
 # e.g. "no published results"). Outputs and caches go to temporary folders, never into the tree.
-notebooks: setup
+notebooks: setup $(LAB_STAMP)
 	@$(TIMED) cd tests && $(abspath $(VENV))/bin/pytest -q -rs -p no:cacheprovider --durations=10 notebooks
 
 # Every lane runs even when an earlier one fails; the summary names the failed ones and the
@@ -119,12 +127,6 @@ chromium: setup
 # by the lab extra's install as the venv's `python3` kernel; the CLI puts the venv's kernels
 # first). Installed once (a stamp, redone when pyproject.toml changes). LAB_ARGS passes options
 # on (make lab LAB_ARGS="--port 8890 --no-browser"); kernels get DELIBERATION_PROFILE=$(PROFILE).
-LAB_STAMP := $(VENV)/.lab-stamp
-$(LAB_STAMP): $(SETUP_STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,lab]'
-	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (deliberation .venv)"
-	touch $@
-
 lab: setup $(LAB_STAMP)
 	$(PY) -m deliberation lab --profile $(PROFILE) --lab-args="$(LAB_ARGS)"
 
