@@ -801,17 +801,11 @@ class OpenAIBackend(Backend):
         before_send(self)
         return run_batch(lambda stop: self._run(requests, on_response, stop))
 
-    async def agenerate(
-        self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
-    ) -> list[ChatResponse]:
-        """The batch as a coroutine; ``on_response`` runs on the loop's thread as each ends."""
-        return [r for r in await self._run(requests, on_response, None) if r is not None]
-
     async def _run(
         self,
         requests: Sequence[ChatRequest],
         on_response: OnResponse | None,
-        stop: BatchStop | None,
+        stop: BatchStop,
     ) -> list[ChatResponse | None]:
         """One response per request; None for a request a stop kept from being sent."""
         semaphore = asyncio.Semaphore(self.concurrency)
@@ -823,7 +817,6 @@ class OpenAIBackend(Backend):
             deadline_s=self.timeout_s, connections=self.concurrency, headers=headers
         )
 
-        stop = stop if stop is not None else BatchStop()
         refused: list[Exception] = []
 
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
@@ -863,20 +856,20 @@ class OpenAIBackend(Backend):
             latency_s=time.perf_counter() - started,
         )  # fmt: skip
 
-    async def _pause(self, wait: float, stop: BatchStop | None, breaker: _Breaker) -> bool:
+    async def _pause(self, wait: float, stop: BatchStop, breaker: _Breaker) -> bool:
         """Sleep before a retry; True when an interrupt came first (the breaker wakes it too)."""
-        sleeper = asyncio.ensure_future(asyncio.sleep(wait) if stop is None else stop.sleep(wait))
+        sleeper = asyncio.ensure_future(stop.sleep(wait))
         tripped = asyncio.ensure_future(breaker.tripped.wait())
         await asyncio.wait({sleeper, tripped}, return_when=asyncio.FIRST_COMPLETED)
         for task in (sleeper, tripped):
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(sleeper, tripped, return_exceptions=True)
-        return stop is not None and stop.is_set()
+        return stop.is_set()
 
     # -- one request ----------------------------------------------------------------------------
     def _retrying(
-        self, index: int, request: ChatRequest, stop: BatchStop | None, breaker: _Breaker
+        self, index: int, request: ChatRequest, stop: BatchStop, breaker: _Breaker
     ) -> tenacity.AsyncRetrying:
         """The request's retry policy as tenacity configuration: retryable failures only, at
         most ``max_retries`` retries, full-jitter waits honouring Retry-After, each wait logged
@@ -903,10 +896,9 @@ class OpenAIBackend(Backend):
         semaphore: asyncio.Semaphore,
         index: int,
         request: ChatRequest,
-        stop: BatchStop | None = None,
-        breaker: _Breaker | None = None,
+        stop: BatchStop,
+        breaker: _Breaker,
     ) -> ChatResponse | None:
-        breaker = breaker or _Breaker()
         history: Counter[str] = Counter()
         started = time.perf_counter()
         attempts = 0
@@ -914,12 +906,12 @@ class OpenAIBackend(Backend):
         async def attempt() -> ChatResponse:
             nonlocal attempts
             async with semaphore:
-                if stop is not None and stop.is_set():
+                if stop.is_set():
                     raise _Interrupted  # send nothing more (not a failure of the request)
                 async with breaker.gate():
                     if breaker.reason is not None:
                         raise _Stopped
-                    if stop is not None and stop.is_set():
+                    if stop.is_set():
                         raise _Interrupted
                     attempts += 1
                     attempt_started = time.perf_counter()

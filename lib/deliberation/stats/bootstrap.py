@@ -61,11 +61,6 @@ class BootstrapResult:
     def __post_init__(self) -> None:
         self.distribution.setflags(write=False)
 
-    @property
-    def standard_error(self) -> float:
-        """Standard deviation of the bootstrap distribution."""
-        return float(np.std(self.distribution, ddof=1)) if self.n_resamples > 1 else float("nan")
-
     def as_row(self, scale: float = 1.0) -> dict[str, object]:
         """One table row; ``scale=100`` reports proportions as percentage points."""
         return {

@@ -40,12 +40,6 @@ class CrossFitResult:
     models: tuple[Any, ...]
     by: tuple[str, ...]
 
-    def weighted_mean(self) -> pd.Series:
-        """Numeric score columns averaged over folds, weighted by held-out rows (pooled score)."""
-        numeric = self.scores.drop(columns=["fold", "n_test"]).select_dtypes("number")
-        weights = self.scores["n_test"].to_numpy(dtype=float)
-        return numeric.apply(lambda col: float(np.average(col, weights=weights)))
-
 
 def _rows(evaluation: Evaluation, fold: int, n_test: int) -> pd.DataFrame:
     if isinstance(evaluation, pd.DataFrame):

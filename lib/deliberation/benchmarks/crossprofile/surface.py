@@ -150,8 +150,3 @@ def _statistics() -> tuple[SurfaceStatistic, ...]:
 
 # Every statistic, in report order.
 STATISTICS: tuple[SurfaceStatistic, ...] = _statistics()
-
-
-def option_statistics(texts: Sequence[str], option: str) -> dict[str, float]:
-    """Every surface statistic of one option, by name."""
-    return {s.name: s(texts, option) for s in STATISTICS}
