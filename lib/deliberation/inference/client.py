@@ -21,7 +21,7 @@ Paid answers are never lost:
   the rest of its finished chunk: those answers are kept with the others). The write of what
   was received is retried ``write_attempts`` times, ``write_wait_s`` apart and doubling; what
   still cannot be stored is *spilled* (``ResponseCache.spill``: a file beside the cache or in
-  ``spill_dir()``, which the next open of the profile's cache imports, wherever it is). Then
+  ``cache._spill_dir()``, which the next open of the profile's cache imports, wherever it is). Then
   :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
   space needed (exit code ``OUTPUT_UNWRITABLE``); anything neither stored nor spilled (failure
   rows, or everything when no spill file could be written) is in its ``unwritten``.
@@ -385,7 +385,7 @@ class CachedClient:
                 last.path, last.detail, kept=f"stopped; {where}"
             )
         else:
-            needed = space_needed(last.path, [held[i] for i in sorted(held)], requests)
+            needed = _space_needed(last.path, [held[i] for i in sorted(held)], requests)
             error = CacheWriteError(
                 last.path,
                 f"stopped, {'its disk is full' if last.disk_full else last.problem}; {where};"
@@ -403,7 +403,7 @@ class CachedClient:
 _PAGE_BYTES = 4096
 
 
-def space_needed(
+def _space_needed(
     path: Path, responses: Sequence[ChatResponse], requests: Sequence[ChatRequest]
 ) -> str:
     """What a disk-full error tells the user: the free space on the cache's disk now and about

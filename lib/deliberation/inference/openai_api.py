@@ -119,17 +119,17 @@ log = logging.getLogger(__name__)
 
 # The modes the pre-flight tries when the profile's is refused or ignored, strongest constraint
 # first (JSON mode alone, which constrains no field, last), so it names the one to set.
-DISCOVERY_ORDER = (
+_DISCOVERY_ORDER = (
     "structured_outputs", "guided", "response_format", "json_object_schema", "grammar",
     "json_object",
 )  # fmt: skip
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
 # The circuit breaker (module docstring): identical failures in a row before any success.
 BREAKER_ATTEMPTS = 8
 # A reply body may hold this much beyond what max_tokens tokens can spell (JSON, usage, ids).
-REPLY_BASE_BYTES = 64 * 1024
-REPLY_BYTES_PER_TOKEN = 256
+_REPLY_BASE_BYTES = 64 * 1024
+_REPLY_BYTES_PER_TOKEN = 256
 # A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
 LONG_WAIT_S = 5.0
 # The largest model list (GET /models) and version reply read (OpenRouter lists ~300 models
@@ -138,8 +138,8 @@ MODEL_LIST_BYTES = 16 * 2**20
 VERSION_BYTES = 64 * 1024
 
 
-PREFLIGHT_STAGE = "preflight"
-PREFLIGHT_CHOICES = ("yes", "no")
+_PREFLIGHT_STAGE = "preflight"
+_PREFLIGHT_CHOICES = ("yes", "no")
 
 
 class PreflightError(RuntimeError):
@@ -370,7 +370,7 @@ def reply_byte_limit(max_tokens: int) -> int:
     """The largest reply body accepted for a request allowing ``max_tokens`` tokens: no token
     spells more than a few dozen bytes even JSON-escaped, so a body past this bound comes from a
     server that ignores ``max_tokens`` (it fails that call, before it is stored)."""
-    return REPLY_BASE_BYTES + REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
+    return _REPLY_BASE_BYTES + _REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
 
 
 def _token_count(usage: Any, field: str) -> int:
@@ -410,7 +410,7 @@ def profile_hint(reason: str) -> str:
     return ""
 
 
-def redact_url(url: str) -> str:
+def _redact_url(url: str) -> str:
     """``url`` without user info, query or fragment (what a log line may show)."""
     from urllib.parse import urlsplit, urlunsplit
 
@@ -586,7 +586,7 @@ class OpenAIBackend(Backend):
             limit, what = MODEL_LIST_BYTES, "the bound for a model list"
         else:
             limit, what = VERSION_BYTES, "the bound for a version reply"
-        headers = {"Content-Type": "application/json", STAGE_HEADER: PREFLIGHT_STAGE}
+        headers = {"Content-Type": "application/json", STAGE_HEADER: _PREFLIGHT_STAGE}
         if key and self._api_key.reveal() != PLACEHOLDER_KEY:
             headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
         return http.request(
@@ -624,10 +624,10 @@ class OpenAIBackend(Backend):
         """The one small request of the pre-flight: a choice between two options."""
         return ChatRequest.from_prompt(
             "Reply with yes or no: is 2 larger than 1?",
-            stage=PREFLIGHT_STAGE,
+            stage=_PREFLIGHT_STAGE,
             max_tokens=12,
             seed=0,
-            structured=StructuredOutput(choices=PREFLIGHT_CHOICES),
+            structured=StructuredOutput(choices=_PREFLIGHT_CHOICES),
         )
 
     def preflight(self) -> list[str]:
@@ -680,7 +680,7 @@ class OpenAIBackend(Backend):
             if parsed is None:
                 warnings.append(
                     f"the server at {self.base_url} answered the pre-flight request outside its"
-                    f" constraint ({text!r} is not one of {list(PREFLIGHT_CHOICES)}): it may"
+                    f" constraint ({text!r} is not one of {list(_PREFLIGHT_CHOICES)}): it may"
                     f" ignore openai.structured_output={self.structured_output!r}; "
                     + self._mode_advice()
                 )
@@ -697,14 +697,14 @@ class OpenAIBackend(Backend):
         return version if isinstance(version, str) else None
 
     def working_structured_mode(self) -> str | None:
-        """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
+        """The first mode of :data:`_DISCOVERY_ORDER` (other than the profile's) in which the
         server answers the pre-flight request inside its constraint, or None: the dialect the
         server speaks, found by asking it (one small request per mode tried)."""
         request = self.preflight_request()
         assert request.structured is not None
         base = {k: v for k, v in self.request_body(request).items()
                 if k in ("model", "messages", "temperature", "top_p", "seed")}  # fmt: skip
-        for mode in DISCOVERY_ORDER:
+        for mode in _DISCOVERY_ORDER:
             if mode == self.structured_output:
                 continue
             body = {
@@ -732,7 +732,7 @@ class OpenAIBackend(Backend):
         mode = self.working_structured_mode()
         if mode is None:
             return (
-                f"none of the modes {list(DISCOVERY_ORDER)} kept its answer inside the"
+                f"none of the modes {list(_DISCOVERY_ORDER)} kept its answer inside the"
                 " constraint: set openai.structured_output: none (free text, read by the parser)"
             )
         return f"the server keeps to the constraint with it: set openai.structured_output: {mode}"
@@ -841,7 +841,7 @@ class OpenAIBackend(Backend):
     @property
     def server(self) -> str:
         """The server's URL as logs and messages show it (no credentials)."""
-        return redact_url(self.base_url)
+        return _redact_url(self.base_url)
 
     def _stopped(
         self, request: ChatRequest, breaker: _Breaker, attempts: int, started: float
@@ -1065,7 +1065,7 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 str(status),
                 self._api_key.scrub(f"HTTP {status}: {_error_text(data)}"),
-                retryable=status in RETRYABLE_STATUS or status >= 500,
+                retryable=status in _RETRYABLE_STATUS or status >= 500,
                 retry_after_s=parse_retry_after(reply.headers),
             )
         response = self._to_response(request, data)

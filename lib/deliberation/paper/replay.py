@@ -47,7 +47,7 @@ from deliberation.results.published_tables import check_tables
 Printer = Callable[[str], None]
 # Sidecar fields that name the checkout that wrote a file, not what the file says.
 CHECKOUT_FIELDS = frozenset({"git_commit", "git_dirty"})
-FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
+_FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
 
 
 @dataclass
@@ -133,8 +133,8 @@ class ReplayReport:
 def run_folders(root: Path) -> Iterator[None]:
     """Cache, output and build folders under ``root`` (``cache_dir``, ``output_root``,
     ``build_dir``) while a replay or a check runs."""
-    previous = {name: os.environ.get(name) for name in FOLDER_ENV}
-    for name in FOLDER_ENV:
+    previous = {name: os.environ.get(name) for name in _FOLDER_ENV}
+    for name in _FOLDER_ENV:
         os.environ[name] = str(root / name.removeprefix("DELIBERATION_").lower())
     try:
         yield

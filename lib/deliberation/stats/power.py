@@ -41,10 +41,10 @@ import pandas as pd
 # of deliberation.benchmarks.crossprofile.simulate's uniform(-0.1, 0.1) shifts).
 ASSUMED_SD = {"level": 0.1 / math.sqrt(3), "contrast": 0.1 / math.sqrt(3)}
 MIN_CLUSTERS_TO_ESTIMATE = 5
-CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
+_CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
 # The most clusters that exist per dimension (the caller adds HiddenBench's task count, which
 # needs its data file); the other dimensions are generated and have no limit.
-DEFAULT_BANKS = {"templates": CROSSPROFILE_BANK}
+DEFAULT_BANKS = {"templates": _CROSSPROFILE_BANK}
 CSV_COLUMNS = [
     "test", "effect_points", "power", "mc_error", "recommended", "calls", "cost", "assumptions",
 ]  # fmt: skip
@@ -353,7 +353,7 @@ def simulate_cluster_contrasts(
     return scale * (pos.mean(axis=2) / m - neg.mean(axis=2) / m)
 
 
-def permutation_rejections(
+def _permutation_rejections(
     effect: float,
     problems: int,
     blocks: int,
@@ -404,7 +404,7 @@ def estimate_power(
     rng = np.random.default_rng(seed)
     effect = effect_points / 100
     if design.kind == "permutation":
-        shares = permutation_rejections(effect, 60, n, replicates, alpha, rng)
+        shares = _permutation_rejections(effect, 60, n, replicates, alpha, rng)
         return PowerEstimate(
             float(shares.mean()), float(shares.std(ddof=1) / math.sqrt(replicates))
         )
@@ -443,7 +443,7 @@ def grid_size(
     return sizes[design.dimension]
 
 
-def rows_per_cell(design: Design, experiments: object) -> int:
+def _rows_per_cell(design: Design, experiments: object) -> int:
     """Rows per cell and cluster at the profile's grid (budgets, masking replicates)."""
     if design.dimension == "masking cases":
         return experiments.dhd.masking_replicates  # type: ignore[attr-defined]
@@ -469,11 +469,11 @@ class PowerRow:
     bank: int | None = None  # the most clusters of this dimension that exist
 
 
-SEARCH_CAP = 4096
+_SEARCH_CAP = 4096
 
 
 def smallest_n(
-    power_at, target: float, start: int, cap: int = SEARCH_CAP
+    power_at, target: float, start: int, cap: int = _SEARCH_CAP
 ) -> tuple[int | None, float]:
     """The smallest n with power_at(n) >= target: doubling from ``start``, then bisection."""
     # below the floor the notebooks show no test at all (deliberation.stats.small_samples)
@@ -552,7 +552,7 @@ def power_table(
         base = design.name
         if worst:
             design = replace(design, name=f"{design.name} (worst case: p = .5)")
-        m = rows_per_cell(design, experiments)
+        m = _rows_per_cell(design, experiments)
         design_m = replace(design, rows_per_cell=m)
         family = [
             (replace(d, rows_per_cell=m), effects[d.name][0])
