@@ -1,50 +1,13 @@
 """Response cache: SQLite in WAL mode, one row per answered request, committed as it arrives.
 
-A crashed or killed run resumes by re-running the same command: every request whose key is
-already here is served from the cache and never reaches the backend again. Failed requests are
-recorded in their own table (with the reason) and are retried on the next run, never served;
-once answered, their failure rows are deleted, so the table lists only outstanding failures.
-
-Several processes may share one cache file (notebooks run in parallel). Before sending, a
-process takes a *lease row* on each key it will send (table ``leases``: key, owner, host, pid,
-expiry); a process that finds a key leased by another waits for that answer instead of paying
-for it again. Lease rows rather than a file lock: a lock would serialise whole batches, while
-rows let two processes split one batch key by key, live in the same transaction as the answers,
-and can be inspected. A lease ends when its answer or failure is written, when its owner
-releases it (interrupt, error), when it expires (owners renew it while they send), or at once
-when its owner's process on this host is gone (kill -9), so a crash never blocks a resume.
-
-The file checks itself on open: its ``meta.schema_version`` must be one this code reads
-(older ones are migrated), and a file that is not a response cache, or is truncated, is an
-error naming it. A cache that cannot be written (read-only file or folder, or
-``read_only=True``) still serves every cached answer; only sending needs write access.
-
-Answers committed since the last checkpoint live in the write-ahead log beside the file
-(``<file>-wal``), so the log is checked too, before SQLite reads it (:func:`_check_wal`): a log
-that cannot be read is an error naming it; a damaged one (bad header, or frames of the current
-generation that fail their checksums) is copied aside as ``<file>-wal.damaged-<time>`` and named
-in a warning saying that the answers past the damage will be sent again. It is copied, not
-moved: SQLite still reads the sound frames before the damage (more answers kept), and a false
-alarm (a frame another process is writing at that moment) costs a spare file, never data. A
-read-only folder holding the file and its log but no ``-shm`` index cannot be opened in place
-(SQLite must create the index), so the two files are copied to a private temporary folder and
-read there, log included.
-
-A full disk stops a run at once (``client.py``): the answers received but not stored are
-*spilled*, written as one JSON-lines file beside the cache (``<file>.spill-*.jsonl``) or, when
-that disk has no room either, in :func:`_spill_dir` under the cache file's name (its header names
-the cache it was written for). Every writable open imports the spill files of its cache first,
-all or none per file, and then removes them: those beside it, and those in the spill folder
-written for it or for a cache of the same name that is no longer there (moved to a bigger disk).
-So the next run of the profile serves those answers wherever its cache now lives and sends only
-what was never received; ``deliberation cache import`` takes a spill file too.
-
-The file is checked when opened, before anything is sent: SQLite's own ``integrity_check``
-(``quick_check`` for a large file, see :func:`_integrity_problem`). A damaged file (a bad page, a
-damaged index) is a :class:`CacheDamagedError` naming it and the way to repair it or move it
-aside, never mistaken for a full disk; damage met later, while writing, is the same error.
-
-The key is :func:`request_key`; its fields are written down there and nowhere else.
+It is what makes runs resumable and answers paid for once: a rerun serves every cached key and
+sends only the rest; failures are kept apart (with their reason) and retried, never served.
+Processes sharing the file split a batch key by key through *lease rows* rather than a file
+lock: a lock would serialise whole batches, while rows live in the same transaction as the
+answers, can be inspected, and end when their owner's process is gone. The key is
+:func:`request_key` (its fields are written down there and nowhere else). Leases, the
+write-ahead log's checks, import and export: docs/cache.md; a full disk (spill files) and a
+damaged file: docs/failed-calls.md.
 """
 
 from __future__ import annotations
@@ -460,7 +423,7 @@ def _wal_damage(data: bytes) -> tuple[str, int] | None:
 
 
 def _check_wal(path: Path) -> None:
-    """Check the write-ahead log beside cache ``path`` (see the module docstring): an
+    """Check the write-ahead log beside cache ``path`` (docs/cache.md) before SQLite reads it: an
     unreadable log raises :class:`CacheError` naming it; a damaged one is copied aside and
     named in a warning (once: a log already kept aside is not copied again)."""
     wal = wal_path(path)
@@ -914,7 +877,7 @@ class ResponseCache:
                     raise CacheDamagedError(self.path, f"cannot read it: SQLite: {detail}") from exc
                 raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
 
-    # -- spilled answers (see the module docstring) ---------------------------------------------
+    # -- spilled answers (docs/failed-calls.md#a-full-disk) ----------------------------------------
     def spill(
         self,
         answers: Sequence[tuple[str, ChatRequest, ChatResponse]],

@@ -1,64 +1,14 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions server (``vllm serve``,
-DeepSeek, hosted APIs, and ``deliberation serve-sim`` in tests).
+DeepSeek, hosted APIs, ``deliberation serve-sim`` in tests).
 
-Requests run on asyncio with at most ``concurrency`` in flight, over the project's one HTTP path
-(:mod:`deliberation.io.http`: each attempt bounded in total time by ``timeout_s`` and in decoded
-size by :func:`reply_byte_limit`). Retries are tenacity's (``AsyncRetrying``: the policy is its
-configuration, see :meth:`OpenAIBackend._retrying`):
-
-* retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
-  chat completion; everything else (400, 401, 404, a request httpx refuses to send such as a
-  header it cannot carry, ...) fails at once;
-* wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
-  backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
-  so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
-  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``,
-  but at most ``retry_after_max_s`` (default 300 s); a wait over ``LONG_WAIT_S`` (5 s) is
-  logged at WARNING with the server's reason;
-* a request that exhausts its retries or fails for good comes back as
-  ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped;
-* one malformed reply (a body that is not JSON, ``choices: []``, usage counts that are not
-  non-negative integers such as NaN, 1e999, ``"x"`` or a list) fails that call alone;
-* a reply with no answer in it fails that call (not retried in the run, not stored, sent again
-  by the next run): content null (a tool call, a refusal, nothing), or ``finish_reason:
-  content_filter``; an empty string is an answer (parsed as invalid), and so is ``finish_reason:
-  length`` (cut: invalid when it does not parse);
-* a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
-  name excepted) fails that call, unless ``openai.allow_model_alias`` is true; with
-  ``openai.strict_model`` true any other name fails it, a dated snapshot included. An accepted
-  other name (a snapshot, an allowed alias) is a warning once per run, is kept with the answer
-  (``ChatResponse.served_model``, stored in the cache) and lands in the backend's ``served_as``,
-  the provenance of every output made from it and the run's summary;
-* a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
-  before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
-  ``max_tokens`` token, counted on the decoded bytes of the whole body as they arrive (a gzip
-  body that inflates past it is cut off while it inflates);
-* circuit breaker: until an attempt of the batch has succeeded, at most ``BREAKER_ATTEMPTS``
-  (8) attempts are in flight, and when ``BREAKER_ATTEMPTS`` attempts in a row fail with the same
-  reason (rate limits and waits the server asked for excepted) before any succeeded, the batch
-  stops: nothing more is sent and every request not answered fails with the server's complaint
-  and, when it concerns something the profile controls, the profile key to change
-  (:func:`profile_hint`). A server that answers every POST with the same error therefore gets at
-  most ``2 * BREAKER_ATTEMPTS - 1`` (15) requests per stage.
-
-Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
-first batch first makes the profile's server answer (starting it when it has a ``server:``
-section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
-request in the structured-output mode (in one of vLLM's modes, first ``GET /version``: a vLLM
-release that would drop the mode's fields stops the run naming the mode to set, see
-:func:`~deliberation.inference.structured.vllm_server_mode_problem`); a refusal stops the run
-naming the profile key (exit code 5), no answer at all, or none whole within ``timeout_s``, exit
-code 4, a model list past ``MODEL_LIST_BYTES`` exit code 5, and a model name the server does not
-list or answer as exit code 6 unless ``openai.allow_model_alias`` is true
-(:mod:`deliberation.exit_codes`). Every pre-flight exchange goes through the same HTTP path
-and bounds as the model calls.
-
-``latency_s`` of an answered request is the duration of the attempt that answered (the model's
-response time); retries and waits show in ``attempts``. For a failed request it is the total time
-spent. The API key is read from the environment variable the profile names, handed to the HTTP
-client and nowhere else: not to the cache key, logs, reprs or error messages
-(:mod:`deliberation.inference.secrets` checks the variable's name and the key's characters
-first, so no HTTP library ever fails, and logs, on a malformed key).
+A server can fail in many ways, and a paid answer must never be lost or mistaken: so every
+request ends as an answer or as a ``ChatResponse`` with an ``error`` (never raised, never
+dropped), retries are tenacity configuration (:meth:`OpenAIBackend._retrying`), a circuit
+breaker stops a stage whose server rejects everything, and every exchange goes through the one
+bounded HTTP path (:mod:`deliberation.io.http`). What each kind of reply becomes:
+docs/failed-calls.md; the retry policy and why tenacity: docs/libraries.md; settings, bounds,
+breaker and pre-flight: docs/profiles.md and docs/real-model.md. The API key goes to the HTTP
+client and nowhere else (:mod:`deliberation.inference.secrets`).
 """
 
 from __future__ import annotations
@@ -125,7 +75,7 @@ _DISCOVERY_ORDER = (
 )  # fmt: skip
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-# The circuit breaker (module docstring): identical failures in a row before any success.
+# The circuit breaker (_Breaker): identical failures in a row before any success.
 BREAKER_ATTEMPTS = 8
 # A reply body may hold this much beyond what max_tokens tokens can spell (JSON, usage, ids).
 _REPLY_BASE_BYTES = 64 * 1024
@@ -253,7 +203,7 @@ class OpenAIOptions(BaseModel):
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """How many times to retry and how long to wait in between (see the module docstring): the
+    """How many times to retry and how long to wait in between (docs/libraries.md): the
     configuration of the tenacity retrying each request gets (:meth:`OpenAIBackend._retrying`)."""
 
     max_retries: int = 6
@@ -425,7 +375,10 @@ def _redact_url(url: str) -> str:
 
 
 class _Breaker:
-    """The batch's circuit breaker (module docstring)."""
+    """The batch's circuit breaker: a server that rejects everything gets at most
+    ``2 * threshold - 1`` requests a stage, not thousands. Until an attempt has succeeded at most
+    ``threshold`` are in flight, and ``threshold`` failures in a row with the same reason (rate
+    limits and waits the server asked for excepted) stop the batch (docs/profiles.md)."""
 
     def __init__(self, threshold: int = BREAKER_ATTEMPTS) -> None:
         self.threshold = threshold

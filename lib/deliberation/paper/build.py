@@ -1,34 +1,11 @@
 """``make paper``: every notebook of the manifest through papermill, skipping the current ones.
 
-A notebook is *current* for a profile when the hash of its inputs equals the one recorded by its
-last successful run, its executed copy exists, and every output it wrote (found through the
-provenance sidecars naming it) is still there unchanged. Its inputs, hashed part by part so the
-build can say what changed:
-
-- ``library``: every file under ``lib/deliberation/``;
-- ``templates``: every file under ``templates/``;
-- ``profile``: the resolved profile (its file and every file it ``extends:``, merged; the
-  description and the ``cost:`` section are left out: they change no result);
-- ``notebook``: the notebook file; ``entry``: its manifest entry;
-- ``data``: the files its manifest entry ``reads`` (path and content).
-
-A profile with a ``server:`` section gets one model server for the whole build
-(:mod:`deliberation.inference.model_server`): started before the first notebook when the plan has
-calls to send and its URL does not answer, pre-flighted once, stopped when the build ends.
-
-Executed notebooks go to ``build/executed/<profile>/<name>`` (written to a temporary name and
-renamed on success); a failed run stops the build, is kept as ``FAILED-<name>``, and the error
-names the notebook and the first line of the failing cell. The record of a successful run is
-``<stem>.inputs.json`` beside the executed notebook.
-
-A notebook whose model calls failed (no usable reply; the kernel logs each to
-``<stem>.failed-calls.jsonl`` through :data:`deliberation.inference.failures.LOG_ENV`) ran but
-is **incomplete**: the build stops with the count and the first error (``make paper`` exits
-non-zero), its record says ``incomplete`` so it is not current (the next build reruns it, and
-the cache sends only the failed calls), and its tables and figures are written but marked
-incomplete: the caption starts with ``INCOMPLETE (not final)`` and the provenance sidecar has an
-``incomplete`` entry (outputs written before the first failure are marked after the run).
-``make report`` shows both.
+A notebook is *current* when the hash of its inputs (library, templates, resolved profile,
+notebook, manifest entry, data it reads) matches its last successful run and its outputs are
+unchanged; the inputs are hashed part by part so the build can say what changed. A failing
+notebook stops the build (kept as ``FAILED-<name>``); one whose model calls failed is
+*incomplete*: its outputs are marked, it is rerun next time, and the cache sends only the failed
+calls. Steps, records and outputs: docs/paper-build.md.
 """
 
 from __future__ import annotations

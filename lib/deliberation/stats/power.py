@@ -2,28 +2,11 @@
 
 Why simulation: the tests are cluster-robust t tests in Holm families and permutation tests,
 whose power under clipped, unequal cells has no convenient closed form. Each replicate draws a
-synthetic experiment with the effect planted (clusters = templates, tasks or problems), runs a
-vectorised equivalent of the notebooks' analysis and records the decision:
-
-- contrasts (``kind="cluster t"``): per-cluster contrasts of cell means and the two-sided p of
-  the cluster-robust t with G - 1 df (:func:`t_p_values`: for a balanced design exactly the t
-  of :func:`deliberation.stats.cluster_t.contrast_inference`, CR1 small-sample factor included;
-  tests/stats/test_stats_power.py checks it); H1, H2 and H3 are Holm-adjusted together per
-  replicate;
-- the repeated-replay test: within-problem label permutations of 0/1 outcomes are hypergeometric
-  counts, so the permutation null is drawn exactly as such; Benjamini-Hochberg across problems as
-  ``deliberation.experiments.dhd.labels.repeated_tests`` does.
-
-Row probabilities are ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal with
-the template/task/problem SD; ``effect_k`` the cluster's effect, normal around the planted effect
-with the contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]; for an interaction
-(H1: a difference of differences, twice the difference of the + and - cell means) each cell
-carries ``effect_k / 4``. 0.5 is the accuracy with the largest binomial variance, so the power is
-not flattered. The SDs come from the profile's published rows (``tables/<profile>/*_rows.csv``,
-method of moments) when they have enough clusters, else from the sim's rows (``tables/sim``, made
-by ``make paper PROFILE=sim``; synthetic), else from :data:`ASSUMED_SD`; :class:`PowerRow` says
-which. tests/stats/test_stats_power_recovery.py checks the H1 power against the notebooks'
-own analysis of simulated CrossProfile frames.
+synthetic experiment with the effect planted (:func:`simulate_cluster_contrasts`,
+:func:`_permutation_rejections`) and runs a vectorised equivalent of the notebooks' analysis
+(:func:`t_p_values`: for a balanced design exactly the t of
+:func:`deliberation.stats.cluster_t.contrast_inference`). Where the SDs come from and how the
+planner is checked: docs/power.md.
 """
 
 from __future__ import annotations
@@ -335,7 +318,13 @@ def simulate_cluster_contrasts(
     rng: np.random.Generator,
     rows_per_cell: int | None = None,
 ) -> np.ndarray:
-    """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted."""
+    """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted.
+
+    Cells of a contrast hold rows of probability ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal
+    with the cluster SD; ``effect_k`` the cluster's effect, normal around ``effect`` with the
+    contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]; for an interaction (H1: a
+    difference of differences) each cell carries ``effect_k / 4``. At 0.5 the binomial variance
+    is largest, so the power is not flattered."""
     m = rows_per_cell or design.rows_per_cell
     if spread.total is not None:  # the per-cluster contrast as the papers' interval implies
         return effect + rng.normal(0.0, spread.total, size=(replicates, n))
@@ -533,7 +522,7 @@ def power_table(
     curve_sizes: Sequence[int] = (),
     worst_case_rows: bool = True,
 ) -> list[PowerRow]:
-    """Every design's power at the profile's grid and its recommended size (see module doc).
+    """Every design's power at the profile's grid and its recommended size (docs/power.md).
     ``tables``: the profile's published rows; ``sim_tables``: the sim's, used where the profile
     has none; ``banks``: the most clusters per dimension (default :data:`DEFAULT_BANKS`);
     ``names``: only these tests (their Holm family still counts); ``curve_sizes``: sizes to

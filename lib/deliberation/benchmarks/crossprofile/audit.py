@@ -1,64 +1,13 @@
 """The cue audit: can the correct option be found without understanding what a fact means?
 
-Every reader here is **role-blind**: it sees what a model sees (the decision description and
-criteria, the options, the fact texts and the task's presentation order) and never a fact's
-role, option field or polarity. A fact belongs to the option its text names (the verifier
-proves each fact names exactly one). Each reader picks one option per template:
-
-- *surface form, as a family*: every statistic of :mod:`deliberation.benchmarks.crossprofile.surface`
-  (fact length in tokens, characters and words as max, min, mean, total and spread;
-  punctuation, digits, negations, hedges and capitalised words as total and mean; the
-  name's length) gives the readers "highest" and "lowest"; a new statistic there is a new
-  pair of readers here and a new feature of the classifiers;
-- *structural counts*: how many facts name an option, how often it is named, how many
-  numbers its facts hold, how many of its facts share a word with the criteria and how many
-  words they share with the description (most and fewest of each), its place in
-  ``options``, and whether the task's first or last fact names it;
-- *topicality*: how many of an option's facts are on topic (on a stated criterion) and how
-  many off topic, and how the off-topic ones sound (their summed tone). A careful reader sees
-  this without knowing the key: that a jazz hobby is off topic, that a prize sounds good. It
-  is read from the roles' one key-blind distinction (support and decoy facts are on topic,
-  irrelevant facts off topic) and the irrelevant facts' tone; never from which on-topic fact
-  supports and which misleads, nor from the polarity of evidence (that is meaning);
-- *joint structure* (issue 42): readers that combine statistics. Lookups learn, from the
-  training templates, where the key sits in each *signature* (the sorted per-option fact
-  counts; the per-option on/off-topic counts, with or without the off-topic tone; the same in
-  listed order) and pick that slot; classifiers (logistic regression and gradient boosting,
-  ``scikit-learn``) read every per-option statistic together. Bank v4 varied its layouts but
-  not the key's place within them: the gradient-boosting reader found the key in 70% of the
-  main templates (``templates/README.md``);
-- *text classifiers*: each option's fact texts, with every option name, stopwords, numbers
-  and sentiment-lexicon words removed, as word 1-2-grams (naive Bayes, logistic regression).
-
-Every trained reader (lookups and classifiers) is trained leave-one-domain-out: each of the
-12 folds trains on the other 11 domains and picks, per held-out template, the option it scores
-most likely correct.
-
-Every rule picks one of the template's options, so chance is 1 / number of options (1/3).
-Ties: when k options tie for a reader's pick and the correct option is among them, the
-template scores 1/k (0 if it is not among them): the exact expected accuracy of breaking the
-tie uniformly at random.
-
-Two bars. A reader is compared with chance plus :data:`MAX_ABOVE_CHANCE` (10 points) and with
-*itself with the keys drawn at random*: each template's key replaced by a uniformly drawn
-option, the reader re-scored (and a trained reader retrained) on those keys, many times; its
-95th percentile is what the reader reaches by chance on this many templates (a flexible
-classifier on 60 templates often beats 43.3% with keys that mean nothing). A thresholded
-reader **fails only when its accuracy over the main templates is above both bars**. Fixed
-readers use :data:`RULE_DRAWS` draws (a vectorised lookup of their picks); trained readers
-retrain ``draws`` times (:data:`DRAWS` by default; 0 leaves their random-key bar out, and
-then the 10-point bar alone decides). The pilot templates are scored beside the main ones
-(trained readers learn from the main templates of the other domains), with their own
-random-key bar, and reported, not thresholded: their layout is fixed by the verifier.
-
-Reported without a threshold, because they read meaning: VADER sentiment over all facts, and
-the counts of favourable and unfavourable evidence per option (with all facts the key is the
-option the evidence nets highest; these readers show how far reading only one direction
-gets).
-
-The decision uses point estimates, so it means the same for a two-template fixture as for the
-60-template bank; the 95% percentile interval of a bootstrap over templates
-(:mod:`deliberation.stats.bootstrap`, fixed seed) shows how sure the estimate is.
+A model that scores well on a bank with such a cue may be reading the cue, not the facts. So
+every reader here is role-blind (it sees what a model sees, never a fact's role or polarity)
+and picks one option per template: surface statistics (``surface.py``), structural counts,
+topicality, order, lookups of joint structure and classifiers (trained leave-one-domain-out).
+A reader fails only when it beats both chance plus :data:`MAX_ABOVE_CHANCE` and its own 95th
+percentile with the keys drawn at random (a flexible classifier on 60 templates often beats 43.3%
+with keys that mean nothing). The decision uses point estimates, so it means the same for a
+two-template fixture as for the bank. Readers, ties and bars: docs/crossprofile-audit.md.
 """
 
 from __future__ import annotations
@@ -256,7 +205,7 @@ _STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("facts on a criterion's words", _on_criteria),
     ("words shared with the description", _description_overlap),
 )
-# What a careful reader sees of topicality without the key (module docstring).
+# What a careful reader sees of topicality without the key (docs/crossprofile-audit.md).
 TOPICALITY: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("on-topic facts", _on_topic),
     ("off-topic facts", _off_topic),
