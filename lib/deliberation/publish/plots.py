@@ -52,7 +52,7 @@ class IntervalCount:
     (fewer than ``min_clusters`` clusters, or no interval at all), and the minimum."""
 
     drawn: int = 0
-    _withheld: int = 0
+    withheld: int = 0
     min_clusters: int = MIN_CLUSTERS
 
     def sentence(self, method: str) -> str:
