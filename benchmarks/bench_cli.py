@@ -3,7 +3,7 @@
 Runs ``python -m deliberation --help`` in a fresh interpreter ``--runs`` times (default 20) and
 prints the median and the slowest wall-clock time, with the bare interpreter's start-up
 (``python -c pass``) beside it for scale. The help path imports no area of the library
-(``deliberation.cli.summary_parser``), so it costs little more than Python's own start-up.
+(``deliberation.cli._summary_parser``), so it costs little more than Python's own start-up.
 
 Usage: ``python benchmarks/bench_cli.py [--runs 20]``.
 """

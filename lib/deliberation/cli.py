@@ -1,7 +1,7 @@
 """The ``deliberation`` command. ``COMMANDS`` is the one registry of top-level commands: each
 name with its one-line summary, so ``deliberation --help`` answers without importing any area
 (numpy, pandas, pydantic and the HTTP client stay unloaded until a command runs). Each area's
-``commands`` module (listed in ``COMMAND_MODULES``) adds the options of its commands through
+``commands`` module (listed in ``_COMMAND_MODULES``) adds the options of its commands through
 :func:`add_command` (or :func:`command_group` for a command several areas extend, such as
 ``run``), which take the summary from ``COMMANDS``: a name missing there, or claimed twice, is
 an error when the parser is built."""
@@ -19,7 +19,7 @@ from typing import Any
 from deliberation import exit_codes
 
 # One line per area; each module defines register(subparsers) and sets func= on its parsers.
-COMMAND_MODULES = [
+_COMMAND_MODULES = [
     "deliberation.inference_commands",
     "deliberation.benchmarks.crossprofile.commands",
     "deliberation.benchmarks.problems.commands",
@@ -193,14 +193,14 @@ def _shown(value: str | Sequence[str]) -> str:
     return value if isinstance(value, str) else " ".join(value)
 
 
-DESCRIPTION = """\
+_DESCRIPTION = """\
 Reproducible companion to the papers "Rare, Relevant, and Still Wrong" (CrossProfile) and
 "Wrong but Useful" (DHD). The experiments are the notebooks in notebooks/: `make paper` runs them
 all with the sim profile (synthetic results, no GPU or network), `make paper PROFILE=<name>` with
 a model from params/. These commands fetch the benchmark data, check the templates, and serve and
 inspect what the notebooks use."""
 
-EPILOG = """\
+_EPILOG = """\
 examples:
   deliberation data fetch          download the pinned benchmark files into data/external/
   deliberation crossprofile verify check every CrossProfile template
@@ -222,8 +222,8 @@ examples:
 def _base_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     parser = argparse.ArgumentParser(
         prog="deliberation",
-        description=DESCRIPTION,
-        epilog=EPILOG,
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -231,7 +231,7 @@ def _base_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     return parser, subparsers
 
 
-def summary_parser() -> argparse.ArgumentParser:
+def _summary_parser() -> argparse.ArgumentParser:
     """The parser of ``deliberation --help``: every command by its summary, nothing imported."""
     parser, subparsers = _base_parser()
     for name, summary in COMMANDS.items():
@@ -242,7 +242,7 @@ def summary_parser() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The full parser: every area's commands with their options (imports every area)."""
     parser, subparsers = _base_parser()
-    for name in COMMAND_MODULES:
+    for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -265,7 +265,7 @@ def _readable_anywhere() -> None:
 def main(argv: list[str] | None = None) -> int:
     _readable_anywhere()
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser() if _command_given(argv) else summary_parser()
+    parser = build_parser() if _command_given(argv) else _summary_parser()
     args = parser.parse_args(argv)
     _resolve_profile(parser, args)
     logging.basicConfig(
@@ -320,7 +320,7 @@ def _is_unwritable_output(error: BaseException) -> bool:
 
 # Errors that describe the user's input or environment; anything else is a bug and keeps its
 # traceback. Matched by name so that this module imports no area (``--help`` stays fast).
-USER_ERRORS = frozenset(
+_USER_ERRORS = frozenset(
     {
         "ProfileError",
         "MissingAPIKeyError",
@@ -343,7 +343,7 @@ USER_ERRORS = frozenset(
 
 def _is_user_error(error: BaseException) -> bool:
     return any(
-        cls.__name__ in USER_ERRORS and cls.__module__.startswith("deliberation.")
+        cls.__name__ in _USER_ERRORS and cls.__module__.startswith("deliberation.")
         for cls in type(error).__mro__
     )
 

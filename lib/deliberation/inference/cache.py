@@ -1,50 +1,13 @@
 """Response cache: SQLite in WAL mode, one row per answered request, committed as it arrives.
 
-A crashed or killed run resumes by re-running the same command: every request whose key is
-already here is served from the cache and never reaches the backend again. Failed requests are
-recorded in their own table (with the reason) and are retried on the next run, never served;
-once answered, their failure rows are deleted, so the table lists only outstanding failures.
-
-Several processes may share one cache file (notebooks run in parallel). Before sending, a
-process takes a *lease row* on each key it will send (table ``leases``: key, owner, host, pid,
-expiry); a process that finds a key leased by another waits for that answer instead of paying
-for it again. Lease rows rather than a file lock: a lock would serialise whole batches, while
-rows let two processes split one batch key by key, live in the same transaction as the answers,
-and can be inspected. A lease ends when its answer or failure is written, when its owner
-releases it (interrupt, error), when it expires (owners renew it while they send), or at once
-when its owner's process on this host is gone (kill -9), so a crash never blocks a resume.
-
-The file checks itself on open: its ``meta.schema_version`` must be one this code reads
-(older ones are migrated), and a file that is not a response cache, or is truncated, is an
-error naming it. A cache that cannot be written (read-only file or folder, or
-``read_only=True``) still serves every cached answer; only sending needs write access.
-
-Answers committed since the last checkpoint live in the write-ahead log beside the file
-(``<file>-wal``), so the log is checked too, before SQLite reads it (:func:`check_wal`): a log
-that cannot be read is an error naming it; a damaged one (bad header, or frames of the current
-generation that fail their checksums) is copied aside as ``<file>-wal.damaged-<time>`` and named
-in a warning saying that the answers past the damage will be sent again. It is copied, not
-moved: SQLite still reads the sound frames before the damage (more answers kept), and a false
-alarm (a frame another process is writing at that moment) costs a spare file, never data. A
-read-only folder holding the file and its log but no ``-shm`` index cannot be opened in place
-(SQLite must create the index), so the two files are copied to a private temporary folder and
-read there, log included.
-
-A full disk stops a run at once (``client.py``): the answers received but not stored are
-*spilled*, written as one JSON-lines file beside the cache (``<file>.spill-*.jsonl``) or, when
-that disk has no room either, in :func:`spill_dir` under the cache file's name (its header names
-the cache it was written for). Every writable open imports the spill files of its cache first,
-all or none per file, and then removes them: those beside it, and those in the spill folder
-written for it or for a cache of the same name that is no longer there (moved to a bigger disk).
-So the next run of the profile serves those answers wherever its cache now lives and sends only
-what was never received; ``deliberation cache import`` takes a spill file too.
-
-The file is checked when opened, before anything is sent: SQLite's own ``integrity_check``
-(``quick_check`` for a large file, see :func:`_integrity_problem`). A damaged file (a bad page, a
-damaged index) is a :class:`CacheDamagedError` naming it and the way to repair it or move it
-aside, never mistaken for a full disk; damage met later, while writing, is the same error.
-
-The key is :func:`request_key`; its fields are written down there and nowhere else.
+It is what makes runs resumable and answers paid for once: a rerun serves every cached key and
+sends only the rest; failures are kept apart (with their reason) and retried, never served.
+Processes sharing the file split a batch key by key through *lease rows* rather than a file
+lock: a lock would serialise whole batches, while rows live in the same transaction as the
+answers, can be inspected, and end when their owner's process is gone. The key is
+:func:`request_key` (its fields are written down there and nowhere else). Leases, the
+write-ahead log's checks, import and export: docs/cache.md; a full disk (spill files) and a
+damaged file: docs/failed-calls.md.
 """
 
 from __future__ import annotations
@@ -93,9 +56,9 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 2
 # Versions this code can read as they are (read-only opens cannot migrate).
 _READABLE_VERSIONS = frozenset({1, 2})
-SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_HEADER = b"SQLite format 3\x00"
 # The write-ahead log during a run: checkpointed every this many pages, truncated to this size.
-WAL_CHECKPOINT_PAGES = 100
+_WAL_CHECKPOINT_PAGES = 100
 WAL_SIZE_LIMIT = 1024 * 1024
 
 _SCHEMA = """
@@ -289,7 +252,7 @@ def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
         yield items[start : start + size]
 
 
-def check_cache_file(path: Path) -> None:
+def _check_cache_file(path: Path) -> None:
     """Refuse, naming the file, what is not an SQLite database or is shorter than its header
     says (a truncated copy); an empty file is a new cache."""
     size = path.stat().st_size
@@ -297,7 +260,7 @@ def check_cache_file(path: Path) -> None:
         return
     with path.open("rb") as handle:
         header = handle.read(100)
-    if not header.startswith(SQLITE_HEADER):
+    if not header.startswith(_SQLITE_HEADER):
         raise CacheFileError(path, "not a response cache (not an SQLite database)")
     if len(header) < 100:
         raise CacheFileError(path, f"truncated SQLite file ({size} bytes)")
@@ -459,8 +422,8 @@ def _wal_damage(data: bytes) -> tuple[str, int] | None:
     return None
 
 
-def check_wal(path: Path) -> None:
-    """Check the write-ahead log beside cache ``path`` (see the module docstring): an
+def _check_wal(path: Path) -> None:
+    """Check the write-ahead log beside cache ``path`` (docs/cache.md) before SQLite reads it: an
     unreadable log raises :class:`CacheError` naming it; a damaged one is copied aside and
     named in a warning (once: a log already kept aside is not copied again)."""
     wal = wal_path(path)
@@ -539,16 +502,16 @@ def _answer_row(
     }  # fmt: skip
 
 
-SPILL_FORMAT = "deliberation-spill"
-SPILL_DIR_ENV = "DELIBERATION_SPILL_DIR"
+_SPILL_FORMAT = "deliberation-spill"
+_SPILL_DIR_ENV = "DELIBERATION_SPILL_DIR"
 _SPILL_MAX_LINE = 64 * 1024 * 1024
 _KEY = re.compile(r"[0-9a-f]{64}")
 
 
-def spill_dir() -> Path:
+def _spill_dir() -> Path:
     """Where answers go when the cache's own disk has no room: ``$DELIBERATION_SPILL_DIR``, else
     ``deliberation-spill`` in the system's temporary folder (often another disk, or memory)."""
-    return paths.folder_from_env(SPILL_DIR_ENV) or _default_spill_dir()
+    return paths.folder_from_env(_SPILL_DIR_ENV) or _default_spill_dir()
 
 
 def _default_spill_dir() -> Path:
@@ -559,7 +522,7 @@ def _spill_dirs() -> list[Path]:
     """The spill folders looked in: the configured one, and the default one as its fallback
     (alone when the configured one cannot be a folder: answers are never lost to a typo)."""
     try:
-        configured = spill_dir()
+        configured = _spill_dir()
     except paths.PathSettingError as exc:
         log.warning("%s; spill files go to %s", exc, _default_spill_dir())
         return [_default_spill_dir()]
@@ -585,7 +548,7 @@ def _spill_header(spill: Path) -> dict:
 
 
 def is_spill_file(path: Path) -> bool:
-    return _spill_header(Path(path)).get("format") == SPILL_FORMAT
+    return _spill_header(Path(path)).get("format") == _SPILL_FORMAT
 
 
 def spill_profile(spill: Path) -> str:
@@ -657,7 +620,7 @@ def _read_spill(spill: Path, cache: Path) -> list[dict]:
     try:
         with spill.open(encoding="ascii") as handle:
             header = json.loads(handle.readline(_SPILL_MAX_LINE))
-            if not isinstance(header, dict) or header.get("format") != SPILL_FORMAT:
+            if not isinstance(header, dict) or header.get("format") != _SPILL_FORMAT:
                 raise refuse("line 1: no spill header")
             while line := handle.readline(_SPILL_MAX_LINE):
                 row = json.loads(line)
@@ -713,8 +676,8 @@ class ResponseCache:
         if exists:
             if not self.path.is_file():
                 raise CacheFileError(self.path, "not a file")
-            check_cache_file(self.path)
-            check_wal(self.path)
+            _check_cache_file(self.path)
+            _check_wal(self.path)
         if read_only is None:
             read_only = exists and not (
                 os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
@@ -761,9 +724,9 @@ class ResponseCache:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=30000")
             # Keep the -wal journal small during long runs (it grew to 4 MB for 158 answers
-            # beside a 40 KB file): checkpoint every WAL_CHECKPOINT_PAGES pages and truncate
+            # beside a 40 KB file): checkpoint every _WAL_CHECKPOINT_PAGES pages and truncate
             # the journal to WAL_SIZE_LIMIT after each checkpoint.
-            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+            conn.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             return conn
         uri = f"file:{quote(str(self.path.resolve()))}"
@@ -914,7 +877,7 @@ class ResponseCache:
                     raise CacheDamagedError(self.path, f"cannot read it: SQLite: {detail}") from exc
                 raise CacheError(self.path, f"cannot read the response cache ({exc})") from exc
 
-    # -- spilled answers (see the module docstring) ---------------------------------------------
+    # -- spilled answers (docs/failed-calls.md#a-full-disk) ----------------------------------------
     def spill(
         self,
         answers: Sequence[tuple[str, ChatRequest, ChatResponse]],
@@ -923,9 +886,9 @@ class ResponseCache:
         identity: BackendIdentity,
     ) -> tuple[Path | None, list[str]]:
         """Write answers that could not be stored to a spill file the next open imports: the
-        file (beside the cache, else in :func:`spill_dir`; None when neither could be written)
+        file (beside the cache, else in :func:`_spill_dir`; None when neither could be written)
         and the problems met on the way."""
-        header = {"format": SPILL_FORMAT, "version": 1, "cache": str(self.path.resolve()),
+        header = {"format": _SPILL_FORMAT, "version": 1, "cache": str(self.path.resolve()),
                   "answers": len(answers), "profile": profile}  # fmt: skip
         lines = [json.dumps(header)]
         for key, request, response in answers:

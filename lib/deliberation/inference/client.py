@@ -1,30 +1,11 @@
 """A backend behind the response cache: the one way experiments send model calls.
 
 :class:`Client` is the interface experiment code is written against; :class:`CachedClient`
-implements it by sending, ``deliberation.paper.plan.PlanningClient`` by counting what would be
-sent. Code that takes a client says ``client: Client``, so either can be passed.
-
-``CachedClient.generate(requests)`` serves what the cache holds, sends each distinct missing
-request once, commits every answer the moment it arrives, records failures with their reason,
-and returns one response per request in the order given.
-
-Paid answers are never lost:
-
-* Another process sharing the cache file: each missing request is leased first
-  (:meth:`ResponseCache.claim`); a request leased by another process is not sent again, its
-  answer (or failure) is awaited from the cache. Leases are renewed while sending and released
-  on the way out, however the batch ends.
-* An interrupt or crash mid-batch: every answer received so far is in the cache before the
-  exception propagates (they are written as they arrive).
-* A failed write (disk full): the batch stops at once (no further request is sent; the
-  ``openai`` backend lets the requests in flight end, as after Ctrl-C, and ``vllm`` hands over
-  the rest of its finished chunk: those answers are kept with the others). The write of what
-  was received is retried ``write_attempts`` times, ``write_wait_s`` apart and doubling; what
-  still cannot be stored is *spilled* (``ResponseCache.spill``: a file beside the cache or in
-  ``spill_dir()``, which the next open of the profile's cache imports, wherever it is). Then
-  :class:`CacheWriteError` propagates with one line naming the cache, the spill file and the
-  space needed (exit code ``OUTPUT_UNWRITABLE``); anything neither stored nor spilled (failure
-  rows, or everything when no spill file could be written) is in its ``unwritten``.
+sends, ``deliberation.paper.plan.PlanningClient`` counts what would be sent, so the same code
+plans and runs. ``CachedClient.generate`` serves what the cache holds, sends each distinct
+missing request once and commits every answer as it arrives, so no paid answer is lost to a
+crash, an interrupt, another process sharing the cache, or a full disk (docs/cache.md,
+docs/failed-calls.md#a-full-disk).
 """
 
 from __future__ import annotations
@@ -385,7 +366,7 @@ class CachedClient:
                 last.path, last.detail, kept=f"stopped; {where}"
             )
         else:
-            needed = space_needed(last.path, [held[i] for i in sorted(held)], requests)
+            needed = _space_needed(last.path, [held[i] for i in sorted(held)], requests)
             error = CacheWriteError(
                 last.path,
                 f"stopped, {'its disk is full' if last.disk_full else last.problem}; {where};"
@@ -403,7 +384,7 @@ class CachedClient:
 _PAGE_BYTES = 4096
 
 
-def space_needed(
+def _space_needed(
     path: Path, responses: Sequence[ChatResponse], requests: Sequence[ChatRequest]
 ) -> str:
     """What a disk-full error tells the user: the free space on the cache's disk now and about

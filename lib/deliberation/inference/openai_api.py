@@ -1,64 +1,14 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions server (``vllm serve``,
-DeepSeek, hosted APIs, and ``deliberation serve-sim`` in tests).
+DeepSeek, hosted APIs, ``deliberation serve-sim`` in tests).
 
-Requests run on asyncio with at most ``concurrency`` in flight, over the project's one HTTP path
-(:mod:`deliberation.io.http`: each attempt bounded in total time by ``timeout_s`` and in decoded
-size by :func:`reply_byte_limit`). Retries are tenacity's (``AsyncRetrying``: the policy is its
-configuration, see :meth:`OpenAIBackend._retrying`):
-
-* retried: 408, 409, 429 and 5xx statuses, timeouts, connection errors, bodies that are not a
-  chat completion; everything else (400, 401, 404, a request httpx refuses to send such as a
-  header it cannot carry, ...) fails at once;
-* wait before retry ``k`` (k = 0, 1, ...): "full jitter", ``uniform(0, min(backoff_max_s,
-  backoff_base_s * 2**k))``, drawn from a generator seeded with ``(jitter_seed, request index)``
-  so a batch's waits are reproducible; when the server sent ``Retry-After`` (seconds or an HTTP
-  date; also ``retry-after-ms``) the wait is at least that long, even above ``backoff_max_s``,
-  but at most ``retry_after_max_s`` (default 300 s); a wait over ``LONG_WAIT_S`` (5 s) is
-  logged at WARNING with the server's reason;
-* a request that exhausts its retries or fails for good comes back as
-  ``ChatResponse(text="", error=<reason>, attempts=n)``: never raised, never dropped;
-* one malformed reply (a body that is not JSON, ``choices: []``, usage counts that are not
-  non-negative integers such as NaN, 1e999, ``"x"`` or a list) fails that call alone;
-* a reply with no answer in it fails that call (not retried in the run, not stored, sent again
-  by the next run): content null (a tool call, a refusal, nothing), or ``finish_reason:
-  content_filter``; an empty string is an answer (parsed as invalid), and so is ``finish_reason:
-  length`` (cut: invalid when it does not parse);
-* a reply whose ``model`` names another model than the profile's (a dated snapshot of the same
-  name excepted) fails that call, unless ``openai.allow_model_alias`` is true; with
-  ``openai.strict_model`` true any other name fails it, a dated snapshot included. An accepted
-  other name (a snapshot, an allowed alias) is a warning once per run, is kept with the answer
-  (``ChatResponse.served_model``, stored in the cache) and lands in the backend's ``served_as``,
-  the provenance of every output made from it and the run's summary;
-* a reply body larger than ``max_tokens`` could produce fails that call alone (not retried),
-  before anything is stored: the bound is :func:`reply_byte_limit`, 64 KiB plus 256 bytes per
-  ``max_tokens`` token, counted on the decoded bytes of the whole body as they arrive (a gzip
-  body that inflates past it is cut off while it inflates);
-* circuit breaker: until an attempt of the batch has succeeded, at most ``BREAKER_ATTEMPTS``
-  (8) attempts are in flight, and when ``BREAKER_ATTEMPTS`` attempts in a row fail with the same
-  reason (rate limits and waits the server asked for excepted) before any succeeded, the batch
-  stops: nothing more is sent and every request not answered fails with the server's complaint
-  and, when it concerns something the profile controls, the profile key to change
-  (:func:`profile_hint`). A server that answers every POST with the same error therefore gets at
-  most ``2 * BREAKER_ATTEMPTS - 1`` (15) requests per stage.
-
-Inside ``deliberation run`` and ``make paper`` (:mod:`deliberation.inference.model_server`), the
-first batch first makes the profile's server answer (starting it when it has a ``server:``
-section) and pre-flights it once (:meth:`OpenAIBackend.preflight`): ``GET /models`` and one small
-request in the structured-output mode (in one of vLLM's modes, first ``GET /version``: a vLLM
-release that would drop the mode's fields stops the run naming the mode to set, see
-:func:`~deliberation.inference.structured.vllm_server_mode_problem`); a refusal stops the run
-naming the profile key (exit code 5), no answer at all, or none whole within ``timeout_s``, exit
-code 4, a model list past ``MODEL_LIST_BYTES`` exit code 5, and a model name the server does not
-list or answer as exit code 6 unless ``openai.allow_model_alias`` is true
-(:mod:`deliberation.exit_codes`). Every pre-flight exchange goes through the same HTTP path
-and bounds as the model calls.
-
-``latency_s`` of an answered request is the duration of the attempt that answered (the model's
-response time); retries and waits show in ``attempts``. For a failed request it is the total time
-spent. The API key is read from the environment variable the profile names, handed to the HTTP
-client and nowhere else: not to the cache key, logs, reprs or error messages
-(:mod:`deliberation.inference.secrets` checks the variable's name and the key's characters
-first, so no HTTP library ever fails, and logs, on a malformed key).
+A server can fail in many ways, and a paid answer must never be lost or mistaken: so every
+request ends as an answer or as a ``ChatResponse`` with an ``error`` (never raised, never
+dropped), retries are tenacity configuration (:meth:`OpenAIBackend._retrying`), a circuit
+breaker stops a stage whose server rejects everything, and every exchange goes through the one
+bounded HTTP path (:mod:`deliberation.io.http`). What each kind of reply becomes:
+docs/failed-calls.md; the retry policy and why tenacity: docs/libraries.md; settings, bounds,
+breaker and pre-flight: docs/profiles.md and docs/real-model.md. The API key goes to the HTTP
+client and nowhere else (:mod:`deliberation.inference.secrets`).
 """
 
 from __future__ import annotations
@@ -119,17 +69,17 @@ log = logging.getLogger(__name__)
 
 # The modes the pre-flight tries when the profile's is refused or ignored, strongest constraint
 # first (JSON mode alone, which constrains no field, last), so it names the one to set.
-DISCOVERY_ORDER = (
+_DISCOVERY_ORDER = (
     "structured_outputs", "guided", "response_format", "json_object_schema", "grammar",
     "json_object",
 )  # fmt: skip
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-# The circuit breaker (module docstring): identical failures in a row before any success.
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+# The circuit breaker (_Breaker): identical failures in a row before any success.
 BREAKER_ATTEMPTS = 8
 # A reply body may hold this much beyond what max_tokens tokens can spell (JSON, usage, ids).
-REPLY_BASE_BYTES = 64 * 1024
-REPLY_BYTES_PER_TOKEN = 256
+_REPLY_BASE_BYTES = 64 * 1024
+_REPLY_BYTES_PER_TOKEN = 256
 # A wait before a retry longer than this is logged at WARNING (shorter ones at DEBUG).
 LONG_WAIT_S = 5.0
 # The largest model list (GET /models) and version reply read (OpenRouter lists ~300 models
@@ -138,8 +88,8 @@ MODEL_LIST_BYTES = 16 * 2**20
 VERSION_BYTES = 64 * 1024
 
 
-PREFLIGHT_STAGE = "preflight"
-PREFLIGHT_CHOICES = ("yes", "no")
+_PREFLIGHT_STAGE = "preflight"
+_PREFLIGHT_CHOICES = ("yes", "no")
 
 
 class PreflightError(RuntimeError):
@@ -253,7 +203,7 @@ class OpenAIOptions(BaseModel):
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """How many times to retry and how long to wait in between (see the module docstring): the
+    """How many times to retry and how long to wait in between (docs/libraries.md): the
     configuration of the tenacity retrying each request gets (:meth:`OpenAIBackend._retrying`)."""
 
     max_retries: int = 6
@@ -370,7 +320,7 @@ def reply_byte_limit(max_tokens: int) -> int:
     """The largest reply body accepted for a request allowing ``max_tokens`` tokens: no token
     spells more than a few dozen bytes even JSON-escaped, so a body past this bound comes from a
     server that ignores ``max_tokens`` (it fails that call, before it is stored)."""
-    return REPLY_BASE_BYTES + REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
+    return _REPLY_BASE_BYTES + _REPLY_BYTES_PER_TOKEN * max(0, int(max_tokens))
 
 
 def _token_count(usage: Any, field: str) -> int:
@@ -410,7 +360,7 @@ def profile_hint(reason: str) -> str:
     return ""
 
 
-def redact_url(url: str) -> str:
+def _redact_url(url: str) -> str:
     """``url`` without user info, query or fragment (what a log line may show)."""
     from urllib.parse import urlsplit, urlunsplit
 
@@ -425,7 +375,10 @@ def redact_url(url: str) -> str:
 
 
 class _Breaker:
-    """The batch's circuit breaker (module docstring)."""
+    """The batch's circuit breaker: a server that rejects everything gets at most
+    ``2 * threshold - 1`` requests a stage, not thousands. Until an attempt has succeeded at most
+    ``threshold`` are in flight, and ``threshold`` failures in a row with the same reason (rate
+    limits and waits the server asked for excepted) stop the batch (docs/profiles.md)."""
 
     def __init__(self, threshold: int = BREAKER_ATTEMPTS) -> None:
         self.threshold = threshold
@@ -586,7 +539,7 @@ class OpenAIBackend(Backend):
             limit, what = MODEL_LIST_BYTES, "the bound for a model list"
         else:
             limit, what = VERSION_BYTES, "the bound for a version reply"
-        headers = {"Content-Type": "application/json", STAGE_HEADER: PREFLIGHT_STAGE}
+        headers = {"Content-Type": "application/json", STAGE_HEADER: _PREFLIGHT_STAGE}
         if key and self._api_key.reveal() != PLACEHOLDER_KEY:
             headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
         return http.request(
@@ -624,10 +577,10 @@ class OpenAIBackend(Backend):
         """The one small request of the pre-flight: a choice between two options."""
         return ChatRequest.from_prompt(
             "Reply with yes or no: is 2 larger than 1?",
-            stage=PREFLIGHT_STAGE,
+            stage=_PREFLIGHT_STAGE,
             max_tokens=12,
             seed=0,
-            structured=StructuredOutput(choices=PREFLIGHT_CHOICES),
+            structured=StructuredOutput(choices=_PREFLIGHT_CHOICES),
         )
 
     def preflight(self) -> list[str]:
@@ -680,7 +633,7 @@ class OpenAIBackend(Backend):
             if parsed is None:
                 warnings.append(
                     f"the server at {self.base_url} answered the pre-flight request outside its"
-                    f" constraint ({text!r} is not one of {list(PREFLIGHT_CHOICES)}): it may"
+                    f" constraint ({text!r} is not one of {list(_PREFLIGHT_CHOICES)}): it may"
                     f" ignore openai.structured_output={self.structured_output!r}; "
                     + self._mode_advice()
                 )
@@ -697,14 +650,14 @@ class OpenAIBackend(Backend):
         return version if isinstance(version, str) else None
 
     def working_structured_mode(self) -> str | None:
-        """The first mode of :data:`DISCOVERY_ORDER` (other than the profile's) in which the
+        """The first mode of :data:`_DISCOVERY_ORDER` (other than the profile's) in which the
         server answers the pre-flight request inside its constraint, or None: the dialect the
         server speaks, found by asking it (one small request per mode tried)."""
         request = self.preflight_request()
         assert request.structured is not None
         base = {k: v for k, v in self.request_body(request).items()
                 if k in ("model", "messages", "temperature", "top_p", "seed")}  # fmt: skip
-        for mode in DISCOVERY_ORDER:
+        for mode in _DISCOVERY_ORDER:
             if mode == self.structured_output:
                 continue
             body = {
@@ -732,7 +685,7 @@ class OpenAIBackend(Backend):
         mode = self.working_structured_mode()
         if mode is None:
             return (
-                f"none of the modes {list(DISCOVERY_ORDER)} kept its answer inside the"
+                f"none of the modes {list(_DISCOVERY_ORDER)} kept its answer inside the"
                 " constraint: set openai.structured_output: none (free text, read by the parser)"
             )
         return f"the server keeps to the constraint with it: set openai.structured_output: {mode}"
@@ -801,17 +754,11 @@ class OpenAIBackend(Backend):
         before_send(self)
         return run_batch(lambda stop: self._run(requests, on_response, stop))
 
-    async def agenerate(
-        self, requests: Sequence[ChatRequest], on_response: OnResponse | None = None
-    ) -> list[ChatResponse]:
-        """The batch as a coroutine; ``on_response`` runs on the loop's thread as each ends."""
-        return [r for r in await self._run(requests, on_response, None) if r is not None]
-
     async def _run(
         self,
         requests: Sequence[ChatRequest],
         on_response: OnResponse | None,
-        stop: BatchStop | None,
+        stop: BatchStop,
     ) -> list[ChatResponse | None]:
         """One response per request; None for a request a stop kept from being sent."""
         semaphore = asyncio.Semaphore(self.concurrency)
@@ -823,7 +770,6 @@ class OpenAIBackend(Backend):
             deadline_s=self.timeout_s, connections=self.concurrency, headers=headers
         )
 
-        stop = stop if stop is not None else BatchStop()
         refused: list[Exception] = []
 
         async def one(index: int, request: ChatRequest) -> ChatResponse | None:
@@ -848,7 +794,7 @@ class OpenAIBackend(Backend):
     @property
     def server(self) -> str:
         """The server's URL as logs and messages show it (no credentials)."""
-        return redact_url(self.base_url)
+        return _redact_url(self.base_url)
 
     def _stopped(
         self, request: ChatRequest, breaker: _Breaker, attempts: int, started: float
@@ -863,20 +809,20 @@ class OpenAIBackend(Backend):
             latency_s=time.perf_counter() - started,
         )  # fmt: skip
 
-    async def _pause(self, wait: float, stop: BatchStop | None, breaker: _Breaker) -> bool:
+    async def _pause(self, wait: float, stop: BatchStop, breaker: _Breaker) -> bool:
         """Sleep before a retry; True when an interrupt came first (the breaker wakes it too)."""
-        sleeper = asyncio.ensure_future(asyncio.sleep(wait) if stop is None else stop.sleep(wait))
+        sleeper = asyncio.ensure_future(stop.sleep(wait))
         tripped = asyncio.ensure_future(breaker.tripped.wait())
         await asyncio.wait({sleeper, tripped}, return_when=asyncio.FIRST_COMPLETED)
         for task in (sleeper, tripped):
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(sleeper, tripped, return_exceptions=True)
-        return stop is not None and stop.is_set()
+        return stop.is_set()
 
     # -- one request ----------------------------------------------------------------------------
     def _retrying(
-        self, index: int, request: ChatRequest, stop: BatchStop | None, breaker: _Breaker
+        self, index: int, request: ChatRequest, stop: BatchStop, breaker: _Breaker
     ) -> tenacity.AsyncRetrying:
         """The request's retry policy as tenacity configuration: retryable failures only, at
         most ``max_retries`` retries, full-jitter waits honouring Retry-After, each wait logged
@@ -903,10 +849,9 @@ class OpenAIBackend(Backend):
         semaphore: asyncio.Semaphore,
         index: int,
         request: ChatRequest,
-        stop: BatchStop | None = None,
-        breaker: _Breaker | None = None,
+        stop: BatchStop,
+        breaker: _Breaker,
     ) -> ChatResponse | None:
-        breaker = breaker or _Breaker()
         history: Counter[str] = Counter()
         started = time.perf_counter()
         attempts = 0
@@ -914,12 +859,12 @@ class OpenAIBackend(Backend):
         async def attempt() -> ChatResponse:
             nonlocal attempts
             async with semaphore:
-                if stop is not None and stop.is_set():
+                if stop.is_set():
                     raise _Interrupted  # send nothing more (not a failure of the request)
                 async with breaker.gate():
                     if breaker.reason is not None:
                         raise _Stopped
-                    if stop is not None and stop.is_set():
+                    if stop.is_set():
                         raise _Interrupted
                     attempts += 1
                     attempt_started = time.perf_counter()
@@ -1073,7 +1018,7 @@ class OpenAIBackend(Backend):
             raise _AttemptFailed(
                 str(status),
                 self._api_key.scrub(f"HTTP {status}: {_error_text(data)}"),
-                retryable=status in RETRYABLE_STATUS or status >= 500,
+                retryable=status in _RETRYABLE_STATUS or status >= 500,
                 retry_after_s=parse_retry_after(reply.headers),
             )
         response = self._to_response(request, data)

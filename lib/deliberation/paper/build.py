@@ -1,34 +1,11 @@
 """``make paper``: every notebook of the manifest through papermill, skipping the current ones.
 
-A notebook is *current* for a profile when the hash of its inputs equals the one recorded by its
-last successful run, its executed copy exists, and every output it wrote (found through the
-provenance sidecars naming it) is still there unchanged. Its inputs, hashed part by part so the
-build can say what changed:
-
-- ``library``: every file under ``lib/deliberation/``;
-- ``templates``: every file under ``templates/``;
-- ``profile``: the resolved profile (its file and every file it ``extends:``, merged; the
-  description and the ``cost:`` section are left out: they change no result);
-- ``notebook``: the notebook file; ``entry``: its manifest entry;
-- ``data``: the files its manifest entry ``reads`` (path and content).
-
-A profile with a ``server:`` section gets one model server for the whole build
-(:mod:`deliberation.inference.model_server`): started before the first notebook when the plan has
-calls to send and its URL does not answer, pre-flighted once, stopped when the build ends.
-
-Executed notebooks go to ``build/executed/<profile>/<name>`` (written to a temporary name and
-renamed on success); a failed run stops the build, is kept as ``FAILED-<name>``, and the error
-names the notebook and the first line of the failing cell. The record of a successful run is
-``<stem>.inputs.json`` beside the executed notebook.
-
-A notebook whose model calls failed (no usable reply; the kernel logs each to
-``<stem>.failed-calls.jsonl`` through :data:`deliberation.inference.failures.LOG_ENV`) ran but
-is **incomplete**: the build stops with the count and the first error (``make paper`` exits
-non-zero), its record says ``incomplete`` so it is not current (the next build reruns it, and
-the cache sends only the failed calls), and its tables and figures are written but marked
-incomplete: the caption starts with ``INCOMPLETE (not final)`` and the provenance sidecar has an
-``incomplete`` entry (outputs written before the first failure are marked after the run).
-``make report`` shows both.
+A notebook is *current* when the hash of its inputs (library, templates, resolved profile,
+notebook, manifest entry, data it reads) matches its last successful run and its outputs are
+unchanged; the inputs are hashed part by part so the build can say what changed. A failing
+notebook stops the build (kept as ``FAILED-<name>``); one whose model calls failed is
+*incomplete*: its outputs are marked, it is rerun next time, and the cache sends only the failed
+calls. Steps, records and outputs: docs/paper-build.md.
 """
 
 from __future__ import annotations
@@ -66,7 +43,7 @@ _print_now: Printer = functools.partial(print, flush=True)
 
 # Errors raised inside a notebook whose outcome has an exit code of its own (the build exits
 # with it): a cache or an output that cannot be written (a full disk) is not a bug.
-KERNEL_OUTCOMES = {
+_KERNEL_OUTCOMES = {
     "CacheWriteError": exit_codes.OUTPUT_UNWRITABLE,
     "OutputUnwritableError": exit_codes.OUTPUT_UNWRITABLE,
 }
@@ -83,8 +60,8 @@ class NotebookFailed(RuntimeError):
 
     @property
     def exit_code(self) -> int:
-        """The build's exit code: the outcome's own for :data:`KERNEL_OUTCOMES`, else 1."""
-        return KERNEL_OUTCOMES.get(self.error.split(":", 1)[0], exit_codes.ERROR)
+        """The build's exit code: the outcome's own for :data:`_KERNEL_OUTCOMES`, else 1."""
+        return _KERNEL_OUTCOMES.get(self.error.split(":", 1)[0], exit_codes.ERROR)
 
 
 def _hash_files(files: Iterable[Path], base: Path) -> str:
@@ -148,7 +125,7 @@ def notebook_inputs(
     }
 
 
-def written_outputs(profile: str, notebook_stem: str) -> dict[str, str]:
+def _written_outputs(profile: str, notebook_stem: str) -> dict[str, str]:
     """Files the notebook wrote for the profile, from the provenance sidecars naming it:
     path (relative to the output root) -> sha256, sidecars included."""
     root = paths.output_root()
@@ -200,7 +177,7 @@ class Status:
     inputs: dict[str, str]
 
 
-def notebook_status(
+def _notebook_status(
     entry: NotebookEntry,
     inputs: dict[str, str],
     executed_dir: Path,
@@ -332,11 +309,11 @@ class ReplayIncomplete(NotebookFailed):
         self.cell_line, self.error, self.kept = "", str(self), None
 
 
-def failed_calls_log(entry: NotebookEntry, executed_dir: Path) -> Path:
+def _failed_calls_log(entry: NotebookEntry, executed_dir: Path) -> Path:
     return executed_dir / f"{entry.stem}.failed-calls.jsonl"
 
 
-def record_incomplete(
+def _record_incomplete(
     entry: NotebookEntry, profile: str, executed_dir: Path, calls: list[FailedCall]
 ) -> None:
     """Mark the run incomplete: not current, and every output it wrote marked so."""
@@ -353,19 +330,19 @@ def record_incomplete(
         "profile": profile,
         "incomplete": incomplete_record(calls),
         "inputs": {},
-        "outputs": written_outputs(profile, entry.stem),
+        "outputs": _written_outputs(profile, entry.stem),
     }
     atomic_write_text(
         executed_dir / f"{entry.stem}.inputs.json", json.dumps(record, indent=2) + "\n"
     )
 
 
-def record_success(entry: NotebookEntry, status: Status, profile: str, executed_dir: Path) -> None:
+def _record_success(entry: NotebookEntry, status: Status, profile: str, executed_dir: Path) -> None:
     record = {
         "notebook": entry.name,
         "profile": profile,
         "inputs": status.inputs,
-        "outputs": written_outputs(profile, entry.stem),
+        "outputs": _written_outputs(profile, entry.stem),
     }
     atomic_write_text(
         executed_dir / f"{entry.stem}.inputs.json", json.dumps(record, indent=2) + "\n"
@@ -413,7 +390,7 @@ def build_paper(
     check_grid(profile, [e.name for e in entries])
     shared = SharedInputs.compute(profile, profile_arg)
     statuses = [
-        notebook_status(e, notebook_inputs(e, shared, folder), executed_dir, force=force)
+        _notebook_status(e, notebook_inputs(e, shared, folder), executed_dir, force=force)
         for e in entries
     ]
     result = BuildResult(profile.name)
@@ -500,7 +477,7 @@ def _run_notebooks(
         out(f"== {name} (profile {profile.name})")
         t0 = time.perf_counter()
         progress = NotebookProgress(name, planned.get(status.entry.stem), planned_exact=exact)
-        log_file = failed_calls_log(status.entry, executed_dir)
+        log_file = _failed_calls_log(status.entry, executed_dir)
         executed_dir.mkdir(parents=True, exist_ok=True)
         log_file.unlink(missing_ok=True)
         try:
@@ -520,19 +497,19 @@ def _run_notebooks(
             break
         calls = read_log(log_file)
         if calls:
-            record_incomplete(status.entry, profile.name, executed_dir, calls)
+            _record_incomplete(status.entry, profile.name, executed_dir, calls)
             result.failed = CallsFailed(name, calls)
             out(f"FAILED: {result.failed}")
             break
         log_file.unlink(missing_ok=True)
-        record_success(status.entry, status, profile.name, executed_dir)
+        _record_success(status.entry, status, profile.name, executed_dir)
         result.executed.append(name)
         of_calls = f", {call_count:,} model calls" if call_count else ""
         out(f"   {name} done in {time.perf_counter() - t0:.1f} s{of_calls}")
 
 
 # Where a build of a profile with published results writes, unless it publishes (build/...).
-PREVIEW_FOLDER = "outputs"
+_PREVIEW_FOLDER = "outputs"
 OUTPUT_ROOT_ENV = "DELIBERATION_OUTPUT_ROOT"
 
 
@@ -550,7 +527,7 @@ def output_folders(profile: Profile, *, publish: bool, out: Printer = _print_now
     if publish or os.environ.get(OUTPUT_ROOT_ENV) or not published.is_file():
         yield paths.output_root()
         return
-    root = paths.build_dir() / PREVIEW_FOLDER
+    root = paths.build_dir() / _PREVIEW_FOLDER
     out(
         f"make paper: {profile.name} has published results ({published.parent}); this build"
         f" writes {root}/figures/{profile.name}/ and {root}/tables/{profile.name}/ and leaves the"

@@ -39,7 +39,7 @@ from deliberation.profiles.cost import amount, duration_warning, estimate
 from deliberation.profiles.profile import Profile, load_profile
 from deliberation.profiles.throughput import priced_cost
 
-ESTIMATE_NOTE = (
+_ESTIMATE_NOTE = (
     "For a real model, the prompts of a stage that depend on earlier answers are built from the"
     " sim's answers where the real ones are not cached yet: later-stage counts and tokens are"
     " estimates. Tokens not yet spent: the project's token counter (prompts) and the sim's"
@@ -64,7 +64,7 @@ PLAN_COLUMNS = [
 
 
 @dataclass(frozen=True)
-class PlannedCall:
+class _PlannedCall:
     notebook: str
     stage: str
     key: str
@@ -100,12 +100,12 @@ class PlanningClient:
         self.profile = profile
         self.progress = False
         self.notebook = ""
-        self.calls: list[PlannedCall] = []
+        self.calls: list[_PlannedCall] = []
         self._answered: dict[str, ChatResponse] = {}
         # A real model's answers are seldom as long as the sim's: a stage already answered in
         # this profile's cache prices its calls still to send at the mean length found there.
         self.completion_means = (
-            observed_completion_means(cache, profile) if observed_lengths else {}
+            _observed_completion_means(cache, profile) if observed_lengths else {}
         )
         # Keys of the requests keyed since the last batch, by identity: a stage keys its
         # requests for its counts and then again in generate(); hashing them once is enough.
@@ -119,7 +119,7 @@ class PlanningClient:
 
     def generate(self, requests: Sequence[ChatRequest], *, desc: str = "") -> list[ChatResponse]:
         for request in requests:
-            self.examples.setdefault((request.stage, constraint_kind(request)), request)
+            self.examples.setdefault((request.stage, _constraint_kind(request)), request)
         keys, invalid = keys_or_failures(self.key, requests)  # as CachedClient decides
         self._keys.clear()
         fresh = [k for k in dict.fromkeys(keys) if k is not None and k not in self._answered]
@@ -151,7 +151,7 @@ class PlanningClient:
             else:
                 state, response = "repeat", self._answered[key]
             self.calls.append(
-                PlannedCall(
+                _PlannedCall(
                     self.notebook,
                     request.stage,
                     key or "",
@@ -167,20 +167,20 @@ class PlanningClient:
         return out
 
 
-def constraint_kind(request: ChatRequest) -> str:
+def _constraint_kind(request: ChatRequest) -> str:
     """``choice``, ``json`` (a JSON schema) or ``free`` (no structured output)."""
     if request.structured is None:
         return "free"
     return "choice" if request.structured.choices is not None else "json"
 
 
-MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean length is used
+_MIN_OBSERVED_CALLS = 3  # answers of a stage in the cache before their mean length is used
 
 
-def observed_completion_means(cache: ResponseCache, profile: str) -> dict[str, float]:
+def _observed_completion_means(cache: ResponseCache, profile: str) -> dict[str, float]:
     """Mean completion tokens per stage of ``profile``'s answers in ``cache`` (stages with at
-    least :data:`MIN_OBSERVED_CALLS` answers): how long this model's answers really run."""
-    return cache.completion_means(profile, min_calls=MIN_OBSERVED_CALLS)
+    least :data:`_MIN_OBSERVED_CALLS` answers): how long this model's answers really run."""
+    return cache.completion_means(profile, min_calls=_MIN_OBSERVED_CALLS)
 
 
 def _prompt_text(request: ChatRequest) -> str:
@@ -234,7 +234,7 @@ def _scratch_folders() -> Iterator[Path]:
 @dataclass
 class Plan:
     profile: Profile
-    calls: list[PlannedCall] = field(default_factory=list)
+    calls: list[_PlannedCall] = field(default_factory=list)
     notebooks: list[str] = field(default_factory=list)
     without_model: list[str] = field(default_factory=list)
     not_planned: dict[str, str] = field(default_factory=dict)  # notebook -> why (e.g. no data)
@@ -332,7 +332,7 @@ def plan_calls(
 # The terminal table's columns under short headers, so it fits about 120 characters; the cached
 # calls' token counts and the unshared prompt tokens are totalled in the lines below it, and
 # `deliberation plan --csv` keeps every column.
-SHOWN_COLUMNS = {
+_SHOWN_COLUMNS = {
     "notebook": "nb",
     "stage": "stage",
     "requests": "calls",
@@ -344,7 +344,7 @@ SHOWN_COLUMNS = {
     "completion_tokens": "~compl",
     "completion_ceiling": "ceiling",
 }
-SHOWN_LEGEND = (
+_SHOWN_LEGEND = (
     "(send: calls to send; prompt, ~compl: their prompt and estimated completion tokens;"
     " ceiling: all at max_tokens)"
 )
@@ -352,9 +352,9 @@ SHOWN_LEGEND = (
 
 def shown_table(table: pd.DataFrame) -> pd.DataFrame:
     """The plan table as the terminal shows it: a notebook by its number, short headers."""
-    shown = table[list(SHOWN_COLUMNS)].copy()
+    shown = table[list(_SHOWN_COLUMNS)].copy()
     shown["notebook"] = shown["notebook"].str.split("_").str[0]
-    return shown.rename(columns=SHOWN_COLUMNS)
+    return shown.rename(columns=_SHOWN_COLUMNS)
 
 
 def format_plan(plan: Plan) -> list[str]:
@@ -366,7 +366,7 @@ def format_plan(plan: Plan) -> list[str]:
         lines += (
             shown_table(table).to_markdown(index=False, intfmt=",", tablefmt="simple").splitlines()
         )
-        lines.append(SHOWN_LEGEND)
+        lines.append(_SHOWN_LEGEND)
     totals = plan.totals()
     lines.append(
         f"total: {totals['requests']:,} requests, {totals['cached']:,} already in the cache"
@@ -410,7 +410,7 @@ def format_plan(plan: Plan) -> list[str]:
                 f"time: `make check-real PROFILE={profile.name}` measures this server's"
                 " throughput, and the next plan prices the calls with it"
             )
-        lines.append(ESTIMATE_NOTE)
+        lines.append(_ESTIMATE_NOTE)
         warning = duration_warning(priced, cost, totals["to_send"])
         if warning:
             lines.append(warning)

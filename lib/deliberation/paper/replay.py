@@ -1,29 +1,11 @@
 """``deliberation replay PROFILE``: rebuild a profile's tables from its published answers.
 
-A real-model run is published as ``results/<profile>/responses.jsonl.gz`` (``deliberation cache
-export``) beside its committed ``tables/<profile>/``. The replay proves that those tables follow
-from those answers and this code, on any machine, without the model or its engine:
-
-1. the answers are imported into a fresh response cache in a temporary folder;
-2. the paper is built for the profile into temporary output and build folders (every notebook,
-   ``FORCE``), as a *replay* (``build_paper(replay=True)``): the plan must find every call
-   cached, no model server is started, and sending is forbidden in the kernels too, so any call
-   the published answers do not cover fails loudly, naming its stage;
-3. every committed file under ``tables/<profile>/`` is compared with the rebuilt one byte for
-   byte. A provenance sidecar is compared field by field: ``git_commit`` and ``git_dirty`` say
-   which checkout wrote the file, so they may differ (a replay runs at a later commit); any
-   other field must be equal. Figures are not compared (PNG and PDF bytes depend on the
-   installed matplotlib and fonts; their sidecars name the same answers).
-
-Before any of it, every committed table is checked against its sidecar and its columns
-(:mod:`deliberation.results.published_tables`): a damaged one is refused, naming it.
-
-Without a published file the replay says ``no published results for <profile>`` and checks
-nothing. A committed table whose notebook reads benchmark data that is not here (HiddenBench, the
-authors' released DHD tables: ``make data``) cannot be rebuilt: the replay names those tables,
-the data and the command, and exits with
-:data:`~deliberation.exit_codes.DATA_MISSING`; any other difference exits with
-:data:`~deliberation.exit_codes.CHECK_FAILED`.
+It proves that the committed ``tables/<profile>/`` follow from
+``results/<profile>/responses.jsonl.gz`` and this code, on any machine, without the model: the
+answers go into a fresh cache, the paper is built as a *replay* (sending is forbidden, so a
+call the answers do not cover fails loudly), and every committed table is compared byte for
+byte (a sidecar field by field, its ``git_commit`` and ``git_dirty`` excepted). Steps and exit
+codes: docs/real-model.md and docs/commands.md.
 """
 
 from __future__ import annotations
@@ -47,7 +29,7 @@ from deliberation.results.published_tables import check_tables
 Printer = Callable[[str], None]
 # Sidecar fields that name the checkout that wrote a file, not what the file says.
 CHECKOUT_FIELDS = frozenset({"git_commit", "git_dirty"})
-FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
+_FOLDER_ENV = ("DELIBERATION_CACHE_DIR", "DELIBERATION_OUTPUT_ROOT", "DELIBERATION_BUILD_DIR")
 
 
 @dataclass
@@ -133,8 +115,8 @@ class ReplayReport:
 def run_folders(root: Path) -> Iterator[None]:
     """Cache, output and build folders under ``root`` (``cache_dir``, ``output_root``,
     ``build_dir``) while a replay or a check runs."""
-    previous = {name: os.environ.get(name) for name in FOLDER_ENV}
-    for name in FOLDER_ENV:
+    previous = {name: os.environ.get(name) for name in _FOLDER_ENV}
+    for name in _FOLDER_ENV:
         os.environ[name] = str(root / name.removeprefix("DELIBERATION_").lower())
     try:
         yield
@@ -212,7 +194,7 @@ def replay_published(
 ) -> ReplayReport:
     """Import ``results/<profile>/responses.jsonl.gz`` under ``committed_root`` (default: the
     output root, the repository unless ``DELIBERATION_OUTPUT_ROOT`` says otherwise) into a fresh cache, rebuild the paper from it sending nothing, and compare the
-    committed ``tables/<profile>/`` with the rebuilt ones (see the module docstring).
+    committed ``tables/<profile>/`` with the rebuilt ones (docs/real-model.md).
     ``notebooks`` limits the build and the comparison to those notebooks' outputs."""
     profile = load_profile(profile_arg)
     root = Path(committed_root or paths.output_root())

@@ -172,27 +172,27 @@ def distinct_values(values: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     return values
 
 
-class ExperimentOptions(Strict):
+class _ExperimentOptions(Strict):
     """The profile's ``experiments:`` section: sizes that differ between a full run and a smoke
     run, and one section per registered experiment (``crossprofile``, ``hiddenbench``,
     ``natural``, ``dhd``: see ``deliberation.experiments.experiment_options``), each validated by the
-    options model its experiment package registered. :func:`experiment_options_model` adds
+    options model its experiment package registered. :func:`_experiment_options_model` adds
     those sections as fields."""
 
     smoke_items: int = Field(20, gt=0)
 
 
-_EXPERIMENT_MODELS: dict[tuple[tuple[str, type[BaseModel]], ...], type[ExperimentOptions]] = {}
+_EXPERIMENT_MODELS: dict[tuple[tuple[str, type[BaseModel]], ...], type[_ExperimentOptions]] = {}
 
 
-def experiment_options_model() -> type[ExperimentOptions]:
-    """:class:`ExperimentOptions` with a field per registered experiment section (built once
+def _experiment_options_model() -> type[_ExperimentOptions]:
+    """:class:`_ExperimentOptions` with a field per registered experiment section (built once
     per set of registrations)."""
     sections = tuple(experiment_options().items())
     if sections not in _EXPERIMENT_MODELS:
         fields: dict[str, Any] = {name: (model, model()) for name, model in sections}
         _EXPERIMENT_MODELS[sections] = create_model(
-            "ExperimentOptions", __base__=ExperimentOptions, **fields
+            "ExperimentOptions", __base__=_ExperimentOptions, **fields
         )
     return _EXPERIMENT_MODELS[sections]
 
@@ -201,7 +201,7 @@ _YAML_TYPE_NAMES = {bool: "a boolean", str: "a string", int: "an integer", float
                     list: "a list", dict: "a mapping", type(None): "null"}  # fmt: skip
 
 
-def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     """``a.b: message; c: message`` for every problem pydantic found (type errors say which
     YAML type was given, never the value: it could be a key pasted into the wrong field)."""
     parts = []
@@ -229,8 +229,8 @@ class Profile(Strict):
     options: SerializeAsAny[BaseModel] = Field(
         description="the backend's own section (validated by backend_class(backend).Options)"
     )
-    experiments: SerializeAsAny[ExperimentOptions] = Field(
-        default_factory=lambda: experiment_options_model()(),
+    experiments: SerializeAsAny[_ExperimentOptions] = Field(
+        default_factory=lambda: _experiment_options_model()(),
         description="sizes and each registered experiment's section (deliberation.experiments)",
     )
     cost: CostModel = Field(
@@ -274,7 +274,7 @@ class Profile(Strict):
         try:
             data["options"] = options_model.model_validate(section or {})
         except ValidationError as exc:
-            raise ValueError(format_validation_error(exc, backend)) from None
+            raise ValueError(_format_validation_error(exc, backend)) from None
         return data
 
     @model_validator(mode="before")
@@ -282,15 +282,15 @@ class Profile(Strict):
     def _experiment_sections(cls, data: Any) -> Any:
         """Validate ``experiments:`` with every registered experiment's options model, so an
         error names the section and field (``experiments.crossprofile.budgets: ...``)."""
-        if not isinstance(data, dict) or isinstance(data.get("experiments"), ExperimentOptions):
+        if not isinstance(data, dict) or isinstance(data.get("experiments"), _ExperimentOptions):
             return data
         section = data.get("experiments")
         if section is not None and not isinstance(section, dict):
             raise ValueError("experiments: expected a mapping of experiment sections")
         try:
-            experiments = experiment_options_model().model_validate(section or {})
+            experiments = _experiment_options_model().model_validate(section or {})
         except ValidationError as exc:
-            raise ValueError(format_validation_error(exc, "experiments")) from None
+            raise ValueError(_format_validation_error(exc, "experiments")) from None
         return {**data, "experiments": experiments}
 
     @model_validator(mode="after")
@@ -512,7 +512,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise ProfileError(f"{candidate}: {format_validation_error(exc)}") from None
+        raise ProfileError(f"{candidate}: {_format_validation_error(exc)}") from None
     validated = profile.model_dump(mode="json")
     validated[profile.backend] = validated.pop("options")  # as the file spells it
     converted = _converted(data, validated)
@@ -526,14 +526,14 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in paths.params_dir().glob("*.yaml"))
 
 
-SHIPPED_LIST = "shipped.txt"
+_SHIPPED_LIST = "shipped.txt"
 
 
 def shipped_profiles() -> list[str]:
     """The profiles this repository ships (``params/shipped.txt``, one name a line). Tests hold
     these to the project's standards (a real model prices its calls); a profile a user adds
     beside them is held only to what the README promises, so it never breaks ``make test``."""
-    listing = paths.params_dir() / SHIPPED_LIST
+    listing = paths.params_dir() / _SHIPPED_LIST
     if not listing.is_file():
         return []
     names = [

@@ -82,7 +82,7 @@ def _flow(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class ServerFacts:
+class _ServerFacts:
     """What the server answered: the models it lists, the one the profile names, and the
     structured-output mode that kept its answer inside the pre-flight's constraint."""
 
@@ -109,9 +109,9 @@ class ServerFacts:
         return f"{engine.name} (its mode says so) batches the requests in flight"
 
 
-def ask_server(
+def _ask_server(
     base_url: str, *, model: str | None = None, api_key_env: str | None = None
-) -> ServerFacts:
+) -> _ServerFacts:
     """The model the server serves (``model`` when given, else the one it lists) and the first
     structured-output mode of the pre-flight's search that it keeps to (``none`` if none)."""
     key = read_api_key(api_key_env, field="--api-key-env")
@@ -137,7 +137,7 @@ def ask_server(
     searcher.preflight()
     # "none" is outside the search order, so every mode is tried (strongest constraint first).
     mode = searcher.working_structured_mode() or "none"
-    return ServerFacts(probe.base_url, tuple(listed), model, mode, probe.server_is_synthetic())
+    return _ServerFacts(probe.base_url, tuple(listed), model, mode, probe.server_is_synthetic())
 
 
 def default_name(model: str) -> str:
@@ -153,8 +153,8 @@ def _quoted(text: str) -> str:
     return json.dumps(text)
 
 
-def profile_text(
-    facts: ServerFacts, *, name: str, api_key_env: str | None, name_line: bool = False
+def _profile_text(
+    facts: _ServerFacts, *, name: str, api_key_env: str | None, name_line: bool = False
 ) -> str:
     """The profile's YAML, commented for the person who edits it next; ``name:`` only with
     ``name_line`` (the file stem names a profile that has none)."""
@@ -207,7 +207,7 @@ def profile_text(
     return "\n".join(lines) + "\n" + starter_experiments()
 
 
-def write_profile(text: str, out: Path, *, force: bool = False) -> Path:
+def _write_profile(text: str, out: Path, *, force: bool = False) -> Path:
     """Write the profile to ``out`` once the loader accepts it (nothing half-written; an
     existing file is kept unless ``force``)."""
     if out.exists() and not force:
@@ -215,7 +215,7 @@ def write_profile(text: str, out: Path, *, force: bool = False) -> Path:
     with tempfile.TemporaryDirectory() as folder:
         trial = Path(folder) / out.name
         trial.write_text(text, encoding="utf-8")
-        load_profile(trial)  # a ProfileError here is a bug in profile_text, named by the loader
+        load_profile(trial)  # a ProfileError here is a bug in _profile_text, named by the loader
     return atomic_write_text(out, text)
 
 
@@ -227,20 +227,20 @@ def new_profile(
     model: str | None = None,
     api_key_env: str | None = None,
     force: bool = False,
-) -> tuple[Path, ServerFacts]:
+) -> tuple[Path, _ServerFacts]:
     """Ask the server, then write ``params/<name>.yaml`` (or ``out``); returns both."""
     if name is not None and not NAME_PATTERN.fullmatch(name):
         raise CommandError(
             f"--name {name!r}: only letters, digits, '.', '_' and '-' (it names folders)",
             BAD_INPUT,
         )
-    facts = ask_server(base_url, model=model, api_key_env=api_key_env)
+    facts = _ask_server(base_url, model=model, api_key_env=api_key_env)
     stem = name or (out.stem if out is not None else default_name(facts.model))
     target = out if out is not None else paths.params_dir() / f"{stem}.yaml"
-    text = profile_text(
+    text = _profile_text(
         facts,
         name=name or target.stem,
         api_key_env=api_key_env,
         name_line=name is not None and name != target.stem,  # else the file stem names it
     )
-    return write_profile(text, target, force=force), facts
+    return _write_profile(text, target, force=force), facts

@@ -106,11 +106,11 @@ class SavedFigure:
         return f"Figure {self.folder}/{self.name}.png (and .pdf): {self.caption}"
 
 
-def figure_dir(profile: Profile) -> Path:
+def _figure_dir(profile: Profile) -> Path:
     return paths.output_root() / "figures" / profile.name
 
 
-def withheld(n_clusters: Sequence[float] | None, min_clusters: int = MIN_CLUSTERS) -> np.ndarray:
+def _withheld(n_clusters: Sequence[float] | None, min_clusters: int = MIN_CLUSTERS) -> np.ndarray:
     """Which estimates rest on fewer than ``min_clusters`` clusters (all False without counts)."""
     if n_clusters is None:
         return np.zeros(0, dtype=bool)
@@ -143,7 +143,7 @@ def interval_errors(
     estimate, low, high = (scale * _floats(v) for v in (estimate, low, high))
     errors = np.vstack([estimate - low, high - estimate])
     errors[:, ~np.isfinite(errors).all(axis=0)] = np.nan  # one bound missing: no interval
-    small = withheld(n_clusters, min_clusters)
+    small = _withheld(n_clusters, min_clusters)
     if small.size:
         errors[:, small] = np.nan
     if figure is not None:
@@ -167,7 +167,7 @@ def mark_small_samples(
     """Write "n = 2 clusters" beside every estimate below the minimum (its bar is withheld)."""
     if n_clusters is None:
         return []
-    small = withheld(n_clusters, min_clusters)
+    small = _withheld(n_clusters, min_clusters)
     marks = []
     for xi, yi, n, is_small in zip(x, y, _floats(n_clusters), small, strict=True):
         if not is_small or not np.isfinite(float(yi)):
@@ -200,7 +200,7 @@ def note_all_withheld(
         return False
     counts = _floats(n_clusters)
     counts = counts[np.isfinite(counts)]
-    if not counts.size or not withheld(counts, min_clusters).all():
+    if not counts.size or not _withheld(counts, min_clusters).all():
         return False
     low, high = int(counts.min()), int(counts.max())
     n = f"{low}" if low == high else f"{low}-{high}"
@@ -267,7 +267,7 @@ def footnote(fig: matplotlib.figure.Figure, text: str) -> None:
     fig.supxlabel(text, fontsize=7, wrap=True)
 
 
-def label_figure(fig: matplotlib.figure.Figure, profile: Profile) -> None:
+def _label_figure(fig: matplotlib.figure.Figure, profile: Profile) -> None:
     label = output_label(profile)
     current = fig.get_suptitle()
     if label not in current:
@@ -293,7 +293,7 @@ def save_figure(
     never promises bars that are not there. A figure of other people's released results
     (``source``) is titled with their label, not the profile's."""
     if source is None:
-        label_figure(fig, profile)
+        _label_figure(fig, profile)
     else:
         fig.suptitle(f"{fig.get_suptitle()} [{source.label()}]".strip())
     count = getattr(fig, "intervals", None)
@@ -307,7 +307,7 @@ def save_figure(
         return write
 
     files = write_output_set(
-        figure_dir(profile) / name,
+        _figure_dir(profile) / name,
         {"png": writer("png", _PNG_META), "pdf": writer("pdf", _PDF_META)},
         profile,
         notebook=notebook,

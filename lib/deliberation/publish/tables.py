@@ -6,7 +6,7 @@ in its last column, ``source`` (:data:`SOURCE_COLUMN`: "synthetic (sim backend)"
 of a sim table), so a CSV read alone still says what made it and stays plain data that any CSV
 reader loads (a comment line would not). The CSV keeps full precision for
 re-analysis; the Markdown and LaTeX are for reading, so their numbers are rounded
-(:data:`DISPLAY_FLOAT_FORMAT`) and the Markdown escapes ``|`` inside cells so every row renders.
+(:data:`_DISPLAY_FLOAT_FORMAT`) and the Markdown escapes ``|`` inside cells so every row renders.
 Row dumps (a name ending in ``_rows``: one row per decision, for re-analysis) are CSV only.
 """
 
@@ -27,8 +27,8 @@ from deliberation.publish.provenance import (
 )
 from deliberation.stats.small_samples import MIN_CLUSTERS, inference_leaks
 
-DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
-ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
+_DISPLAY_FLOAT_FORMAT = "%.4g"  # Markdown and LaTeX: four significant digits (62.92, 0.0123)
+_ROWS_SUFFIX = "_rows"  # tables of rows for re-analysis: CSV only
 SOURCE_COLUMN = "source"  # the CSV's last column: what made the table (provenance.output_label)
 
 
@@ -43,7 +43,7 @@ def _markdown_cell(value: object) -> object:
     return value
 
 
-def markdown_table(frame: pd.DataFrame, float_format: str = DISPLAY_FLOAT_FORMAT) -> str:
+def markdown_table(frame: pd.DataFrame, float_format: str = _DISPLAY_FLOAT_FORMAT) -> str:
     """``frame`` as a GitHub Markdown table: strings escaped, floats rounded, missing values
     left blank (not ``nan``)."""
     shown = frame.rename(columns=lambda c: _markdown_cell(str(c)))
@@ -72,7 +72,7 @@ def write_table(
     ``markdown`` and ``latex`` default to True, except for a name ending in ``_rows`` (the rows
     a notebook analysed, which are data to re-analyse, not a table to read): CSV alone, and
     asking for Markdown or LaTeX of one is an error. ``float_format`` is the CSV's precision;
-    Markdown and LaTeX show :data:`DISPLAY_FLOAT_FORMAT`. The frame is written as given: the
+    Markdown and LaTeX show :data:`_DISPLAY_FLOAT_FORMAT`. The frame is written as given: the
     analyses withhold inference below the cluster floor where they compute it
     (:func:`~deliberation.stats.small_samples.withhold_inference`), so what a notebook shows is
     what is written; a table that still shows an interval, p-value, test or standard error
@@ -84,7 +84,7 @@ def write_table(
     ``source`` is for tables made from other people's released results: the caption and the
     sidecar name their models, repository and commit instead of the profile's backend.
     """
-    is_rows = name.endswith(ROWS_SUFFIX)
+    is_rows = name.endswith(_ROWS_SUFFIX)
     if is_rows and (markdown or latex):
         raise ValueError(
             f"table {name!r}: rows for re-analysis are written as CSV only (markdown/latex)"
@@ -110,7 +110,7 @@ def write_table(
             index=False,
             caption=full_caption,
             label=f"tab:{name}",
-            float_format=DISPLAY_FLOAT_FORMAT.__mod__,
+            float_format=_DISPLAY_FLOAT_FORMAT.__mod__,
         )
     return write_output_set(
         stem,

@@ -30,23 +30,23 @@ from deliberation.inference.structured_answers import parse_structured_text
 from deliberation.io import paths
 from deliberation.profiles.profile import Profile, load_profile
 
-State = Literal["invalid", "failed", "valid", "unchecked"]
-STATES: tuple[State, ...] = ("invalid", "failed", "valid", "unchecked")  # --invalid-first order
+_State = Literal["invalid", "failed", "valid", "unchecked"]
+STATES: tuple[_State, ...] = ("invalid", "failed", "valid", "unchecked")  # --invalid-first order
 _TRUE = {"1", "1.0", "true", "True"}
 
 
 @dataclass(frozen=True)
-class Verdict:
+class _Verdict:
     """What the experiment's rows say about one cached call."""
 
-    state: State
+    state: _State
     reason: str = ""
     tasks: tuple[str, ...] = ()
     source: str = ""
 
 
 @dataclass(frozen=True)
-class Reply:
+class _Reply:
     """One call: the prompt as sent, the raw reply and its verdict."""
 
     key: str
@@ -55,26 +55,26 @@ class Reply:
     text: str
     finish_reason: str | None
     completion_tokens: int
-    verdict: Verdict
+    verdict: _Verdict
 
     @property
-    def state(self) -> State:
+    def state(self) -> _State:
         return self.verdict.state
 
 
 @dataclass(frozen=True)
-class ReplySelection:
+class _ReplySelection:
     profile: str
     cache: Path
     matched: Counter = field(default_factory=Counter)  # state -> calls matching the filters
-    replies: tuple[Reply, ...] = ()
+    replies: tuple[_Reply, ...] = ()
     rows_files: tuple[Path, ...] = ()
     matched_by_stage: dict[str, Counter] = field(default_factory=dict)
     scope: tuple[Path, ...] | None = None  # only the calls these rows name (None: every call)
     in_cache: int = 0  # calls in the cache (answered or failed), before any filter
 
 
-def default_rows_files(profile: str) -> list[Path]:
+def _default_rows_files(profile: str) -> list[Path]:
     """Rows the project writes for a profile: published notebook rows and default run rows."""
     found = sorted((paths.output_root() / "tables" / profile).glob("*_rows.csv"))
     found += sorted((paths.build_dir() / "runs" / profile).glob("*.csv"))
@@ -108,10 +108,10 @@ def _key_column(frame: pd.DataFrame, keys: set[str]) -> str | None:
     return candidates[0] if candidates else None
 
 
-def verdicts_from_rows(files: Iterable[Path], keys: set[str]) -> dict[str, Verdict]:
+def _verdicts_from_rows(files: Iterable[Path], keys: set[str]) -> dict[str, _Verdict]:
     """Validity, reason and task of each key the rows mention (the first file and row that
     names a key decide its validity; its tasks are gathered from every row)."""
-    verdicts: dict[str, Verdict] = {}
+    verdicts: dict[str, _Verdict] = {}
     tasks: dict[str, list[str]] = {}
     for path in files:
         try:
@@ -131,18 +131,18 @@ def verdicts_from_rows(files: Iterable[Path], keys: set[str]) -> dict[str, Verdi
                 continue
             valid = row["valid"] in _TRUE
             reason = "" if valid else (row.get("error") or "counted invalid by the experiment")
-            verdicts[key] = Verdict("valid" if valid else "invalid", reason, source=str(path))
+            verdicts[key] = _Verdict("valid" if valid else "invalid", reason, source=str(path))
     for key, names in tasks.items():
-        base = verdicts.get(key, Verdict("unchecked"))
-        verdicts[key] = Verdict(base.state, base.reason, tuple(names), base.source)
+        base = verdicts.get(key, _Verdict("unchecked"))
+        verdicts[key] = _Verdict(base.state, base.reason, tuple(names), base.source)
     return verdicts
 
 
-def spec_verdict(request: dict, text: str) -> Verdict:
+def _spec_verdict(request: dict, text: str) -> _Verdict:
     """A reply no rows mention, judged by its request's structured-output spec (if any)."""
     spec = request.get("structured")
     if not spec:
-        return Verdict("unchecked", "no rows mention this call and it has no output spec")
+        return _Verdict("unchecked", "no rows mention this call and it has no output spec")
     if spec.get("choices") is not None:
         structured = StructuredOutput(choices=tuple(spec["choices"]))
         wanted = f"one of {len(structured.choices)} choices"
@@ -150,8 +150,8 @@ def spec_verdict(request: dict, text: str) -> Verdict:
         structured = StructuredOutput(json_schema=spec["json_schema"])
         wanted = "JSON matching the request's schema"
     if parse_structured_text(structured, text) is None:
-        return Verdict("invalid", f"not {wanted} (by the request's output spec)", source="spec")
-    return Verdict("valid", source="spec")
+        return _Verdict("invalid", f"not {wanted} (by the request's output spec)", source="spec")
+    return _Verdict("valid", source="spec")
 
 
 def _stage_matches(stage: str, wanted: str | None) -> bool:
@@ -175,26 +175,26 @@ def find_replies(
     rows: Sequence[Path] | None = None,
     stage: str | None = None,
     task: str | None = None,
-    only: State | None = None,
+    only: _State | None = None,
     invalid_first: bool = False,
     limit: int | None = 5,
     per_stage: int | None = None,
     scope: Sequence[Path] | None = None,
-) -> ReplySelection:
+) -> _ReplySelection:
     """The calls of a profile's cache that match the filters, oldest first (``invalid_first``:
     invalid, then failed, then the rest), with the first ``limit`` read in full (``per_stage``:
     the first so many of each stage instead). ``rows`` adds rows files to the profile's default
-    ones (:func:`default_rows_files`); ``scope`` keeps only the calls those rows files name
+    ones (:func:`_default_rows_files`); ``scope`` keeps only the calls those rows files name
     (one run's: :func:`latest_run_rows`), None every call of the cache."""
     from deliberation.inference import cache_path
 
     profile = load_profile(profile) if isinstance(profile, (str, Path)) else profile
     path = Path(cache_file) if cache_file is not None else cache_path(profile)
     scoped = None if scope is None else tuple(Path(f) for f in scope)
-    files = [*(scoped or []), *(rows or []), *default_rows_files(profile.name)]
+    files = [*(scoped or []), *(rows or []), *_default_rows_files(profile.name)]
     files = list(dict.fromkeys(Path(f) for f in files))
     if not path.is_file():
-        return ReplySelection(profile.name, path, rows_files=tuple(files), scope=scoped)
+        return _ReplySelection(profile.name, path, rows_files=tuple(files), scope=scoped)
     with ResponseCache(path, read_only=True) as cache:
         answered = cache.answered()
         failures = cache.failures().drop_duplicates("key", keep="last")
@@ -206,19 +206,21 @@ def find_replies(
         answered = _of_stage(answered, stage)
         failures = _of_stage(failures, stage)
         keys = [*answered["key"], *failures["key"]]
-        verdicts = verdicts_from_rows(files, set(keys))
+        verdicts = _verdicts_from_rows(files, set(keys))
         for failed in failures.itertuples():
-            known = verdicts.get(failed.key, Verdict("failed"))
-            verdicts[failed.key] = Verdict("failed", failed.reason, known.tasks, known.source)
-        keys = [k for k in keys if _task_matches(verdicts.get(k, Verdict("unchecked")).tasks, task)]
+            known = verdicts.get(failed.key, _Verdict("failed"))
+            verdicts[failed.key] = _Verdict("failed", failed.reason, known.tasks, known.source)
+        keys = [
+            k for k in keys if _task_matches(verdicts.get(k, _Verdict("unchecked")).tasks, task)
+        ]
         # Calls no rows judged: read their requests, a chunk at a time, to check the spec.
-        unjudged = [k for k in keys if verdicts.get(k, Verdict("unchecked")).state == "unchecked"]
+        unjudged = [k for k in keys if verdicts.get(k, _Verdict("unchecked")).state == "unchecked"]
         for start in range(0, len(unjudged), 500):
             for key, (request, response) in cache.records(unjudged[start : start + 500]).items():
-                spec = spec_verdict(request, response.get("text", ""))
-                known = verdicts.get(key, Verdict("unchecked"))
-                verdicts[key] = Verdict(spec.state, spec.reason, known.tasks, spec.source)
-        states = {k: verdicts.get(k, Verdict("unchecked")).state for k in keys}
+                spec = _spec_verdict(request, response.get("text", ""))
+                known = verdicts.get(key, _Verdict("unchecked"))
+                verdicts[key] = _Verdict(spec.state, spec.reason, known.tasks, spec.source)
+        states = {k: verdicts.get(k, _Verdict("unchecked")).state for k in keys}
         if only is not None:
             keys = [k for k in keys if states[k] == only]
         if invalid_first:
@@ -242,17 +244,17 @@ def find_replies(
     for key in chosen:
         request, response = records.get(key, ({}, {}))
         replies.append(
-            Reply(
+            _Reply(
                 key=key,
                 stage=stages[key],
                 messages=tuple(request.get("messages", ())),
                 text=response.get("text", ""),
                 finish_reason=response.get("finish_reason"),
                 completion_tokens=int(response.get("completion_tokens", 0)),
-                verdict=verdicts.get(key, Verdict("unchecked")),
+                verdict=verdicts.get(key, _Verdict("unchecked")),
             )
         )
-    return ReplySelection(
+    return _ReplySelection(
         profile.name,
         path,
         Counter(states[k] for k in keys),
@@ -276,7 +278,7 @@ def _indent(text: str) -> str:
     return textwrap.indent(text, "    ", lambda line: True) if text else "    (empty)"
 
 
-def format_reply(reply: Reply, number: int, total: int) -> list[str]:
+def _format_reply(reply: _Reply, number: int, total: int) -> list[str]:
     """One call as text: a header line, each prompt message, then the raw reply."""
     verdict = reply.verdict
     head = [f"{number} of {total}", reply.stage]
@@ -298,7 +300,7 @@ def format_reply(reply: Reply, number: int, total: int) -> list[str]:
     return lines
 
 
-def format_selection(selection: ReplySelection) -> list[str]:
+def format_selection(selection: _ReplySelection) -> list[str]:
     """Counts by state, then every reply read in full."""
     total = sum(selection.matched.values())
     if not selection.cache.is_file():
@@ -321,5 +323,5 @@ def format_selection(selection: ReplySelection) -> list[str]:
             "(no rows files found: validity comes from each request's output spec; pass --rows)"
         )
     for number, reply in enumerate(selection.replies, 1):
-        lines += ["", *format_reply(reply, number, total)]
+        lines += ["", *_format_reply(reply, number, total)]
     return lines

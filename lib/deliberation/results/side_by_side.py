@@ -38,8 +38,8 @@ from deliberation.publish.provenance import SYNTHETIC_LABEL
 from deliberation.results.published_tables import read_published_table
 from deliberation.stats.small_samples import MIN_CLUSTERS, NOTE_COLUMN
 
-PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
-SCALES = {"points": 1.0, "share": 100.0}  # to points: percent / percentage points
+_PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.yaml")
+_SCALES = {"points": 1.0, "share": 100.0}  # to points: percent / percentage points
 
 _Text = Field(min_length=1)
 
@@ -48,7 +48,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ReportedNumber(_Strict):
+class _ReportedNumber(_Strict):
     """One number a paper reports, for one model, in points."""
 
     model: str = _Text
@@ -57,7 +57,7 @@ class ReportedNumber(_Strict):
     high: float | None = None
 
     @model_validator(mode="after")
-    def _interval(self) -> ReportedNumber:
+    def _interval(self) -> _ReportedNumber:
         if (self.low is None) != (self.high is None):
             raise ValueError("give both low and high, or neither")
         if self.low is not None and not self.low <= self.value <= self.high:  # type: ignore[operator]
@@ -92,7 +92,7 @@ class Headline(_Strict):
     paper: Literal[1, 2]
     seed_file: str = Field(pattern=r"^\d{3}_[0-9a-f]+\.txt$")
     quote: str = _Text
-    reported: list[ReportedNumber]
+    reported: list[_ReportedNumber]
     not_reported: str | None = None  # why ``reported`` is empty
     note: str | None = None  # a caveat of the mapping, kept with the data
     ours: OurNumber
@@ -104,7 +104,7 @@ class Headline(_Strict):
         return self
 
 
-class PaperNumbers(_Strict):
+class _PaperNumbers(_Strict):
     papers: dict[Literal[1, 2], str]
     profile_notes: dict[str, str] = {}
     headlines: list[Headline] = Field(min_length=1)
@@ -139,12 +139,12 @@ def _field(loc: tuple, raw: object) -> str:
     return ".".join(parts)
 
 
-def load_paper_numbers(path: Path | None = None) -> PaperNumbers:
+def load_paper_numbers(path: Path | None = None) -> _PaperNumbers:
     """The papers' headline numbers, validated strictly (unknown fields, missing fields, a value
     outside its interval and repeated ids are errors naming the file and the field)."""
     from deliberation.io.yaml_errors import describe_yaml_error, load_strict, yaml_error_location
 
-    path = Path(path or PAPER_NUMBERS)
+    path = Path(path or _PAPER_NUMBERS)
     try:
         raw = load_strict(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -155,7 +155,7 @@ def load_paper_numbers(path: Path | None = None) -> PaperNumbers:
     if not isinstance(raw, dict):
         raise PaperNumbersError(f"{path}: expected a mapping with papers and headlines")
     try:
-        return PaperNumbers.model_validate(raw)
+        return _PaperNumbers.model_validate(raw)
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
@@ -167,7 +167,7 @@ def load_paper_numbers(path: Path | None = None) -> PaperNumbers:
 
 def to_points(value: float, scale: str) -> float:
     """A number from one of our tables in points (the papers' scale)."""
-    return value * SCALES[scale]
+    return value * _SCALES[scale]
 
 
 def _decimals(value: float) -> int:
@@ -175,7 +175,7 @@ def _decimals(value: float) -> int:
     return max(1, len(text.split(".")[1])) if "." in text and "e" not in text else 1
 
 
-def format_reported(number: ReportedNumber) -> str:
+def _format_reported(number: _ReportedNumber) -> str:
     """As the paper states it: ``Qwen2.5-7B-Instruct 64.6 [60.3, 69.0]``."""
     places = max(_decimals(x) for x in (number.value, number.low, number.high) if x is not None)
     shown = f"{number.value:.{places}f}"
@@ -185,7 +185,7 @@ def format_reported(number: ReportedNumber) -> str:
 
 
 @dataclass(frozen=True)
-class OurCell:
+class _OurCell:
     """What a profile's table says for one headline: a number (in points) or why not."""
 
     value: float | None = None
@@ -209,25 +209,25 @@ def _number(text: str) -> float | None:
     return None if pd.isna(value) else float(value)
 
 
-def read_our_number(profile: str, where: OurNumber) -> OurCell:
+def read_our_number(profile: str, where: OurNumber) -> _OurCell:
     """The comparable number from ``tables/<profile>/<table>.csv`` as published (row matched
     on text, so ``0.6`` meets ``0.6``); a missing table, column or row is said, not filled."""
     path = paths.output_root() / "tables" / profile / f"{where.table}.csv"
     if not path.is_file():
-        return OurCell(missing="no table")
+        return _OurCell(missing="no table")
     frame = read_published_table(path)  # a damaged table is refused, naming it
     if frame.empty and not len(frame.columns):  # a table written with no column at all
-        return OurCell(missing="empty table")
+        return _OurCell(missing="empty table")
     wanted = [*where.row, where.value, *(c for c in (where.low, where.high) if c)]
     absent = [c for c in wanted if c not in frame.columns]
     if absent:
-        return OurCell(missing=f"no column {', '.join(absent)}")
+        return _OurCell(missing=f"no column {', '.join(absent)}")
     match = pd.Series(True, index=frame.index)
     for column, text in where.row.items():
         match &= frame[column].str.strip() == text
     found = frame[match]
     if len(found) != 1:
-        return OurCell(missing="no such row" if found.empty else f"{len(found)} rows match")
+        return _OurCell(missing="no such row" if found.empty else f"{len(found)} rows match")
     record = found.iloc[0]
 
     def points(column: str | None) -> float | None:
@@ -235,15 +235,15 @@ def read_our_number(profile: str, where: OurNumber) -> OurCell:
         return None if number is None else to_points(number, where.scale)
 
     note = str(record.get(NOTE_COLUMN, "")).strip()
-    return OurCell(points(where.value), points(where.low), points(where.high), note=note)
+    return _OurCell(points(where.value), points(where.low), points(where.high), note=note)
 
 
-def profile_column(profile: str, synthetic: bool) -> str:
+def _profile_column(profile: str, synthetic: bool) -> str:
     return f"{profile} ({'synthetic' if synthetic else 'model'})"
 
 
 PAPERS_COLUMN = "papers (model value [95% interval])"
-WHERE_COLUMN = "our table: row"
+_WHERE_COLUMN = "our table: row"
 
 
 def _where(ours: OurNumber) -> str:
@@ -251,24 +251,24 @@ def _where(ours: OurNumber) -> str:
     return f"{ours.table}: {row}" + (" (share x100)" if ours.scale == "share" else "")
 
 
-def caveat_marks(numbers: PaperNumbers) -> dict[str, int]:
+def _caveat_marks(numbers: _PaperNumbers) -> dict[str, int]:
     """Headline id -> its footnote number, for the headlines whose mapping has a ``note``."""
     noted = [h.id for h in numbers.headlines if h.note]
     return {headline_id: number for number, headline_id in enumerate(noted, start=1)}
 
 
 def side_by_side(
-    profiles: Sequence[str], synthetic: dict[str, bool], numbers: PaperNumbers | None = None
+    profiles: Sequence[str], synthetic: dict[str, bool], numbers: _PaperNumbers | None = None
 ) -> pd.DataFrame:
     """One row per headline: the papers' values, each profile's value [interval] in points
     (columns labelled synthetic or model, as ``synthetic`` says) and the table and row they
     were read from."""
     numbers = numbers or load_paper_numbers()
     profiles = list(dict.fromkeys(profiles))
-    marks = caveat_marks(numbers)
+    marks = _caveat_marks(numbers)
     rows = []
     for headline in numbers.headlines:
-        papers = "; ".join(format_reported(n) for n in headline.reported)
+        papers = "; ".join(_format_reported(n) for n in headline.reported)
         mark = f" [{marks[headline.id]}]" if headline.id in marks else ""
         row = {
             "headline": f"{headline.label} ({headline.unit}){mark}",
@@ -277,13 +277,15 @@ def side_by_side(
         }
         for profile in profiles:
             cell = read_our_number(profile, headline.ours)
-            row[profile_column(profile, synthetic[profile])] = cell.text()
-        row[WHERE_COLUMN] = _where(headline.ours)
+            row[_profile_column(profile, synthetic[profile])] = cell.text()
+        row[_WHERE_COLUMN] = _where(headline.ours)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, bool]) -> list[str]:
+def _notes(
+    profiles: Sequence[str], numbers: _PaperNumbers, synthetic: dict[str, bool]
+) -> list[str]:
     """What a reader needs before reading the table: sources, scale, and what each column can
     show (sim: a mechanism model; profile notes from the data file)."""
     sources = "; ".join(f"paper {k}: {v}" for k, v in sorted(numbers.papers.items()))
@@ -311,7 +313,7 @@ def _notes(profiles: Sequence[str], numbers: PaperNumbers, synthetic: dict[str, 
         )
     notes += [numbers.profile_notes[p] for p in profiles if p in numbers.profile_notes]
     by_id = {h.id: h for h in numbers.headlines}
-    notes += [f"[{n}] {by_id[i].label}: {by_id[i].note}" for i, n in caveat_marks(numbers).items()]
+    notes += [f"[{n}] {by_id[i].label}: {by_id[i].note}" for i, n in _caveat_marks(numbers).items()]
     notes.append(
         "missing (no table): the profile has not made that table (`make paper PROFILE=...`); "
         "missing (no such row): its table lacks that row (a smaller grid, or no case of that "
@@ -331,7 +333,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 @dataclass
-class PapersComparison:
+class _PapersComparison:
     """The side-by-side frame with the notes a reader needs beside it (README, page, CLI)."""
 
     profiles: list[str]
@@ -353,15 +355,15 @@ class PapersComparison:
 
 
 def compare_with_papers(
-    profiles: Sequence[str], synthetic: dict[str, bool], numbers: PaperNumbers | None = None
-) -> PapersComparison:
+    profiles: Sequence[str], synthetic: dict[str, bool], numbers: _PaperNumbers | None = None
+) -> _PapersComparison:
     """The side-by-side frame of ``profiles`` and the notes that go with it; ``synthetic``
     labels each profile as ``deliberation compare`` and the report do (the caller decides, so
     this module reads tables and nothing of the report)."""
     numbers = numbers or load_paper_numbers()
     profiles = list(dict.fromkeys(profiles))
     frame = side_by_side(profiles, synthetic, numbers)
-    return PapersComparison(profiles, synthetic, frame, _notes(profiles, numbers, synthetic))
+    return _PapersComparison(profiles, synthetic, frame, _notes(profiles, numbers, synthetic))
 
 
 README_BEGIN = "<!-- side-by-side:begin -->"
@@ -373,7 +375,7 @@ def results_page() -> Path:
     return paths.repo_root() / "docs" / "results.md"
 
 
-def readme_section(comparison: PapersComparison) -> str:
+def _readme_section(comparison: _PapersComparison) -> str:
     """The generated part of the side-by-side section, with the command that made it."""
     command = "deliberation compare --profile " + " ".join(comparison.profiles) + " --readme"
     return (
@@ -382,7 +384,7 @@ def readme_section(comparison: PapersComparison) -> str:
     )
 
 
-def write_readme_section(comparison: PapersComparison, readme: Path | None = None) -> Path:
+def write_readme_section(comparison: _PapersComparison, readme: Path | None = None) -> Path:
     """Replace the text between the markers in ``docs/results.md`` (atomically; the README links
     there); the markers must be there, once each, so a misplaced section is an error rather than
     a duplicate."""
@@ -392,11 +394,11 @@ def write_readme_section(comparison: PapersComparison, readme: Path | None = Non
     if text.count(README_BEGIN) != 1 or text.count(README_END) != 1:
         raise ValueError(f"{readme}: needs the markers {README_BEGIN} and {README_END} once each")
     pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.DOTALL)
-    atomic_write_text(readme, pattern.sub(lambda _: readme_section(comparison), text))
+    atomic_write_text(readme, pattern.sub(lambda _: _readme_section(comparison), text))
     return readme
 
 
-def papers_label(comparison: PapersComparison) -> RunLabel:
+def papers_label(comparison: _PapersComparison) -> RunLabel:
     """The banner of a papers page: synthetic when any column is."""
     kinds = ", ".join(
         f"{p}: {SYNTHETIC_LABEL if comparison.synthetic[p] else 'model output'}"
@@ -406,7 +408,7 @@ def papers_label(comparison: PapersComparison) -> RunLabel:
     return RunLabel(f"papers vs {profiles}", any(comparison.synthetic.values()), kinds)
 
 
-def write_papers_page(comparison: PapersComparison, out: Path | None = None) -> Path:
+def write_papers_page(comparison: _PapersComparison, out: Path | None = None) -> Path:
     """``build/report/papers-<P1>-<P2>.../index.html`` (self-contained, like the report)."""
     folder = out or paths.build_dir() / "report" / ("papers-" + "-".join(comparison.profiles))
     folder.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,8 @@ from deliberation.stats.small_samples import call_column, distinct_calls
 logger = logging.getLogger(__name__)
 
 Weighting = Literal["rows", "clusters"]
-Combine = Callable[[np.ndarray], np.ndarray]
-CellKey = tuple[Hashable, ...]
+_Combine = Callable[[np.ndarray], np.ndarray]
+_CellKey = tuple[Hashable, ...]
 
 # Upper bound on the entries of one resample-count block; resamples are drawn in blocks of
 # rows so memory stays bounded for many clusters. The block size depends only on the number of
@@ -60,11 +60,6 @@ class BootstrapResult:
 
     def __post_init__(self) -> None:
         self.distribution.setflags(write=False)
-
-    @property
-    def standard_error(self) -> float:
-        """Standard deviation of the bootstrap distribution."""
-        return float(np.std(self.distribution, ddof=1)) if self.n_resamples > 1 else float("nan")
 
     def as_row(self, scale: float = 1.0) -> dict[str, object]:
         """One table row; ``scale=100`` reports proportions as percentage points."""
@@ -105,8 +100,8 @@ class CellStatistic:
 
     value: str
     by: tuple[str, ...]
-    cells: tuple[CellKey, ...]
-    combine: Combine = field(repr=False, compare=False)
+    cells: tuple[_CellKey, ...]
+    combine: _Combine = field(repr=False, compare=False)
     weighting: Weighting = "rows"
     label: str = ""
     weights: tuple[float, ...] | None = None
@@ -126,7 +121,7 @@ class CellStatistic:
             raise ValueError(f"statistic {self.label!r} lists a cell twice")
 
 
-def _as_key(key: Hashable | CellKey) -> CellKey:
+def _as_key(key: Hashable | _CellKey) -> _CellKey:
     return key if isinstance(key, tuple) else (key,)
 
 
@@ -151,7 +146,7 @@ def mean_of(
 
 
 def linear_contrast(
-    weights: Mapping[Hashable | CellKey, float],
+    weights: Mapping[Hashable | _CellKey, float],
     by: str | Sequence[str],
     value: str = "correct",
     *,
@@ -213,7 +208,9 @@ def numeric_values(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return values
 
 
-def _cell_codes(frame: pd.DataFrame, by: tuple[str, ...], cells: tuple[CellKey, ...]) -> np.ndarray:
+def _cell_codes(
+    frame: pd.DataFrame, by: tuple[str, ...], cells: tuple[_CellKey, ...]
+) -> np.ndarray:
     """Index into ``cells`` of each row's ``by`` values, -1 for rows in no listed cell."""
     codes = np.zeros(len(frame), dtype=np.int64)
     cell_codes = np.zeros(len(cells), dtype=np.int64)

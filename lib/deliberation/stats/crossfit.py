@@ -17,7 +17,7 @@ import pandas as pd
 
 from deliberation.stats.bootstrap import require_columns
 
-Evaluation = float | Mapping[str, Any] | pd.Series | pd.DataFrame
+_Evaluation = float | Mapping[str, Any] | pd.Series | pd.DataFrame
 
 
 def fold_assignment(n_units: int, folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -40,14 +40,8 @@ class CrossFitResult:
     models: tuple[Any, ...]
     by: tuple[str, ...]
 
-    def weighted_mean(self) -> pd.Series:
-        """Numeric score columns averaged over folds, weighted by held-out rows (pooled score)."""
-        numeric = self.scores.drop(columns=["fold", "n_test"]).select_dtypes("number")
-        weights = self.scores["n_test"].to_numpy(dtype=float)
-        return numeric.apply(lambda col: float(np.average(col, weights=weights)))
 
-
-def _rows(evaluation: Evaluation, fold: int, n_test: int) -> pd.DataFrame:
+def _rows(evaluation: _Evaluation, fold: int, n_test: int) -> pd.DataFrame:
     if isinstance(evaluation, pd.DataFrame):
         table = evaluation.copy()
     elif isinstance(evaluation, pd.Series):
@@ -69,7 +63,7 @@ def _rows(evaluation: Evaluation, fold: int, n_test: int) -> pd.DataFrame:
 def cross_fit(
     frame: pd.DataFrame,
     fit: Callable[[pd.DataFrame], Any],
-    evaluate: Callable[[Any, pd.DataFrame], Evaluation],
+    evaluate: Callable[[Any, pd.DataFrame], _Evaluation],
     folds: int = 5,
     by: str | Sequence[str] = "problem",
     seed: int = 0,

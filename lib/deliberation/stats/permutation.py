@@ -21,7 +21,7 @@ from deliberation.seeds import stable_seed
 from deliberation.stats.bootstrap import numeric_values, require_columns
 from deliberation.stats.multiple import benjamini_hochberg
 
-Alternative = Literal["two-sided", "greater", "less"]
+_Alternative = Literal["two-sided", "greater", "less"]
 
 # Permuted outcome blocks are generated in chunks of at most this many entries.
 _BLOCK_ENTRIES = 1 << 21
@@ -29,7 +29,7 @@ _BLOCK_ENTRIES = 1 << 21
 _TIE_TOLERANCE = 1e-9
 
 
-def _extremeness(statistic: np.ndarray, alternative: Alternative) -> np.ndarray:
+def _extremeness(statistic: np.ndarray, alternative: _Alternative) -> np.ndarray:
     if alternative == "two-sided":
         return np.abs(statistic)
     if alternative == "greater":
@@ -46,7 +46,7 @@ def _count_at_least(null: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def permutation_p_value(
-    null: np.ndarray, observed: float, alternative: Alternative = "two-sided"
+    null: np.ndarray, observed: float, alternative: _Alternative = "two-sided"
 ) -> float:
     """(1 + #{null statistics at least as extreme as ``observed``}) / (1 + len(null))."""
     null = np.asarray(null, dtype=float)
@@ -97,7 +97,7 @@ def permutation_test(
     block: str | None = "problem",
     n_permutations: int = 10_000,
     seed: int = 0,
-    alternative: Alternative = "two-sided",
+    alternative: _Alternative = "two-sided",
 ) -> PermutationResult:
     """Within-block permutation test of a binary ``treatment`` on ``outcome``.
 
@@ -161,7 +161,7 @@ def max_statistic_test(
     outcome: str = "correct",
     n_permutations: int = 10_000,
     seed: int | np.random.SeedSequence = 0,
-    alternative: Alternative = "two-sided",
+    alternative: _Alternative = "two-sided",
     block: str | None = None,
 ) -> MaxStatisticResult:
     """Test every arm of one problem against ``reference`` at once, by the max statistic.
@@ -222,7 +222,7 @@ def max_statistic_test(
     )
 
 
-def problem_seed(seed: int, problem: Hashable) -> np.random.SeedSequence:
+def _problem_seed(seed: int, problem: Hashable) -> np.random.SeedSequence:
     """A seed for one problem that depends only on ``seed`` and the problem id."""
     return np.random.SeedSequence([seed, stable_seed(problem)])
 
@@ -244,7 +244,7 @@ def max_statistic_by_problem(
     outcome: str = "correct",
     n_permutations: int = 10_000,
     seed: int = 0,
-    alternative: Alternative = "two-sided",
+    alternative: _Alternative = "two-sided",
     block: str | None = None,
 ) -> ProblemPermutationTests:
     """``max_statistic_test`` for each problem (within ``block`` if given), then BH across
@@ -262,7 +262,7 @@ def max_statistic_by_problem(
             arm=arm,
             outcome=outcome,
             n_permutations=n_permutations,
-            seed=problem_seed(seed, name),
+            seed=_problem_seed(seed, name),
             alternative=alternative,
             block=block,
         )

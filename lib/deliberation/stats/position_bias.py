@@ -28,13 +28,13 @@ from deliberation.stats.small_samples import (
     withhold_inference,
 )
 
-POSITION = "answer_position"
+_POSITION = "answer_position"
 N_OPTIONS = "n_options"
 ALL = "all"  # the pooled row's value in every ``by`` column
 _FIRST = "_first_listed"
 
 
-def position_column(position: int) -> str:
+def _position_column(position: int) -> str:
     return f"position {position} %"
 
 
@@ -57,18 +57,18 @@ def position_bias_table(
     (``n_resamples`` and ``seed`` are unused since the cluster t replaced the bootstrap)."""
     del n_resamples, seed
     by = list(by)
-    require_columns(rows, [POSITION, N_OPTIONS, cluster, *by], "position_bias_table")
-    positions = pd.to_numeric(rows[POSITION], errors="coerce")
-    chosen = rows[positions.notna()].assign(**{POSITION: positions[positions.notna()].astype(int)})
+    require_columns(rows, [_POSITION, N_OPTIONS, cluster, *by], "position_bias_table")
+    positions = pd.to_numeric(rows[_POSITION], errors="coerce")
+    chosen = rows[positions.notna()].assign(**{_POSITION: positions[positions.notna()].astype(int)})
     if chosen.empty:
         raise ValueError("position_bias_table: no decision names a listed option")
     n_options = pd.to_numeric(chosen[N_OPTIONS], errors="raise").astype(int)
-    beyond = chosen[chosen[POSITION] > n_options]
+    beyond = chosen[chosen[_POSITION] > n_options]
     if not beyond.empty:
         raise ValueError(
-            f"position_bias_table: {len(beyond)} row(s) with {POSITION} above {N_OPTIONS}"
+            f"position_bias_table: {len(beyond)} row(s) with {_POSITION} above {N_OPTIONS}"
         )
-    chosen = chosen.assign(**{N_OPTIONS: n_options, _FIRST: (chosen[POSITION] == 1).astype(int)})
+    chosen = chosen.assign(**{N_OPTIONS: n_options, _FIRST: (chosen[_POSITION] == 1).astype(int)})
     most = int(n_options.max())
     groups: list[tuple[dict, pd.DataFrame]] = [({c: ALL for c in by}, chosen)]
     if by:
@@ -84,7 +84,7 @@ def position_bias_table(
         result = cluster_t_many(
             part, {str(i): statistics[str(i)]}, cluster, min_clusters=min_clusters
         )[str(i)]
-        counts = part[POSITION].value_counts()
+        counts = part[_POSITION].value_counts()
         out.append(
             {
                 **values,
@@ -92,7 +92,7 @@ def position_bias_table(
                 "n_calls": distinct_calls(part),
                 N_OPTIONS: int(part[N_OPTIONS].max()),
                 **{
-                    position_column(k): 100 * counts.get(k, 0) / len(part)
+                    _position_column(k): 100 * counts.get(k, 0) / len(part)
                     for k in range(1, most + 1)
                 },
                 "first listed %": 100 * result.estimate,

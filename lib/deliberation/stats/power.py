@@ -2,28 +2,11 @@
 
 Why simulation: the tests are cluster-robust t tests in Holm families and permutation tests,
 whose power under clipped, unequal cells has no convenient closed form. Each replicate draws a
-synthetic experiment with the effect planted (clusters = templates, tasks or problems), runs a
-vectorised equivalent of the notebooks' analysis and records the decision:
-
-- contrasts (``kind="cluster t"``): per-cluster contrasts of cell means and the two-sided p of
-  the cluster-robust t with G - 1 df (:func:`t_p_values`: for a balanced design exactly the t
-  of :func:`deliberation.stats.cluster_t.contrast_inference`, CR1 small-sample factor included;
-  tests/stats/test_stats_power.py checks it); H1, H2 and H3 are Holm-adjusted together per
-  replicate;
-- the repeated-replay test: within-problem label permutations of 0/1 outcomes are hypergeometric
-  counts, so the permutation null is drawn exactly as such; Benjamini-Hochberg across problems as
-  ``deliberation.experiments.dhd.labels.repeated_tests`` does.
-
-Row probabilities are ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal with
-the template/task/problem SD; ``effect_k`` the cluster's effect, normal around the planted effect
-with the contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]; for an interaction
-(H1: a difference of differences, twice the difference of the + and - cell means) each cell
-carries ``effect_k / 4``. 0.5 is the accuracy with the largest binomial variance, so the power is
-not flattered. The SDs come from the profile's published rows (``tables/<profile>/*_rows.csv``,
-method of moments) when they have enough clusters, else from the sim's rows (``tables/sim``, made
-by ``make paper PROFILE=sim``; synthetic), else from :data:`ASSUMED_SD`; :class:`PowerRow` says
-which. tests/stats/test_stats_power_recovery.py checks the H1 power against the notebooks'
-own analysis of simulated CrossProfile frames.
+synthetic experiment with the effect planted (:func:`simulate_cluster_contrasts`,
+:func:`_permutation_rejections`) and runs a vectorised equivalent of the notebooks' analysis
+(:func:`t_p_values`: for a balanced design exactly the t of
+:func:`deliberation.stats.cluster_t.contrast_inference`). Where the SDs come from and how the
+planner is checked: docs/power.md.
 """
 
 from __future__ import annotations
@@ -41,10 +24,10 @@ import pandas as pd
 # of deliberation.benchmarks.crossprofile.simulate's uniform(-0.1, 0.1) shifts).
 ASSUMED_SD = {"level": 0.1 / math.sqrt(3), "contrast": 0.1 / math.sqrt(3)}
 MIN_CLUSTERS_TO_ESTIMATE = 5
-CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
+_CROSSPROFILE_BANK = 60  # main templates in templates/crossprofile
 # The most clusters that exist per dimension (the caller adds HiddenBench's task count, which
 # needs its data file); the other dimensions are generated and have no limit.
-DEFAULT_BANKS = {"templates": CROSSPROFILE_BANK}
+DEFAULT_BANKS = {"templates": _CROSSPROFILE_BANK}
 CSV_COLUMNS = [
     "test", "effect_points", "power", "mc_error", "recommended", "calls", "cost", "assumptions",
 ]  # fmt: skip
@@ -335,7 +318,13 @@ def simulate_cluster_contrasts(
     rng: np.random.Generator,
     rows_per_cell: int | None = None,
 ) -> np.ndarray:
-    """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted."""
+    """Per-cluster observed contrasts (replicates x n) with ``effect`` (0-1 scale) planted.
+
+    Cells of a contrast hold rows of probability ``0.5 + u_k + s_j * effect_k / 2`` (``u_k`` the cluster's level, normal
+    with the cluster SD; ``effect_k`` the cluster's effect, normal around ``effect`` with the
+    contrast SD; ``s_j = +-1`` the side of cell j), clipped to [0, 1]; for an interaction (H1: a
+    difference of differences) each cell carries ``effect_k / 4``. At 0.5 the binomial variance
+    is largest, so the power is not flattered."""
     m = rows_per_cell or design.rows_per_cell
     if spread.total is not None:  # the per-cluster contrast as the papers' interval implies
         return effect + rng.normal(0.0, spread.total, size=(replicates, n))
@@ -353,7 +342,7 @@ def simulate_cluster_contrasts(
     return scale * (pos.mean(axis=2) / m - neg.mean(axis=2) / m)
 
 
-def permutation_rejections(
+def _permutation_rejections(
     effect: float,
     problems: int,
     blocks: int,
@@ -404,7 +393,7 @@ def estimate_power(
     rng = np.random.default_rng(seed)
     effect = effect_points / 100
     if design.kind == "permutation":
-        shares = permutation_rejections(effect, 60, n, replicates, alpha, rng)
+        shares = _permutation_rejections(effect, 60, n, replicates, alpha, rng)
         return PowerEstimate(
             float(shares.mean()), float(shares.std(ddof=1) / math.sqrt(replicates))
         )
@@ -443,7 +432,7 @@ def grid_size(
     return sizes[design.dimension]
 
 
-def rows_per_cell(design: Design, experiments: object) -> int:
+def _rows_per_cell(design: Design, experiments: object) -> int:
     """Rows per cell and cluster at the profile's grid (budgets, masking replicates)."""
     if design.dimension == "masking cases":
         return experiments.dhd.masking_replicates  # type: ignore[attr-defined]
@@ -469,11 +458,11 @@ class PowerRow:
     bank: int | None = None  # the most clusters of this dimension that exist
 
 
-SEARCH_CAP = 4096
+_SEARCH_CAP = 4096
 
 
 def smallest_n(
-    power_at, target: float, start: int, cap: int = SEARCH_CAP
+    power_at, target: float, start: int, cap: int = _SEARCH_CAP
 ) -> tuple[int | None, float]:
     """The smallest n with power_at(n) >= target: doubling from ``start``, then bisection."""
     # below the floor the notebooks show no test at all (deliberation.stats.small_samples)
@@ -533,7 +522,7 @@ def power_table(
     curve_sizes: Sequence[int] = (),
     worst_case_rows: bool = True,
 ) -> list[PowerRow]:
-    """Every design's power at the profile's grid and its recommended size (see module doc).
+    """Every design's power at the profile's grid and its recommended size (docs/power.md).
     ``tables``: the profile's published rows; ``sim_tables``: the sim's, used where the profile
     has none; ``banks``: the most clusters per dimension (default :data:`DEFAULT_BANKS`);
     ``names``: only these tests (their Holm family still counts); ``curve_sizes``: sizes to
@@ -552,7 +541,7 @@ def power_table(
         base = design.name
         if worst:
             design = replace(design, name=f"{design.name} (worst case: p = .5)")
-        m = rows_per_cell(design, experiments)
+        m = _rows_per_cell(design, experiments)
         design_m = replace(design, rows_per_cell=m)
         family = [
             (replace(d, rows_per_cell=m), effects[d.name][0])

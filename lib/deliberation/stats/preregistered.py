@@ -32,7 +32,7 @@ from deliberation.stats.contrasts import difference_statistic, interaction_stati
 from deliberation.stats.multiple import holm
 from deliberation.stats.small_samples import MIN_CLUSTERS
 
-PRIMARY = ("H1", "H2", "H3")
+_PRIMARY = ("H1", "H2", "H3")
 PAPER_COLUMNS = ("paper bootstrap low", "paper bootstrap high", "paper bootstrap p")
 
 
@@ -168,14 +168,14 @@ def preregistered_tests(
         clusters[name] = cluster
     sensitivity: dict[str, ClusterEstimate] = {}
     if sensitivity_cluster is not None:
-        primary_statistics = {name: statistics[name] for name in PRIMARY}
+        primary_statistics = {name: statistics[name] for name in _PRIMARY}
         by_domain = cluster_t_many(frame, primary_statistics, sensitivity_cluster, ci, **options)
         for name, result in by_domain.items():
             label = f"{name}, {sensitivity_cluster}s as clusters"
             sensitivity[label] = result
             descriptions[label] = descriptions[name]
             clusters[label] = sensitivity_cluster
-    primary = {name: results[name] for name in PRIMARY}
+    primary = {name: results[name] for name in _PRIMARY}
     return PreregisteredTests(
         primary=primary,
         p_holm=holm_over_tested(primary),

@@ -37,7 +37,7 @@ CLUSTERS_COLUMN = "n_clusters"
 SAME_CALLS_COLUMN = "same_calls_as"  # the earlier row that read exactly the same calls
 # Columns naming the model call behind a row, in order of preference: the request's cache key
 # (``key`` in results frames, ``request_key`` in ``deliberation run`` output), else a prompt hash.
-CALL_COLUMNS = ("key", "request_key", "cache_key", "prompt_hash")
+_CALL_COLUMNS = ("key", "request_key", "cache_key", "prompt_hash")
 # A column holding a p-value, a test statistic or a standard error (bounds are found apart).
 _INFERENTIAL = re.compile(
     r"^(p|z|t|se|df_t)$|^p[_ ]|[_ ]p$|p[_ ]?value|standard[_ ]error|(^|[_ ])se$|statistic",
@@ -46,8 +46,8 @@ _INFERENTIAL = re.compile(
 
 
 def call_column(frame: pd.DataFrame) -> str | None:
-    """The first of :data:`CALL_COLUMNS` that ``frame`` has, or None."""
-    return next((c for c in CALL_COLUMNS if c in frame.columns), None)
+    """The first of :data:`_CALL_COLUMNS` that ``frame`` has, or None."""
+    return next((c for c in _CALL_COLUMNS if c in frame.columns), None)
 
 
 def distinct_calls(frame: pd.DataFrame, column: str | None = None) -> int | None:
@@ -169,7 +169,7 @@ def reading(
     )
 
 
-def interval_pairs(columns) -> list[tuple[str, str]]:
+def _interval_pairs(columns) -> list[tuple[str, str]]:
     """The (low, high) column pairs of a table: ``low``/``high`` and every ``<x> low``/``<x>
     high``, ``<x>_low``/``<x>_high`` or ``low_<unit>``/``high_<unit>`` (a table of several
     effects, e.g. the tag ablation, or bounds named with their unit)."""
@@ -189,10 +189,10 @@ def interval_pairs(columns) -> list[tuple[str, str]]:
 
 
 def inferential_columns(columns: Iterable[object]) -> list[str]:
-    """Every column of a table that carries inference: interval bounds (:func:`interval_pairs`),
+    """Every column of a table that carries inference: interval bounds (:func:`_interval_pairs`),
     p-values, test statistics and standard errors."""
     columns = [str(c) for c in columns]
-    bounds = {c for pair in interval_pairs(columns) for c in pair}
+    bounds = {c for pair in _interval_pairs(columns) for c in pair}
     return [c for c in columns if c in bounds or _INFERENTIAL.search(c)]
 
 
@@ -237,7 +237,7 @@ def withhold_inference(frame: pd.DataFrame, min_clusters: int = MIN_CLUSTERS) ->
             for new, old in zip(notes, existing, strict=True)
         ]
         return out
-    pairs = interval_pairs(out.columns)
+    pairs = _interval_pairs(out.columns)
     after = ("high" if ("low", "high") in pairs else pairs[-1][1]) if pairs else columns[-1]
     out.insert(out.columns.get_loc(after) + 1, NOTE_COLUMN, notes)
     return out

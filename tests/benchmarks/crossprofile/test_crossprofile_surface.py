@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from deliberation.benchmarks.crossprofile.surface import STATISTICS, option_statistics
+from deliberation.benchmarks.crossprofile.surface import STATISTICS
 from deliberation.inference.tokens import count_tokens
 
 FACTS = [
     "Ashgrove Academy cannot offer places; it isn't near Kingsmere Road.",  # 10 words
     "Perhaps about 40 pupils may join.",  # 6 words
 ]
+
+
+def option_statistics(texts: list[str], option: str) -> dict[str, float]:
+    return {s.name: s(texts, option) for s in STATISTICS}
 
 
 def test_lengths_in_three_units_and_five_aggregates():

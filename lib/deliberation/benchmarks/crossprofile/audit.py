@@ -1,64 +1,13 @@
 """The cue audit: can the correct option be found without understanding what a fact means?
 
-Every reader here is **role-blind**: it sees what a model sees (the decision description and
-criteria, the options, the fact texts and the task's presentation order) and never a fact's
-role, option field or polarity. A fact belongs to the option its text names (the verifier
-proves each fact names exactly one). Each reader picks one option per template:
-
-- *surface form, as a family*: every statistic of :mod:`deliberation.benchmarks.crossprofile.surface`
-  (fact length in tokens, characters and words as max, min, mean, total and spread;
-  punctuation, digits, negations, hedges and capitalised words as total and mean; the
-  name's length) gives the readers "highest" and "lowest"; a new statistic there is a new
-  pair of readers here and a new feature of the classifiers;
-- *structural counts*: how many facts name an option, how often it is named, how many
-  numbers its facts hold, how many of its facts share a word with the criteria and how many
-  words they share with the description (most and fewest of each), its place in
-  ``options``, and whether the task's first or last fact names it;
-- *topicality*: how many of an option's facts are on topic (on a stated criterion) and how
-  many off topic, and how the off-topic ones sound (their summed tone). A careful reader sees
-  this without knowing the key: that a jazz hobby is off topic, that a prize sounds good. It
-  is read from the roles' one key-blind distinction (support and decoy facts are on topic,
-  irrelevant facts off topic) and the irrelevant facts' tone; never from which on-topic fact
-  supports and which misleads, nor from the polarity of evidence (that is meaning);
-- *joint structure* (issue 42): readers that combine statistics. Lookups learn, from the
-  training templates, where the key sits in each *signature* (the sorted per-option fact
-  counts; the per-option on/off-topic counts, with or without the off-topic tone; the same in
-  listed order) and pick that slot; classifiers (logistic regression and gradient boosting,
-  ``scikit-learn``) read every per-option statistic together. Bank v4 varied its layouts but
-  not the key's place within them: the gradient-boosting reader found the key in 70% of the
-  main templates (``templates/README.md``);
-- *text classifiers*: each option's fact texts, with every option name, stopwords, numbers
-  and sentiment-lexicon words removed, as word 1-2-grams (naive Bayes, logistic regression).
-
-Every trained reader (lookups and classifiers) is trained leave-one-domain-out: each of the
-12 folds trains on the other 11 domains and picks, per held-out template, the option it scores
-most likely correct.
-
-Every rule picks one of the template's options, so chance is 1 / number of options (1/3).
-Ties: when k options tie for a reader's pick and the correct option is among them, the
-template scores 1/k (0 if it is not among them): the exact expected accuracy of breaking the
-tie uniformly at random.
-
-Two bars. A reader is compared with chance plus :data:`MAX_ABOVE_CHANCE` (10 points) and with
-*itself with the keys drawn at random*: each template's key replaced by a uniformly drawn
-option, the reader re-scored (and a trained reader retrained) on those keys, many times; its
-95th percentile is what the reader reaches by chance on this many templates (a flexible
-classifier on 60 templates often beats 43.3% with keys that mean nothing). A thresholded
-reader **fails only when its accuracy over the main templates is above both bars**. Fixed
-readers use :data:`RULE_DRAWS` draws (a vectorised lookup of their picks); trained readers
-retrain ``draws`` times (:data:`DRAWS` by default; 0 leaves their random-key bar out, and
-then the 10-point bar alone decides). The pilot templates are scored beside the main ones
-(trained readers learn from the main templates of the other domains), with their own
-random-key bar, and reported, not thresholded: their layout is fixed by the verifier.
-
-Reported without a threshold, because they read meaning: VADER sentiment over all facts, and
-the counts of favourable and unfavourable evidence per option (with all facts the key is the
-option the evidence nets highest; these readers show how far reading only one direction
-gets).
-
-The decision uses point estimates, so it means the same for a two-template fixture as for the
-60-template bank; the 95% percentile interval of a bootstrap over templates
-(:mod:`deliberation.stats.bootstrap`, fixed seed) shows how sure the estimate is.
+A model that scores well on a bank with such a cue may be reading the cue, not the facts. So
+every reader here is role-blind (it sees what a model sees, never a fact's role or polarity)
+and picks one option per template: surface statistics (``surface.py``), structural counts,
+topicality, order, lookups of joint structure and classifiers (trained leave-one-domain-out).
+A reader fails only when it beats both chance plus :data:`MAX_ABOVE_CHANCE` and its own 95th
+percentile with the keys drawn at random (a flexible classifier on 60 templates often beats 43.3%
+with keys that mean nothing). The decision uses point estimates, so it means the same for a
+two-template fixture as for the bank. Readers, ties and bars: docs/crossprofile-audit.md.
 """
 
 from __future__ import annotations
@@ -81,7 +30,7 @@ from deliberation.seeds import stable_seed
 from deliberation.stats.bootstrap import percentile_interval, resample_counts
 
 MAX_ABOVE_CHANCE = 0.10
-CONFIDENCE = 0.95
+_CONFIDENCE = 0.95
 N_RESAMPLES = 2000
 # The random-keys bar is this quantile of a reader's accuracy with the keys drawn at random.
 RANDOM_KEYS_QUANTILE = 0.95
@@ -91,7 +40,7 @@ RULE_DRAWS = 10_000
 DRAWS = 100
 
 # A reader maps a template to a score per option; it picks the highest score.
-Scorer = Callable[[Template], dict[str, float]]
+_Scorer = Callable[[Template], dict[str, float]]
 # Label-free encoding of one fold: (training templates, held-out templates) -> (X_train, X_test),
 # one row per option in template and option order.
 Encoder = Callable[[Sequence[Template], Sequence[Template]], tuple[Any, Any]]
@@ -116,7 +65,7 @@ class Reader:
     name: str
     reads: str
     family: str
-    scores: Scorer | None = None
+    scores: _Scorer | None = None
     trained: Trained | None = None
     thresholded: bool = True
 
@@ -130,7 +79,7 @@ def facts_naming(t: Template, option: str) -> list:
     return [f for f in t.facts if mentions(f.text, option, ignore_case=True)]
 
 
-def option_facts(t: Template, option: str) -> list[str]:
+def _option_facts(t: Template, option: str) -> list[str]:
     """The texts of the facts that name ``option``."""
     return [f.text for f in facts_naming(t, option)]
 
@@ -163,7 +112,7 @@ def _name_words(t: Template) -> set[str]:
     return {w for o in t.options for w in _WORD.findall(o.lower())}
 
 
-def content_words(text: str, t: Template) -> list[str]:
+def _content_words(text: str, t: Template) -> list[str]:
     """``text`` lower-cased as words, without the template's option names, stopwords and
     possessive endings (what the overlap counts compare)."""
     names = _name_words(t)
@@ -175,10 +124,10 @@ def classifier_text(t: Template, option: str) -> str:
     """An option's fact texts as the text classifiers read them: option names, numbers,
     stopwords and sentiment-lexicon words removed."""
     polar = polarity_words()
-    text = " ".join(option_facts(t, option))
+    text = " ".join(_option_facts(t, option))
     for name in sorted(t.options, key=len, reverse=True):
         text = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", text, flags=re.IGNORECASE)
-    return " ".join(w for w in content_words(text, t) if w not in polar)
+    return " ".join(w for w in _content_words(text, t) if w not in polar)
 
 
 @functools.cache
@@ -190,12 +139,12 @@ def sentiment(text: str) -> float:
 # ---------------------------------------------------------------- per-option measures
 
 
-def _per_option(measure: Callable[[Template, str], float]) -> Scorer:
+def _per_option(measure: Callable[[Template, str], float]) -> _Scorer:
     return lambda t: {o: float(measure(t, o)) for o in t.options}
 
 
 def _facts(t: Template, o: str) -> float:
-    return len(option_facts(t, o))
+    return len(_option_facts(t, o))
 
 
 def _named(t: Template, o: str) -> float:
@@ -203,23 +152,23 @@ def _named(t: Template, o: str) -> float:
 
 
 def _numbers(t: Template, o: str) -> float:
-    return sum(len(_NUMBER.findall(x)) for x in option_facts(t, o))
+    return sum(len(_NUMBER.findall(x)) for x in _option_facts(t, o))
 
 
 def _description_words(t: Template) -> set[str]:
-    return set(content_words(" ".join([t.title, t.description, *t.criteria]), t))
+    return set(_content_words(" ".join([t.title, t.description, *t.criteria]), t))
 
 
 def _description_overlap(t: Template, o: str) -> float:
     """Words of the option's facts that also occur in the title, description or criteria."""
     shared = _description_words(t)
-    return sum(w in shared for x in option_facts(t, o) for w in content_words(x, t))
+    return sum(w in shared for x in _option_facts(t, o) for w in _content_words(x, t))
 
 
 def _on_criteria(t: Template, o: str) -> float:
     """Facts sharing a word with the stated criteria (a role-blind guess at 'on topic')."""
-    criteria = set(content_words(" ".join(t.criteria), t))
-    return sum(bool(criteria & set(content_words(x, t))) for x in option_facts(t, o))
+    criteria = set(_content_words(" ".join(t.criteria), t))
+    return sum(bool(criteria & set(_content_words(x, t))) for x in _option_facts(t, o))
 
 
 def _on_topic(t: Template, o: str) -> float:
@@ -243,20 +192,20 @@ def _unfavourable(t: Template, o: str) -> float:
 
 
 def _mean_sentiment(t: Template, o: str) -> float:
-    texts = option_facts(t, o)
+    texts = _option_facts(t, o)
     return sum(map(sentiment, texts)) / len(texts) if texts else 0.0
 
 
 # Structural features, in report order: (name, measure). The most/fewest readers and the
 # structural classifier use the same list (lengths are surface statistics, see surface.py).
-STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
+_STRUCTURE: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("facts naming it", _facts),
     ("name occurrences", _named),
     ("numbers", _numbers),
     ("facts on a criterion's words", _on_criteria),
     ("words shared with the description", _description_overlap),
 )
-# What a careful reader sees of topicality without the key (module docstring).
+# What a careful reader sees of topicality without the key (docs/crossprofile-audit.md).
 TOPICALITY: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
     ("on-topic facts", _on_topic),
     ("off-topic facts", _off_topic),
@@ -264,19 +213,19 @@ TOPICALITY: tuple[tuple[str, Callable[[Template, str], float]], ...] = (
 )
 
 
-def _surface(statistic: SurfaceStatistic) -> Scorer:
-    return lambda t: {o: statistic(option_facts(t, o), o) for o in t.options}
+def _surface(statistic: SurfaceStatistic) -> _Scorer:
+    return lambda t: {o: statistic(_option_facts(t, o), o) for o in t.options}
 
 
-def _negate(scores: Scorer) -> Scorer:
+def _negate(scores: _Scorer) -> _Scorer:
     return lambda t: {o: -v for o, v in scores(t).items()}
 
 
-def _position(index: int) -> Scorer:
+def _position(index: int) -> _Scorer:
     return lambda t: {o: float(i == index) for i, o in enumerate(t.options)}
 
 
-def _task_end(seed: int, index: int) -> Scorer:
+def _task_end(seed: int, index: int) -> _Scorer:
     def scores(t: Template) -> dict[str, float]:
         text = t.facts[presentation_order(t, seed)[index]].text
         return {o: float(mentions(text, o, ignore_case=True)) for o in t.options}
@@ -293,9 +242,9 @@ def _raw_statistics(t: Template) -> np.ndarray:
     topicality, every surface statistic and the listed position (one column per position)."""
     rows = []
     for i, o in enumerate(t.options):
-        texts = option_facts(t, o)
+        texts = _option_facts(t, o)
         rows.append(
-            [m(t, o) for _, m in STRUCTURE]
+            [m(t, o) for _, m in _STRUCTURE]
             + [m(t, o) for _, m in TOPICALITY]
             + [s(texts, o) for s in STATISTICS]
             + [float(i == p) for p in range(len(t.options))]
@@ -303,21 +252,21 @@ def _raw_statistics(t: Template) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
-_N_STRUCTURE, _N_TOPICALITY, _N_SURFACE = len(STRUCTURE), len(TOPICALITY), len(STATISTICS)
+_N_STRUCTURE, _N_TOPICALITY, _N_SURFACE = len(_STRUCTURE), len(TOPICALITY), len(STATISTICS)
 
 
 def _centred(raw: np.ndarray) -> np.ndarray:
     return raw - raw.mean(axis=0)
 
 
-def structure_features(t: Template) -> np.ndarray:
+def _structure_features(t: Template) -> np.ndarray:
     """The structural counts of each option, centred on the template's mean so that the model
     compares options within a template."""
     return _centred(_raw_statistics(t)[:, :_N_STRUCTURE])
 
 
-def surface_features(t: Template) -> np.ndarray:
-    """Every surface statistic of each option, centred like :func:`structure_features`."""
+def _surface_features(t: Template) -> np.ndarray:
+    """Every surface statistic of each option, centred like :func:`_structure_features`."""
     start = _N_STRUCTURE + _N_TOPICALITY
     return _centred(_raw_statistics(t)[:, start : start + _N_SURFACE])
 
@@ -478,7 +427,7 @@ FAMILIES = ("surface", "counts", "topicality", "order", "lookup", "classifier", 
 def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
     """The battery, in report order (``seed`` is the task seed for the fact order)."""
     counts = []
-    for name, measure in STRUCTURE:
+    for name, measure in _STRUCTURE:
         scores = _per_option(measure)
         counts += [
             Reader(f"most {name}", "option texts", "counts", scores),
@@ -516,9 +465,9 @@ def readers(seed: int = DEFAULT_SEED) -> tuple[Reader, ...]:
         ("logistic regression, word 1-2-grams", "option texts", "classifier",
          Trained(_texts(_tfidf_vectorizer), _logistic_text)),
         ("logistic regression, structural counts", "option texts", "classifier",
-         Trained(_rows(structure_features), _logistic)),
+         Trained(_rows(_structure_features), _logistic)),
         ("logistic regression, all surface statistics", "option texts", "classifier",
-         Trained(_rows(surface_features), _logistic)),
+         Trained(_rows(_surface_features), _logistic)),
         (f"logistic regression, {every}", "topicality", "classifier",
          Trained(_rows(all_features), _logistic)),
         (f"gradient boosting, {every}", "topicality", "classifier",
@@ -573,7 +522,7 @@ def credit(scores: dict[str, float], correct: str) -> float:
 
 
 def bootstrap_interval(
-    credits: Sequence[float], n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
+    credits: Sequence[float], n_resamples: int = N_RESAMPLES, confidence: float = _CONFIDENCE
 ) -> tuple[float, float]:
     """Percentile interval of the mean credit, resampling templates (fixed seed, so the
     audit prints the same table every time)."""
@@ -670,7 +619,7 @@ def _fit_folds(
     return out
 
 
-def leave_one_domain_out(
+def _leave_one_domain_out(
     trained: Trained, templates: Sequence[Template], pool: Sequence[Template] | None = None
 ) -> list[dict[str, float] | None]:
     """Scores for every template from a model trained on the templates of ``pool`` (default:
@@ -680,18 +629,18 @@ def leave_one_domain_out(
     return _fit_folds(trained, folds, templates, pool, [t.correct for t in pool])
 
 
-def reader_scores(
+def _reader_scores(
     reader: Reader, templates: Sequence[Template], pool: Sequence[Template] | None = None
 ) -> list[dict[str, float] | None]:
     """The reader's scores per template (None where it cannot score one); a trained reader
     learns from the other domains' templates of ``pool`` (default: ``templates``)."""
     if reader.trained is not None:
-        return leave_one_domain_out(reader.trained, templates, pool)
+        return _leave_one_domain_out(reader.trained, templates, pool)
     return [reader.scores(t) for t in templates]
 
 
 @dataclass(frozen=True)
-class AuditReport:
+class _AuditReport:
     """One row per reader (see :func:`audit`); ``ok`` if no thresholded one fails over the
     main templates (the ``pilot_*`` columns are reported, not thresholded)."""
 
@@ -757,7 +706,7 @@ def _main_row(reader: Reader, main: Sequence[Template], draws: int) -> dict | No
 
 
 def _pilot_row(reader: Reader, pilots: Sequence[Template], main: Sequence[Template]) -> dict:
-    scores = reader_scores(reader, pilots, pool=main)
+    scores = _reader_scores(reader, pilots, pool=main)
     kept = [i for i, s in enumerate(scores) if s]
     if not kept:
         return {}
@@ -788,7 +737,7 @@ def audit(
     seed: int = DEFAULT_SEED,
     draws: int = DRAWS,
     battery: Sequence[Reader] | None = None,
-) -> AuditReport:
+) -> _AuditReport:
     """Run every reader of ``battery`` (default: :func:`readers`) over the main (non-pilot)
     templates of ``templates``, and over its pilot templates beside them (``pilot_*`` columns,
     NaN without pilots). ``draws``: how many random-key draws each trained reader is retrained
@@ -830,7 +779,7 @@ def audit(
                 },
             }
         )
-    return AuditReport(
+    return _AuditReport(
         table=pd.DataFrame(rows), n_templates=len(main), n_pilot=len(pilots), draws=draws
     )
 
@@ -842,7 +791,7 @@ def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
     ]
 
 
-def audit_table(report: AuditReport) -> pd.DataFrame:
+def audit_table(report: _AuditReport) -> pd.DataFrame:
     """The report as a display table: percentages, the interval, both bars, the verdict, the
     pilots."""
     t = report.table
@@ -851,7 +800,7 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
             "reader": t["heuristic"],
             "reads": t["reads"],
             "accuracy %": (100 * t["accuracy"]).round(1),
-            f"{CONFIDENCE:.0%} CI": _interval(t["ci_low"], t["ci_high"]),
+            f"{_CONFIDENCE:.0%} CI": _interval(t["ci_low"], t["ci_high"]),
             "chance %": (100 * t["chance"]).round(1),
             "above chance (points)": (100 * t["above_chance"]).round(1),
             "random keys p95 %": (100 * t["random_keys_p95"]).round(1),
@@ -860,13 +809,13 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
                 for p, th in zip(t["passes"], t["thresholded"], strict=True)
             ],
             "pilots %": (100 * t["pilot_accuracy"]).round(1),
-            f"pilots {CONFIDENCE:.0%} CI": _interval(t["pilot_ci_low"], t["pilot_ci_high"]),
+            f"pilots {_CONFIDENCE:.0%} CI": _interval(t["pilot_ci_low"], t["pilot_ci_high"]),
             "pilots random keys p95 %": (100 * t["pilot_random_keys_p95"]).round(1),
         }
     )
 
 
-def format_audit(report: AuditReport) -> str:
+def format_audit(report: _AuditReport) -> str:
     """The audit as text: the table and a summary line naming the failing readers."""
     pilots = f", {report.n_pilot} pilot templates beside them" if report.n_pilot else ""
     bar = (

@@ -44,16 +44,16 @@ from deliberation.benchmarks.crossprofile.schema import (
 from deliberation.benchmarks.crossprofile.scoring import score_options
 
 N_OPTIONS = 3
-N_CRITERIA = 3
-IRRELEVANT_TONES: dict[int, int] = {1: 2, -1: 2}
+_N_CRITERIA = 3
+_IRRELEVANT_TONES: dict[int, int] = {1: 2, -1: 2}
 MIN_WORDS, MAX_WORDS = 14, 28
-N_PILOT = 10
+_N_PILOT = 10
 CORRECT_SCORE, COMPETITOR_SCORE = 2, 0
 
 # Words that give a fact's role away; failures. Words that only might (a "support" desk is a
 # fair thing to report about software) are warnings.
-LEAKING_WORDS = ("decoy", "decoys", "irrelevant")
-SUSPECT_WORDS = ("support", "agent", "agents")
+_LEAKING_WORDS = ("decoy", "decoys", "irrelevant")
+_SUSPECT_WORDS = ("support", "agent", "agents")
 _STOPWORDS = frozenset(
     [
         "a",
@@ -169,8 +169,8 @@ def _check_header(t: Template, file: str, path: Path | None) -> list[Violation]:
             f" (domain '{t.domain}'), not '{t.id}'",
         )
 
-    if len(t.criteria) != N_CRITERIA:
-        bad("criteria", f"expected exactly {N_CRITERIA} criteria, found {len(t.criteria)}")
+    if len(t.criteria) != _N_CRITERIA:
+        bad("criteria", f"expected exactly {_N_CRITERIA} criteria, found {len(t.criteria)}")
     for name, count in Counter(c.casefold() for c in t.criteria).items():
         if count > 1:
             bad("criteria", f"criterion {name!r} is listed {count} times")
@@ -314,7 +314,7 @@ def _check_fact(t: Template, file: str, fact: EvidenceFact | IrrelevantFact) -> 
     for other in t.options:
         if other != fact.option and mentions(text, other, ignore_case=True):
             bad(f"text names another option {other!r}; a fact must name only its own", ".text")
-    for word in LEAKING_WORDS:
+    for word in _LEAKING_WORDS:
         if mentions(text, word, ignore_case=True):
             bad(f"text uses the word {word!r}, which gives the fact's role away", ".text")
     if fact.role in ("support", "decoy") and (weak := wording.weak_wording(text)):
@@ -393,7 +393,7 @@ def _check_scores(t: Template, file: str) -> list[Violation]:
 
 def _check_tones(t: Template, file: str) -> list[Violation]:
     tones = Counter(f.tone for f in t.facts if f.role == "irrelevant")
-    if tones == Counter(IRRELEVANT_TONES):
+    if tones == Counter(_IRRELEVANT_TONES):
         return []
     return [
         Violation(
@@ -421,7 +421,7 @@ def warnings_for(t: Template, file: str) -> list[Violation]:
     out = design.layout_warnings(t, file)
     criteria_words = {c: _content_words(c) for c in t.criteria}
     for fact in t.facts:
-        for word in SUSPECT_WORDS:
+        for word in _SUSPECT_WORDS:
             if mentions(fact.text, word, ignore_case=True):
                 out.append(
                     Violation(file, fact.id, f"text uses {word!r}; check it does not hint a role")
@@ -537,9 +537,9 @@ def _check_composition(templates: Sequence[Template]) -> list[Violation]:
     n_main = MAIN_PER_DOMAIN * len(DOMAINS)
     if len(main) != n_main:
         out.append(Violation(where, "bank", f"expected {n_main} main templates, found {len(main)}"))
-    if len(pilot) != N_PILOT:
+    if len(pilot) != _N_PILOT:
         out.append(
-            Violation(where, "bank", f"expected {N_PILOT} pilot templates, found {len(pilot)}")
+            Violation(where, "bank", f"expected {_N_PILOT} pilot templates, found {len(pilot)}")
         )
     for domain in DOMAINS:
         expected = [f"{domain}-0{k}" for k in range(1, MAIN_PER_DOMAIN + 1)]

@@ -24,7 +24,7 @@ from statistics import fmean
 
 from deliberation.inference.tokens import count_tokens
 
-NEGATIONS = frozenset(
+_NEGATIONS = frozenset(
     [
         "no",
         "not",
@@ -40,7 +40,7 @@ NEGATIONS = frozenset(
         "n't",
     ]
 )
-HEDGES = frozenset(
+_HEDGES = frozenset(
     [
         "may",
         "might",
@@ -74,10 +74,10 @@ def _bare(word: str) -> str:
 
 def _is_negation(word: str) -> bool:
     bare = _bare(word)
-    return bare in NEGATIONS or bare.endswith("n't")
+    return bare in _NEGATIONS or bare.endswith("n't")
 
 
-def capitalised_words(text: str) -> int:
+def _capitalised_words(text: str) -> int:
     """Words starting with an upper-case letter, the fact's first word excepted."""
     return sum(w.lstrip(_EDGE_PUNCTUATION)[:1].isupper() for w in words(text)[1:])
 
@@ -101,8 +101,8 @@ FACT_COUNTS: dict[str, Callable[[str], float]] = {
     "punctuation": lambda text: sum(not c.isalnum() and not c.isspace() for c in text),
     "digits": lambda text: sum(c.isdigit() for c in text),
     "negations": lambda text: sum(map(_is_negation, words(text))),
-    "hedges": lambda text: sum(_bare(w) in HEDGES for w in words(text)),
-    "capitalised words": capitalised_words,
+    "hedges": lambda text: sum(_bare(w) in _HEDGES for w in words(text)),
+    "capitalised words": _capitalised_words,
 }
 COUNT_AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
     "total": sum,
@@ -150,8 +150,3 @@ def _statistics() -> tuple[SurfaceStatistic, ...]:
 
 # Every statistic, in report order.
 STATISTICS: tuple[SurfaceStatistic, ...] = _statistics()
-
-
-def option_statistics(texts: Sequence[str], option: str) -> dict[str, float]:
-    """Every surface statistic of one option, by name."""
-    return {s.name: s(texts, option) for s in STATISTICS}
