@@ -64,7 +64,10 @@ def _wait(check, timeout_s: float, what: str):
 def lab(tmp_path: Path):
     """The lab on a copy of one notebook (running it in the browser must not touch the
     checkout: JupyterLab autosaves), the smoke profile for its kernels."""
-    pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (the lab extra: make notebooks installs it)")
+    pytest.importorskip(
+        "jupyterlab",
+        reason="JupyterLab is not installed (the lab extra: make notebooks installs it)",
+    )
     root = tmp_path / "root"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(Path(__file__).parents[2] / "notebooks" / NOTEBOOK, root / "notebooks")
