@@ -6,12 +6,10 @@ keeps to and a starter grid of one policy, one budget and one tag mode."""
 from __future__ import annotations
 
 import contextlib
-import threading
-from http.server import ThreadingHTTPServer
 
 import pandas as pd
 import pytest
-from helpers.json_handler import JsonHandler
+from helpers.json_handler import JsonHandler, serving
 from helpers.llama_like import SERVED_MODEL, llama_like_server
 from helpers.serve_sim import SIM_MODEL
 
@@ -153,11 +151,5 @@ def _listing(models: list[str], status: int = 200):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             })  # fmt: skip
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Listing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Listing) as root:
+        yield f"{root}/v1"
