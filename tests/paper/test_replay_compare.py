@@ -12,6 +12,7 @@ from deliberation.paper.replay import (
     ReplayReport,
     committed_tables,
     compare_tables,
+    published_notebooks,
     replay_published,
 )
 
@@ -109,3 +110,12 @@ def test_tables_whose_data_is_not_here_are_named_with_make_data_and_exit_data_mi
     )
     report.not_rebuilt = ["03_cells.csv"]  # not a data problem: the check fails
     assert report.exit_code == exit_codes.CHECK_FAILED
+
+
+def test_a_replay_rebuilds_the_notebooks_the_committed_tables_come_from(tmp_path: Path) -> None:
+    """A profile that published notebooks 03 and 00 only is replayed as those, not as every
+    notebook (whose calls were never sent); an unreadable sidecar names none."""
+    committed, _ = _folders(tmp_path)
+    (committed / "broken.provenance.json").write_text("{")
+    assert published_notebooks(committed) == ["00_smoke", "03_h1"]
+    assert published_notebooks(tmp_path / "absent") == []

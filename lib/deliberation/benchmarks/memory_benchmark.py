@@ -47,10 +47,17 @@ class MemoryBenchmark(Protocol):
     smoke: Mapping[str, Any]  # its grid in the smoke profile (e.g. {"limit": 2})
 
     def tasks(
-        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+        self,
+        seed: int,
+        *,
+        templates: str | None,
+        limit: int | None,
+        option_order: str = "rotate",
+        names: Sequence[str] | None = None,
     ) -> list[Any]:
-        """The tasks a run asks about (``templates`` only when ``selects_templates``), options
-        listed as ``option_order`` says (``rotate``: counterbalanced; ``template``: as stored).
+        """The tasks a run asks about (``templates`` only when ``selects_templates``; ``names``,
+        the template ids a profile lists, is passed only when it lists some), options listed as
+        ``option_order`` says (``rotate``: counterbalanced; ``template``: as stored).
         Each task has ``id``, ``options``, ``correct`` (its gold), ``agents`` and ``facts``."""
         ...
 

@@ -135,6 +135,14 @@ def _notebook_of(sidecar: Path) -> str | None:
         return None
 
 
+def published_notebooks(folder: Path) -> list[str]:
+    """The notebooks (stems) whose tables a committed tables folder holds, from their sidecars."""
+    if not folder.is_dir():
+        return []
+    found = {_notebook_of(sidecar) for sidecar in folder.glob("*.provenance.json")}
+    return sorted(name for name in found if name)
+
+
 def committed_tables(folder: Path, notebooks: set[str] | None = None) -> list[Path]:
     """The files of a tables folder (hidden and temporary files aside), limited to the outputs
     of ``notebooks`` (stems) when given: each set is found through its sidecar."""
@@ -195,7 +203,8 @@ def replay_published(
     """Import ``results/<profile>/responses.jsonl.gz`` under ``committed_root`` (default: the
     output root, the repository unless ``DELIBERATION_OUTPUT_ROOT`` says otherwise) into a fresh cache, rebuild the paper from it sending nothing, and compare the
     committed ``tables/<profile>/`` with the rebuilt ones (docs/real-model.md).
-    ``notebooks`` limits the build and the comparison to those notebooks' outputs."""
+    ``notebooks`` limits the build and the comparison to those notebooks' outputs (default: the
+    notebooks the committed tables come from, :func:`published_notebooks`)."""
     profile = load_profile(profile_arg)
     root = Path(committed_root or paths.output_root())
     report = ReplayReport(profile.name, published_path(profile.name, root))
@@ -209,6 +218,8 @@ def replay_published(
         stems = {entry.stem for entry in select(load_manifest(), notebooks)}
     files = committed_tables(committed, stems)
     check_tables(files)  # a damaged committed table is refused before any work
+    if notebooks is None:  # what was published: a profile may publish some notebooks only
+        notebooks = published_notebooks(committed) or None
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))

@@ -121,15 +121,27 @@ def crossprofile_tasks(
     limit: int | None = None,
     seed: int = 0,
     option_order: OptionOrder = "rotate",
+    *,
+    names: Sequence[str] | None = None,
 ) -> list[Task]:
-    """Tasks of the verified bank: main, pilot or all templates (the first ``limit`` templates,
-    each under all 8 ownership variants), options listed as ``option_order`` says."""
+    """Tasks of the verified bank: main, pilot or all templates (only those in ``names``, when
+    given: the profile's ``templates`` list; then the first ``limit`` of them), each under all 8
+    ownership variants, options listed as ``option_order`` says."""
     from deliberation.benchmarks.crossprofile import derive_tasks
 
     if templates not in ("main", "pilot", "all"):
         raise ValueError(f"templates must be main, pilot or all; got {templates!r}")
     check_limit(limit)
-    bank = [t for t in verified_bank() if templates == "all" or t.pilot == (templates == "pilot")]
+    bank = verified_bank()
+    if names is not None:
+        unknown = sorted(set(names) - {t.id for t in bank})
+        if unknown:
+            raise ValueError(
+                f"experiments.crossprofile.templates: no template {', '.join(unknown)}"
+                " in templates/crossprofile/ (a list names template ids, e.g. education-01)"
+            )
+        bank = tuple(t for t in bank if t.id in set(names))
+    bank = tuple(t for t in bank if templates == "all" or t.pilot == (templates == "pilot"))
     chosen = bank[:limit] if limit is not None else bank
     return derive_tasks(chosen, seed=seed, option_order=option_order)
 
@@ -177,13 +189,20 @@ class _CrossProfile:
     smoke = {"limit": 3, "n_resamples": 200}  # 3 templates x 8 variants
 
     def tasks(
-        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+        self,
+        seed: int,
+        *,
+        templates: str | None,
+        limit: int | None,
+        option_order: str = "rotate",
+        names: Sequence[str] | None = None,
     ) -> list[Task]:
         return crossprofile_tasks(
             templates or "main",  # type: ignore[arg-type]
             limit,
             seed=seed,
             option_order=option_order,  # type: ignore[arg-type]
+            names=names,
         )
 
     def truth(self, task: Task) -> Mapping[str, Any]:

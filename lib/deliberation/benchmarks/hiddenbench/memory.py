@@ -45,11 +45,19 @@ class _HiddenBench:
     smoke = {"limit": 4, "n_resamples": 200}
 
     def tasks(
-        self, seed: int, *, templates: str | None, limit: int | None, option_order: str = "rotate"
+        self,
+        seed: int,
+        *,
+        templates: str | None,
+        limit: int | None,
+        option_order: str = "rotate",
+        names: Sequence[str] | None = None,
     ) -> list[HiddenBenchTask]:
         from deliberation.benchmarks.hiddenbench.tasks import load_hiddenbench
 
         check_limit(limit)
+        if names is not None:
+            raise ValueError("experiments.hiddenbench.templates: HiddenBench has no templates")
         return load_hiddenbench(seed=seed, option_order=option_order)[:limit]  # type: ignore[arg-type]
 
     def truth(self, task: HiddenBenchTask) -> None:

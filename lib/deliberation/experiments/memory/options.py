@@ -22,7 +22,11 @@ class MemoryGridOptions(Strict):
     )
     item_limit: int = Field(7, ge=0, description="fixed item count of the control; 0: none")
     tags: tuple[str, ...] = ("keep", "remove", "shuffle")
-    templates: Literal["main", "pilot", "all"] = Field("main", description="CrossProfile only")
+    templates: Literal["main", "pilot", "all"] | tuple[str, ...] = Field(
+        "main",
+        description="CrossProfile only: a template set, or a list of template ids (e.g. one or"
+        " two per domain) to which every notebook's main and pilot runs are restricted",
+    )
     limit: int | None = Field(
         None, gt=0, description="first N templates (CrossProfile) or tasks (HiddenBench)"
     )
@@ -39,3 +43,12 @@ class MemoryGridOptions(Strict):
     )
 
     _distinct_values = field_validator("policies", "budgets", "tags")(distinct_values)
+
+    @field_validator("templates")
+    @classmethod
+    def _listed_templates(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        if isinstance(value, tuple):
+            if not value:
+                raise ValueError("a template list names at least one template id")
+            distinct_values(value)
+        return value

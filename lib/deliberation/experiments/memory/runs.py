@@ -108,8 +108,8 @@ def profile_grid(
     """The grid the profile's ``experiments.<benchmark>`` section names, with the given
     overrides (every policy the benchmark supports when neither names one; the section's
     defaults for a benchmark the profile model has no section for; ``item_limit=0`` drops the
-    fixed-count rows), built once, and its task selection (``templates``, ``limit``,
-    ``option_order``)."""
+    fixed-count rows), built once, and its task selection (``templates``, the set; ``names``,
+    the template ids the profile lists or None; ``limit``, ``option_order``)."""
     benchmark = _benchmark(benchmark)
     section = getattr(profile.experiments, benchmark.name, None) or MemoryGridOptions()
     grid = Grid(
@@ -118,7 +118,12 @@ def profile_grid(
         item_limit=(section.item_limit if item_limit is None else item_limit) or None,
         tags=tuple(tags or section.tags),
     )
-    selection = {"limit": section.limit, "templates": section.templates}
+    listed = isinstance(section.templates, tuple)  # template ids: a set name comes per run
+    selection = {
+        "limit": section.limit,
+        "templates": "main" if listed else section.templates,
+        "names": section.templates if listed else None,
+    }
     return grid, {**selection, "option_order": section.option_order}
 
 
@@ -147,6 +152,8 @@ def run_from_profile(
         templates=templates or selection.get("templates"),
         limit=limit if limit is not None else selection.get("limit"),
         option_order=selection["option_order"],
+        # only when the profile lists templates: a benchmark that has none needs no such argument
+        **({"names": selection["names"]} if selection["names"] is not None else {}),
     )
     if client is None:
         from deliberation.inference import make_client

@@ -102,6 +102,10 @@ def policy_accuracy(
     ``cue_templates`` (the bank), the cue audit's best heuristic on the same templates is
     appended as a baseline row."""
     mine = rows[(rows["pilot"] == int(pilot)) & (rows["tags"] == "keep")]
+    if mine.empty:  # a profile that lists templates of one set only
+        which = "pilot" if pilot else "main"
+        note = f"no {which} template in this profile's grid (experiments.crossprofile.templates)"
+        return pd.DataFrame({"policy": [None], "note": [note]})
     table = accuracy_table(mine, ["policy", "capacity"], n_resamples=n_resamples, seed=seed)
     if cue_templates is None:
         return table

@@ -10,6 +10,10 @@ from deliberation.experiments.memory.analyses.crossprofile import CLASSIC_COMPAR
 from deliberation.experiments.memory.analyses.evidence import COPY_POLICIES
 from deliberation.memory_policies import FIXED_ITEM_COUNT, PRIMARY_FRACTION
 
+# Notebook 04 reads social proof on the all-facts memory and compares tags removed with kept;
+# the notebook's other policies and tags (shuffle) run where the profile's grid lists them.
+SOCIAL_PROOF_POLICY = "all"
+ABLATION_TAGS = ("keep", "remove")
 # Notebook 02's one contrast (its cell calls difference_by_budget(rows, "R1", "B3", ...)).
 HIDDENBENCH_CONTRAST = ("R1", "B3")
 # Notebook 05's logistic model has template-clustered standard errors: one template gives none
@@ -35,6 +39,18 @@ _NEEDS = {
             "item_limit",
             f"H1 at a fixed item count reads the memories of exactly {FIXED_ITEM_COUNT} items",
             equals=FIXED_ITEM_COUNT,
+        ),
+        GridNeed(
+            "04_tag_ablation.ipynb",
+            "policies",
+            "social proof is read on the all-facts memory",
+            includes=(SOCIAL_PROOF_POLICY,),
+        ),
+        GridNeed(
+            "04_tag_ablation.ipynb",
+            "tags",
+            "the tag ablation compares tags removed with tags kept",
+            includes=ABLATION_TAGS,
         ),
         GridNeed(
             "05_evidence_balance.ipynb",

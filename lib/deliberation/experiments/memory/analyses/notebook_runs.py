@@ -33,7 +33,10 @@ def notebook_rows(
 ) -> tuple[pd.DataFrame, list[str]]:
     """Rows of every requested template set (CrossProfile) or of the profile's HiddenBench
     tasks, with the notebook's budgets (or ``budgets``), and the runs' report lines (counts,
-    invalid answers, and how many distinct calls the rows come from). ``item_limit``: None the profile's fixed count, 0 none."""
+    invalid answers, and how many distinct calls the rows come from). ``item_limit``: None the
+    profile's fixed count, 0 none. ``policies`` and ``tags`` are what the notebook would read,
+    run only where the profile's grid lists them (:func:`within_profile_grid`)."""
+    policies, tags = within_profile_grid(benchmark, profile, policies, tags)
     frames, lines = [], []
     selects = memory_benchmark(benchmark).selects_templates
     for template_set in templates if selects else (None,):
@@ -53,7 +56,31 @@ def notebook_rows(
         lines += [f"{name}: {line}" for line in result.report.lines()]
         # Rows are not observations: identical prompts were one call (stats.small_samples).
         lines.append(f"{name}: {calls_note(result.frame)}")
+    # A set with no task (a profile listing no pilot template) adds no rows, and no untyped columns.
+    frames = [f for f in frames if not f.empty] or frames[:1]
     return with_capacity(pd.concat(frames, ignore_index=True)), lines
+
+
+def within_profile_grid(
+    benchmark: str, profile: Profile, policies: Sequence[str] | None, tags: Sequence[str]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """The notebook's ``policies`` (None: the profile's) and ``tags`` that the profile's
+    ``experiments.<benchmark>`` section lists, in the notebook's order: the profile's grid bounds
+    every notebook, so a small grid (a slow model's) sends no call its author left out. What
+    an analysis cannot do without is a grid need (``make plan`` checks it before sending)."""
+    section = getattr(profile.experiments, benchmark)
+    kept_policies = policies
+    if policies is not None and section.policies is not None:
+        kept_policies = tuple(p for p in policies if p in section.policies)
+    kept_tags = tuple(t for t in tags if t in section.tags)
+    if kept_policies == () or not kept_tags:
+        raise ValueError(
+            f"experiments.{benchmark}: the profile's grid (policies {section.policies},"
+            f" tags {list(section.tags)}) lists none of the notebook's policies"
+            f" {list(policies or ())} or none of its tags {list(tags)}"
+            " (make plan names what each notebook needs)"
+        )
+    return (None if kept_policies is None else tuple(kept_policies)), kept_tags
 
 
 def notebook_experiment(
