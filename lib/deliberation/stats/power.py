@@ -39,6 +39,10 @@ PAPER_TEMPLATES = 60
 PAPER_H3 = (8.5, 3.5, 13.6)
 # Paper 1: "R1 scores 64.0% versus 64.5% for Random on Qwen": H2 is -0.5 points.
 PAPER_H2 = (-0.5, "paper 1: R1 64.0% vs Random 64.5% (Qwen)")
+# Paper 1's evidence-balance curve, copy policies pooled: 76.0% at a net lead of +2 against
+# 13.5% at -2 (Qwen). Tested as the accuracy at +2 minus at -2 over templates (notebook 05's
+# table; a template's memories reach -2 less often, so one cell each side is optimistic).
+PAPER_LEAD_CURVE = (62.5, "paper 1: 76.0% at net lead +2 vs 13.5% at -2 (Qwen)")
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,18 @@ def designs() -> list[Design]:
             1,
             "04",
             rows_file="04_tag_ablation_rows.csv",
+        ),
+        Design(
+            "evidence balance: lead +2 - lead -2",
+            1,
+            None,
+            "templates",
+            1,
+            1,
+            1,
+            "05",
+            rows_file="05_evidence_balance_rows.csv",
+            reported_effect=PAPER_LEAD_CURVE,
         ),
         Design(
             "HiddenBench R1 - B3",
@@ -423,13 +439,26 @@ def grid_size(
     hb = experiments.hiddenbench  # type: ignore[attr-defined]
     dhd = experiments.dhd  # type: ignore[attr-defined]
     sizes = {
-        "templates": cp.limit or banks.get("templates"),
+        "templates": _template_count(cp, banks.get("templates")),
         "tasks": hb.limit or banks.get("tasks"),
         "problems": dhd.repeated_problems if design.notebook == "08" else dhd.problems,
         "masking cases": dhd.masking_cases,
         "repeated replays": dhd.blocks,
     }
     return sizes[design.dimension]
+
+
+def _template_count(crossprofile: object, bank: int | None) -> int | None:
+    """Main templates the profile's CrossProfile grid runs: the main ones among its listed ids
+    (every test reads main templates), else the bank; the first ``limit`` of them."""
+    listed = crossprofile.templates  # type: ignore[attr-defined]
+    limit = crossprofile.limit  # type: ignore[attr-defined]
+    if not isinstance(listed, tuple):
+        return limit or bank
+    from deliberation.benchmarks.crossprofile.memory import verified_bank
+
+    main = sum(not t.pilot for t in verified_bank() if t.id in set(listed))
+    return min(main, limit) if limit else main
 
 
 def _rows_per_cell(design: Design, experiments: object) -> int:
