@@ -44,7 +44,9 @@ def test_the_committed_executed_notebooks_are_what_the_code_makes_now(profile) -
     figures = _figures_by_notebook()
     for name, images in report.images.items():
         assert images >= figures[name.removesuffix(".ipynb")], (name, images)
-    assert sum(report.images.values()) >= sum(figures.values()) > 0
+    # (a profile may publish some notebooks only: the Qwen profile publishes 03-05)
+    shown = [name.removesuffix(".ipynb") for name in report.images]
+    assert sum(report.images.values()) >= sum(figures[name] for name in shown) > 0
 
 
 @pytest.fixture
