@@ -10,7 +10,10 @@ from pydantic import ValidationError
 from deliberation.benchmarks import memory_benchmark
 from deliberation.benchmarks.crossprofile.memory import crossprofile_tasks, verified_bank
 from deliberation.experiments.grid_needs import unmet_needs
-from deliberation.experiments.memory.analyses.crossprofile import policy_accuracy
+from deliberation.experiments.memory.analyses.crossprofile import (
+    policy_accuracy,
+    relevance_labels,
+)
 from deliberation.experiments.memory.analyses.notebook_runs import (
     notebook_rows,
     within_profile_grid,
@@ -91,6 +94,9 @@ def test_a_run_of_a_profile_listing_templates_has_rows_of_those_only(tmp_path) -
     pilot = policy_accuracy(rows, pilot=True, n_resamples=2, seed=0)
     assert "no pilot template" in pilot["note"].iloc[0]
     assert power.grid_size(power.designs()[0], profile.experiments) == 2
+    # Notebook 03's labeller table reads the same tasks (once it read the first 60 templates).
+    labels = relevance_labels(run_profile, client)
+    assert set(labels["template"]) == set(listed) and labels["task"].nunique() == 16
 
 
 def test_a_notebook_runs_what_it_asks_for_within_the_profiles_grid(tmp_path) -> None:

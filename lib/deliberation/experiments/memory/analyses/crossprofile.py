@@ -271,22 +271,23 @@ def classic_contrasts(
 
 
 def relevance_labels(profile: Profile, client: Client, templates: str = "main") -> pd.DataFrame:
-    """The relevance labeller's answer for every fact of the profile's tasks (``templates``,
-    the profile's ``experiments.crossprofile.limit``) beside its true role:
+    """The relevance labeller's answer for every fact of the profile's tasks (``templates``
+    within the profile's selection: its listed templates, its ``limit``) beside its true role:
     one row per (task, fact) with ``relevant`` (1 for support and decoy facts: on topic) and
     ``labelled`` (1 if the labeller called it relevant) and ``key`` (the labelling call's
     cache key: tasks whose statements read alike share one call). The labelling calls go
     through the cache, so after a run this sends nothing."""
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, prepare
-    from deliberation.experiments.memory.runs import crossprofile_tasks
+    from deliberation.experiments.memory.runs import crossprofile_tasks, profile_grid
 
-    section = profile.experiments.crossprofile
+    _, selection = profile_grid("crossprofile", profile)  # the tasks the notebook's runs asked
     tasks = crossprofile_tasks(
         templates,  # type: ignore[arg-type]
-        section.limit,
+        selection["limit"],
         seed=profile.seed,
-        option_order=section.option_order,
+        option_order=selection["option_order"],
+        names=selection["names"],
     )
     prepared = prepare(
         tasks,
