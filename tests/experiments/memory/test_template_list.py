@@ -112,7 +112,9 @@ def test_a_notebook_runs_what_it_asks_for_within_the_profiles_grid(tmp_path) -> 
 
 
 def test_the_tag_ablation_needs_all_facts_and_tags_removed(tmp_path) -> None:
-    profile = _profile(tmp_path, "    policies: [R1, B4, Random, R1-rel, oracle-rel]\n    tags: [keep]\n")
+    profile = _profile(
+        tmp_path, "    policies: [R1, B4, Random, R1-rel, oracle-rel]\n    tags: [keep]\n"
+    )
     unmet = {(u.need.notebook, u.key) for u in unmet_needs(profile, ["04_tag_ablation.ipynb"])}
     assert unmet == {
         ("04_tag_ablation.ipynb", "experiments.crossprofile.policies"),
