@@ -451,14 +451,11 @@ def grid_size(
 def _template_count(crossprofile: object, bank: int | None) -> int | None:
     """Main templates the profile's CrossProfile grid runs: the main ones among its listed ids
     (every test reads main templates), else the bank; the first ``limit`` of them."""
-    listed = crossprofile.templates  # type: ignore[attr-defined]
     limit = crossprofile.limit  # type: ignore[attr-defined]
-    if not isinstance(listed, tuple):
+    listed = crossprofile.listed_main_templates()  # type: ignore[attr-defined]
+    if listed is None:
         return limit or bank
-    from deliberation.benchmarks.crossprofile.memory import verified_bank
-
-    main = sum(not t.pilot for t in verified_bank() if t.id in set(listed))
-    return min(main, limit) if limit else main
+    return min(listed, limit) if limit else listed
 
 
 def _rows_per_cell(design: Design, experiments: object) -> int:

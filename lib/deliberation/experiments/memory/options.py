@@ -52,3 +52,12 @@ class MemoryGridOptions(Strict):
                 raise ValueError("a template list names at least one template id")
             distinct_values(value)
         return value
+
+    def listed_main_templates(self) -> int | None:
+        """How many main templates the ``templates`` list names (None: a set, not a list): the
+        grid size of every CrossProfile test, which reads main templates only."""
+        if not isinstance(self.templates, tuple):
+            return None
+        from deliberation.benchmarks.crossprofile.memory import verified_bank
+
+        return sum(not t.pilot for t in verified_bank() if t.id in set(self.templates))
