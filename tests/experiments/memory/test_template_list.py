@@ -60,6 +60,12 @@ def test_a_template_id_not_in_the_bank_is_refused_naming_it_and_the_key() -> Non
         memory_benchmark("hiddenbench").tasks(0, templates=None, limit=1, names=["education-01"])
 
 
+def test_the_power_grid_counts_the_listed_main_templates_only() -> None:
+    listed = _first_of_each_domain(3) + _first_of_each_domain(2, pilot=True)
+    assert MemoryGridOptions(templates=listed).listed_main_templates() == 3
+    assert MemoryGridOptions().listed_main_templates() is None
+
+
 @pytest.mark.parametrize("listed", [[], ["education-01", "education-01"]])
 def test_an_empty_or_repeated_template_list_is_refused(listed) -> None:
     with pytest.raises(ValidationError):

@@ -127,6 +127,29 @@ def profile_grid(
     return grid, {**selection, "option_order": section.option_order}
 
 
+def profile_tasks(
+    benchmark: str | MemoryBenchmark,
+    profile,
+    *,
+    templates: TemplateSet | None = None,
+    limit: int | None = None,
+) -> list:
+    """The tasks the profile's ``experiments.<benchmark>`` section selects (its template set or
+    listed ids, its ``limit``, its option order), ``templates`` and ``limit`` overriding the set
+    and the count: every run and analysis of a profile's tasks asks here, so none can miss a
+    selection option (the listed ids within the set asked for)."""
+    benchmark = _benchmark(benchmark)
+    _, selection = profile_grid(benchmark, profile)
+    return benchmark.tasks(  # checks the limit
+        profile.seed,
+        templates=templates or selection["templates"],
+        limit=limit if limit is not None else selection["limit"],
+        option_order=selection["option_order"],
+        # only when the profile lists templates: a benchmark that has none needs no such argument
+        **({"names": selection["names"]} if selection["names"] is not None else {}),
+    )
+
+
 def run_from_profile(
     benchmark: str | MemoryBenchmark,
     profile,
@@ -144,17 +167,10 @@ def run_from_profile(
     """What ``deliberation run <benchmark>`` does: the profile's grid with the given overrides
     (``item_limit=0`` drops the fixed-count rows), its tasks, and the run through the cache."""
     benchmark = _benchmark(benchmark)
-    grid, selection = profile_grid(
+    grid, _ = profile_grid(
         benchmark, profile, policies=policies, budgets=budgets, tags=tags, item_limit=item_limit
     )
-    tasks = benchmark.tasks(  # checks the limit
-        profile.seed,
-        templates=templates or selection.get("templates"),
-        limit=limit if limit is not None else selection.get("limit"),
-        option_order=selection["option_order"],
-        # only when the profile lists templates: a benchmark that has none needs no such argument
-        **({"names": selection["names"]} if selection["names"] is not None else {}),
-    )
+    tasks = profile_tasks(benchmark, profile, templates=templates, limit=limit)
     if client is None:
         from deliberation.inference import make_client
 
@@ -175,6 +191,7 @@ __all__ = [
     "hiddenbench_rows",
     "verified_bank",
     "profile_grid",
+    "profile_tasks",
     "run_from_profile",
     "write_rows",
     "CROSSPROFILE_COLUMNS",

@@ -279,16 +279,9 @@ def relevance_labels(profile: Profile, client: Client, templates: str = "main") 
     through the cache, so after a run this sends nothing."""
     from deliberation.experiments.memory.grid import Grid
     from deliberation.experiments.memory.pipeline import RunReport, prepare
-    from deliberation.experiments.memory.runs import crossprofile_tasks, profile_grid
+    from deliberation.experiments.memory.runs import profile_tasks
 
-    _, selection = profile_grid("crossprofile", profile)  # the tasks the notebook's runs asked
-    tasks = crossprofile_tasks(
-        templates,  # type: ignore[arg-type]
-        selection["limit"],
-        seed=profile.seed,
-        option_order=selection["option_order"],
-        names=selection["names"],
-    )
+    tasks = profile_tasks("crossprofile", profile, templates=templates)  # as the runs asked
     prepared = prepare(
         tasks,
         Grid(policies=("R1-rel",), budgets=(PRIMARY_FRACTION,), item_limit=None, tags=("keep",)),
